@@ -1,0 +1,156 @@
+/* codectalk public API: load a Qwen3-TTS checkpoint once (immutable, shareable), then run
+   per-request sessions that turn text into 12.5 Hz codec frames (16 codes per 80 ms). */
+#ifndef CODECTALK_H
+#define CODECTALK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status ------------------------------------------------------------------------- */
+
+typedef enum {
+    CT_OK = 0,
+    CT_ERR_INVALID_ARG = -1, /* caller passed something unusable */
+    CT_ERR_NOMEM = -2,       /* allocation failed */
+    CT_ERR_IO = -3,          /* open/read/write/mmap failed */
+    CT_ERR_FORMAT = -4,      /* file content is malformed or inconsistent */
+    CT_ERR_UNSUPPORTED = -5, /* valid but not handled (dtype, variant) */
+    CT_ERR_STATE = -6,       /* call made in the wrong state */
+    CT_ERR_ABORTED = -7,     /* cancelled by the caller */
+    CT_ERR_INTERNAL = -8,    /* a bug: an invariant broke */
+    CT_ERR_LIMIT = -9        /* input exceeds a configured or model limit */
+} ct_status;
+/* Static English description of a status; never NULL. */
+const char *ct_status_str(ct_status st);
+
+/* Library version string, e.g. "0.1.0". */
+const char *ct_version(void);
+
+/* ---- model -------------------------------------------------------------------------- */
+
+/* Immutable after load; may be shared by any number of sessions on any threads. */
+typedef struct ct_model ct_model;
+
+typedef struct {
+    size_t size;               /* sizeof(ct_model_params), set by the default */
+    const char *tokenizer_dir; /* NULL: the model directory holds vocab.json etc. */
+    int f32_weights;           /* 1: convert every weight to f32 at load (reference mode) */
+} ct_model_params;
+
+ct_model_params ct_model_params_default(void);
+
+/* Loads dir (config.json, generation_config.json, model.safetensors, tokenizer files).
+   Every tensor the config implies is checked by name, shape and dtype. On failure returns
+   the status and writes a message naming what is wrong into err[errcap]. */
+ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model **out,
+                        char *err, size_t errcap);
+
+/* Frees the model; NULL is fine. All sessions must be freed first. */
+void ct_model_free(ct_model *m);
+
+typedef struct {
+    const char *kind;       /* "custom_voice", "base", "voice_design" */
+    const char *size_tag;   /* "0b6", "1b7", or what config.json says */
+    int talker_hidden, talker_layers, pred_hidden, pred_layers;
+    int n_groups;           /* codes per frame (16) */
+    int codebook_size;      /* 2048 */
+    int n_speakers, n_languages;
+    uint64_t weight_bytes;  /* bytes of talker + predictor weights used */
+} ct_model_info;
+
+ct_model_info ct_model_get_info(const ct_model *m);
+
+/* Name of speaker / language i (lower case), or NULL when out of range. */
+const char *ct_model_speaker(const ct_model *m, int i);
+const char *ct_model_language(const ct_model *m, int i);
+
+/* Tokenizes UTF-8 text with the model's Qwen2 BPE. *n_out receives the full count; if it
+   exceeds cap, CT_ERR_LIMIT is returned. Invalid UTF-8 is CT_ERR_INVALID_ARG. */
+ct_status ct_tokenize(const ct_model *m, const char *text, size_t len, int32_t *ids,
+                      size_t cap, size_t *n_out, char *err, size_t errcap);
+
+/* ---- sessions ----------------------------------------------------------------------- */
+
+/* Per-request state (KV caches, scratch, RNG). One thread at a time. */
+typedef struct ct_session ct_session;
+
+typedef struct {
+    size_t size;
+    int max_context; /* talker KV positions reserved up front (prompt + frames); default 2048 */
+} ct_session_params;
+
+ct_session_params ct_session_params_default(void);
+
+/* Reserves the whole working set (KV caches, scratch) now; nothing is allocated later. */
+ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_session **out,
+                            char *err, size_t errcap);
+void ct_session_free(ct_session *s);
+
+/* Last error message of this session ("" when none). Borrowed until the next call. */
+const char *ct_session_errmsg(const ct_session *s);
+
+typedef struct {
+    size_t size;
+    const char *text;      /* required, UTF-8 */
+    const char *speaker;   /* CustomVoice: required, case-insensitive */
+    const char *language;  /* NULL or "auto" = no language id; else a name of the model */
+    const char *instruct;  /* VoiceDesign (required) and 1.7B CustomVoice; NULL otherwise */
+    const float *xvector;  /* Base: optional speaker x-vector [xvector_len] */
+    int xvector_len;       /* must equal the talker hidden size when xvector is set */
+    int non_streaming;     /* 1: whole text in the prefill; 0: streaming-text layout;
+                              -1: the reference default for the model kind */
+    uint64_t seed;
+    int greedy;            /* 1: argmax for talker and sub-talker (parity/debug only) */
+    /* Sampling; negative values (or 0 for top_k = -1) mean "from generation_config.json". */
+    float temperature, top_p, repetition_penalty;
+    int top_k;
+    float sub_temperature, sub_top_p;
+    int sub_top_k;
+    int min_new_tokens;    /* EOS masked until this many codes; default 2 */
+    int max_new_tokens;    /* reference semantics: at most max_new_tokens-1 frames; <= 0: config */
+    int max_frames;        /* hard cap on frames; <= 0: none */
+    /* Runaway guard: frames <= budget_base + budget_per_token * text_tokens. */
+    int budget_base;       /* default 50 frames */
+    float budget_per_token; /* default 12 frames per text token */
+} ct_gen_params;
+
+ct_gen_params ct_gen_params_default(void);
+
+typedef enum {
+    CT_STOP_NONE = 0,       /* still running */
+    CT_STOP_EOS = 1,        /* the talker emitted EOS */
+    CT_STOP_MAX_FRAMES = 2, /* max_frames / max_new_tokens reached */
+    CT_STOP_BUDGET = 3,     /* text-length budget or context capacity reached */
+    CT_STOP_ABORTED = 4
+} ct_stop_reason;
+
+const char *ct_stop_reason_str(ct_stop_reason r);
+
+/* Validates the request, builds the prompt and runs the prefill. Resets any previous run. */
+ct_status ct_session_start(ct_session *s, const ct_gen_params *g);
+
+/* Produces the next frame: codes[n_groups] (codebook 0 first, each in [0, 2048)).
+   *got = 1 when a frame was written, 0 when generation has finished (see stop reason). */
+ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got);
+
+ct_stop_reason ct_session_stop_reason(const ct_session *s);
+
+/* Facts about the current run. */
+typedef struct {
+    int prompt_len;      /* prefill positions */
+    int text_tokens;     /* N */
+    int frames;          /* frames produced so far */
+    int frame_limit;     /* effective cap from max_frames/max_new_tokens/budget/context */
+} ct_run_info;
+
+ct_run_info ct_session_run_info(const ct_session *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,17 @@
+/* Small file helpers: whole-file reads with a size cap, existence checks. */
+#ifndef CT_FILEIO_H
+#define CT_FILEIO_H
+
+#include <stddef.h>
+
+#include "core/status.h"
+
+/* Reads path into a NUL-terminated malloc'd buffer (*out, caller frees). Files larger than
+   max_bytes fail with CT_ERR_LIMIT. */
+ct_status ct_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
+                       size_t errcap);
+
+/* 1 if path names an existing regular file. */
+int ct_file_exists(const char *path);
+
+#endif

@@ -1,0 +1,64 @@
+/* Read-only safetensors access: mmap the file, validate the header, look tensors up by name. */
+#ifndef CT_SAFETENSORS_H
+#define CT_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef enum {
+    CT_DT_F32 = 0,
+    CT_DT_F16 = 1,
+    CT_DT_BF16 = 2,
+    CT_DT_I32 = 3,
+    CT_DT_I64 = 4,
+    CT_DT_U8 = 5,
+    CT_DT_I8 = 6,
+    CT_DT_F64 = 7,
+    CT_DT_BOOL = 8,
+    CT_DT_COUNT
+} ct_dtype;
+
+#define CT_ST_MAX_DIMS 8
+
+typedef struct {
+    const char *name;              /* NUL-terminated, owned by the file */
+    ct_dtype dtype;
+    int ndim;
+    int64_t shape[CT_ST_MAX_DIMS]; /* row-major, outermost first */
+    uint64_t nbytes;
+    const void *data;              /* points into the mapping */
+} ct_st_tensor;
+
+typedef struct ct_st_file ct_st_file;
+
+/* Bytes per element of a dtype. */
+size_t ct_dtype_size(ct_dtype dt);
+/* Safetensors dtype string ("F32", "BF16", ...). */
+const char *ct_dtype_name(ct_dtype dt);
+
+/* Maps path read-only and validates the whole header: JSON object, known dtypes, shapes
+   non-negative, data_offsets inside the data area, byte length == elements x dtype size,
+   no two tensors overlapping, no duplicate names. CT_ERR_IO if the file cannot be read,
+   CT_ERR_FORMAT (message naming the tensor) for any inconsistency. */
+ct_status ct_st_open(const char *path, ct_st_file **out, char *err, size_t errcap);
+
+/* Same validation over an in-memory buffer (borrowed; must outlive the handle). */
+ct_status ct_st_open_buffer(const void *buf, size_t len, ct_st_file **out, char *err,
+                            size_t errcap);
+
+/* Unmaps and frees; NULL is fine. */
+void ct_st_close(ct_st_file *f);
+
+/* Number of tensors and access by index (sorted by name). */
+size_t ct_st_count(const ct_st_file *f);
+const ct_st_tensor *ct_st_at(const ct_st_file *f, size_t i);
+
+/* Tensor by exact name, or NULL. O(log n). */
+const ct_st_tensor *ct_st_find(const ct_st_file *f, const char *name);
+
+/* Formats a shape as "[a, b, c]" into buf. Returns buf. */
+char *ct_st_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
+
+#endif

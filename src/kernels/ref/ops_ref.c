@@ -1,0 +1,155 @@
+/* Scalar reference implementations of the kernels in kernels/ops.h. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+
+float ct_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t ct_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float ct_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    uint32_t u;
+    if (exp == 0) {
+        if (man == 0) {
+            u = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400u));
+            u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        u = sign | 0x7f800000u | (man << 13);
+    } else {
+        u = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+void ct_convert_to_f32(const void *src, ct_dtype dt, float *dst, size_t n) {
+    if (dt == CT_DT_F32) {
+        memcpy(dst, src, n * sizeof(float));
+    } else if (dt == CT_DT_BF16) {
+        const uint16_t *s = src;
+        for (size_t i = 0; i < n; i++) dst[i] = ct_bf16_to_f32(s[i]);
+    } else if (dt == CT_DT_F16) {
+        const uint16_t *s = src;
+        for (size_t i = 0; i < n; i++) dst[i] = ct_f16_to_f32(s[i]);
+    } else {
+        memset(dst, 0, n * sizeof(float));
+    }
+}
+
+void ct_mat_row(const ct_mat *w, int r, float *dst) {
+    size_t es = ct_dtype_size(w->dtype);
+    ct_convert_to_f32((const char *)w->data + (size_t)r * (size_t)w->cols * es, w->dtype, dst,
+                      (size_t)w->cols);
+}
+
+/* Dot of one weight row with x, 8 independent partial sums, combined in a fixed order. */
+static float dot_bf16(const uint16_t *w, const float *x, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += ct_bf16_to_f32(w[i + j]) * x[i + j];
+    for (; i < n; i++) acc[i & 7] += ct_bf16_to_f32(w[i]) * x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static float dot_f32(const float *w, const float *x, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += w[i + j] * x[i + j];
+    for (; i < n; i++) acc[i & 7] += w[i] * x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static float dot_f16(const uint16_t *w, const float *x, int n) {
+    float acc[8] = {0};
+    for (int i = 0; i < n; i++) acc[i & 7] += ct_f16_to_f32(w[i]) * x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+void ct_matmul(const ct_mat *w, const float *bias, const float *x, float *y, int n) {
+    const int R = w->rows, C = w->cols;
+    for (int r = 0; r < R; r++) {
+        float b = bias ? bias[r] : 0.0f;
+        if (w->dtype == CT_DT_BF16) {
+            const uint16_t *row = (const uint16_t *)w->data + (size_t)r * (size_t)C;
+            for (int t = 0; t < n; t++) y[(size_t)t * R + r] = dot_bf16(row, x + (size_t)t * C, C) + b;
+        } else if (w->dtype == CT_DT_F32) {
+            const float *row = (const float *)w->data + (size_t)r * (size_t)C;
+            for (int t = 0; t < n; t++) y[(size_t)t * R + r] = dot_f32(row, x + (size_t)t * C, C) + b;
+        } else {
+            const uint16_t *row = (const uint16_t *)w->data + (size_t)r * (size_t)C;
+            for (int t = 0; t < n; t++) y[(size_t)t * R + r] = dot_f16(row, x + (size_t)t * C, C) + b;
+        }
+    }
+}
+
+void ct_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    float ss = 0.0f;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    float inv = 1.0f / sqrtf(ss / (float)n + eps);
+    for (int i = 0; i < n; i++) out[i] = w[i] * (x[i] * inv);
+}
+
+void ct_rope_angles(int pos, int dim, double theta, float *cosv, float *sinv) {
+    int half = dim / 2;
+    for (int i = 0; i < half; i++) {
+        float expo = (float)(2 * i) / (float)dim;
+        float inv = 1.0f / powf((float)theta, expo);
+        float ang = (float)pos * inv;
+        cosv[i] = cosf(ang);
+        sinv[i] = sinf(ang);
+    }
+}
+
+void ct_rope_apply(float *v, const float *cosv, const float *sinv, int dim) {
+    int half = dim / 2;
+    for (int i = 0; i < half; i++) {
+        float a = v[i], b = v[i + half];
+        v[i] = a * cosv[i] - b * sinv[i];
+        v[i + half] = b * cosv[i] + a * sinv[i];
+    }
+}
+
+void ct_swiglu(float *y, const float *a, const float *b, int n) {
+    for (int i = 0; i < n; i++) {
+        float s = a[i] / (1.0f + expf(-a[i]));
+        y[i] = s * b[i];
+    }
+}
+
+void ct_softmax(float *x, int n) {
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (x[i] > m) m = x[i];
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - m);
+        s += x[i];
+    }
+    float inv = 1.0f / s;
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}

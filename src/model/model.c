@@ -1,0 +1,282 @@
+/* Model loading: config, tokenizer, safetensors mapping, and name/shape/dtype checks of every
+   tensor the config implies. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "model/model_internal.h"
+
+const char *ct_version(void) { return CT_VERSION; }
+
+ct_model_params ct_model_params_default(void) {
+    ct_model_params p;
+    memset(&p, 0, sizeof p);
+    p.size = sizeof p;
+    return p;
+}
+
+static int keep(ct_model *m, void *p) {
+    if (m->n_owned == m->cap_owned) {
+        size_t nc = m->cap_owned ? m->cap_owned * 2 : 256;
+        void **n = realloc(m->owned, nc * sizeof *n);
+        if (!n) return 0;
+        m->owned = n;
+        m->cap_owned = nc;
+    }
+    m->owned[m->n_owned++] = p;
+    return 1;
+}
+
+typedef struct {
+    ct_model *m;
+    char *err;
+    size_t errcap;
+    ct_status st;
+} binder;
+
+/* Finds name with the expected shape (ndim dims) and a float dtype; records a precise error. */
+static const ct_st_tensor *find_checked(binder *b, const char *name, int ndim, const int64_t *dims) {
+    if (b->st != CT_OK) return NULL;
+    char want[128], got[128];
+    ct_st_shape_str(dims, ndim, want, sizeof want);
+    const ct_st_tensor *t = ct_st_find(b->m->st, name);
+    if (!t) {
+        b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT,
+                        "model.safetensors: missing tensor '%s' (expected shape %s)", name, want);
+        return NULL;
+    }
+    int same = t->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++) same = t->shape[i] == dims[i];
+    if (!same) {
+        b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT,
+                        "model.safetensors: tensor '%s' has shape %s, expected %s", name,
+                        ct_st_shape_str(t->shape, t->ndim, got, sizeof got), want);
+        return NULL;
+    }
+    if (t->dtype != CT_DT_BF16 && t->dtype != CT_DT_F16 && t->dtype != CT_DT_F32) {
+        b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT,
+                        "model.safetensors: tensor '%s' has dtype %s, expected BF16, F16 or F32",
+                        name, ct_dtype_name(t->dtype));
+        return NULL;
+    }
+    b->m->weight_bytes += t->nbytes;
+    return t;
+}
+
+static float *to_f32_copy(binder *b, const ct_st_tensor *t, size_t n) {
+    float *p = malloc(n * sizeof(float));
+    if (!p || !keep(b->m, p)) {
+        free(p);
+        b->st = ct_errf(b->err, b->errcap, CT_ERR_NOMEM, "out of memory converting '%s'", t->name);
+        return NULL;
+    }
+    ct_convert_to_f32(t->data, t->dtype, p, n);
+    return p;
+}
+
+static ct_mat bind_mat(binder *b, const char *name, int rows, int cols) {
+    ct_mat w = {0};
+    int64_t d[2] = {rows, cols};
+    const ct_st_tensor *t = find_checked(b, name, 2, d);
+    if (!t) return w;
+    w.rows = rows;
+    w.cols = cols;
+    if (b->m->f32_weights && t->dtype != CT_DT_F32) {
+        w.data = to_f32_copy(b, t, (size_t)rows * (size_t)cols);
+        w.dtype = CT_DT_F32;
+    } else {
+        w.data = t->data;
+        w.dtype = t->dtype;
+    }
+    return w;
+}
+
+/* 1-D tensors (norms, biases) are always converted to f32. */
+static const float *bind_vec(binder *b, const char *name, int n) {
+    int64_t d[1] = {n};
+    const ct_st_tensor *t = find_checked(b, name, 1, d);
+    if (!t) return NULL;
+    return to_f32_copy(b, t, (size_t)n);
+}
+
+static ct_layer_w *bind_stack(binder *b, const char *prefix, const ct_stack_cfg *c,
+                              ct_stack_w *sw) {
+    ct_layer_w *L = calloc((size_t)c->layers, sizeof *L);
+    if (!L || !keep(b->m, L)) {
+        free(L);
+        b->st = ct_errf(b->err, b->errcap, CT_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    char n[256];
+    const int H = c->hidden, qd = c->heads * c->head_dim, kd = c->kv_heads * c->head_dim;
+    for (int l = 0; l < c->layers && b->st == CT_OK; l++) {
+#define NM(s) (snprintf(n, sizeof n, "%s.layers.%d.%s", prefix, l, s), n)
+        L[l].in_norm = bind_vec(b, NM("input_layernorm.weight"), H);
+        L[l].q = bind_mat(b, NM("self_attn.q_proj.weight"), qd, H);
+        L[l].k = bind_mat(b, NM("self_attn.k_proj.weight"), kd, H);
+        L[l].v = bind_mat(b, NM("self_attn.v_proj.weight"), kd, H);
+        L[l].o = bind_mat(b, NM("self_attn.o_proj.weight"), H, qd);
+        L[l].q_norm = bind_vec(b, NM("self_attn.q_norm.weight"), c->head_dim);
+        L[l].k_norm = bind_vec(b, NM("self_attn.k_norm.weight"), c->head_dim);
+        L[l].post_norm = bind_vec(b, NM("post_attention_layernorm.weight"), H);
+        L[l].gate = bind_mat(b, NM("mlp.gate_proj.weight"), c->ffn, H);
+        L[l].up = bind_mat(b, NM("mlp.up_proj.weight"), c->ffn, H);
+        L[l].down = bind_mat(b, NM("mlp.down_proj.weight"), H, c->ffn);
+#undef NM
+    }
+    snprintf(n, sizeof n, "%s.norm.weight", prefix);
+    sw->final_norm = bind_vec(b, n, H);
+    sw->cfg = c;
+    sw->layers = L;
+    return L;
+}
+
+static ct_status bind_all(ct_model *m, char *err, size_t errcap) {
+    binder b = {m, err, errcap, CT_OK};
+    const ct_config *c = &m->cfg;
+    const int H = c->talker.hidden, PH = c->pred.hidden, TH = c->text_hidden;
+    m->text_emb = bind_mat(&b, "talker.model.text_embedding.weight", c->text_vocab, TH);
+    m->tp_fc1 = bind_mat(&b, "talker.text_projection.linear_fc1.weight", TH, TH);
+    m->tp_b1 = bind_vec(&b, "talker.text_projection.linear_fc1.bias", TH);
+    m->tp_fc2 = bind_mat(&b, "talker.text_projection.linear_fc2.weight", H, TH);
+    m->tp_b2 = bind_vec(&b, "talker.text_projection.linear_fc2.bias", H);
+    m->codec_emb = bind_mat(&b, "talker.model.codec_embedding.weight", c->talker.vocab, H);
+    m->codec_head = bind_mat(&b, "talker.codec_head.weight", c->talker.vocab, H);
+    m->t_layers = bind_stack(&b, "talker.model", &c->talker, &m->talker);
+    /* The projection exists exactly when the widths differ (1.7B); 0.6B uses identity. */
+    m->has_proj = ct_st_find(m->st, "talker.code_predictor.small_to_mtp_projection.weight") != NULL;
+    if (H != PH && !m->has_proj && b.st == CT_OK)
+        b.st = ct_errf(err, errcap, CT_ERR_FORMAT, "model.safetensors: missing tensor "
+                       "'talker.code_predictor.small_to_mtp_projection.weight' (expected shape "
+                       "[%d, %d]: talker hidden %d != predictor hidden %d)", PH, H, H, PH);
+    if (m->has_proj) {
+        m->mtp_proj = bind_mat(&b, "talker.code_predictor.small_to_mtp_projection.weight", PH, H);
+        m->mtp_b = bind_vec(&b, "talker.code_predictor.small_to_mtp_projection.bias", PH);
+    }
+    char n[256];
+    for (int g = 0; g < c->n_groups - 1 && b.st == CT_OK; g++) {
+        snprintf(n, sizeof n, "talker.code_predictor.model.codec_embedding.%d.weight", g);
+        m->pred_emb[g] = bind_mat(&b, n, c->pred.vocab, H);
+        snprintf(n, sizeof n, "talker.code_predictor.lm_head.%d.weight", g);
+        m->pred_head[g] = bind_mat(&b, n, c->pred.vocab, PH);
+    }
+    m->p_layers = bind_stack(&b, "talker.code_predictor.model", &c->pred, &m->pred);
+    return b.st;
+}
+
+ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model **out,
+                        char *err, size_t errcap) {
+    if (!dir || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "model: NULL argument");
+    *out = NULL;
+    ct_model_params p = params ? *params : ct_model_params_default();
+    ct_model *m = calloc(1, sizeof *m);
+    if (!m) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
+    m->f32_weights = p.f32_weights;
+    char path[4096], inner[1024];
+    ct_status st = ct_config_load(dir, &m->cfg, inner, sizeof inner);
+    if (st != CT_OK) {
+        ct_errf(err, errcap, st, "%s: %s", dir, inner);
+        goto fail;
+    }
+    if (m->cfg.n_groups - 1 > CT_MAX_GROUPS || m->cfg.n_groups > CT_MAX_GROUPS) {
+        st = ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "model: %d code groups (max %d)",
+                     m->cfg.n_groups, CT_MAX_GROUPS);
+        goto fail;
+    }
+    const char *tdir = p.tokenizer_dir ? p.tokenizer_dir : dir;
+    st = ct_bpe_load(tdir, &m->tok, inner, sizeof inner);
+    if (st != CT_OK) {
+        ct_errf(err, errcap, st, "tokenizer: %s", inner);
+        goto fail;
+    }
+    if (ct_bpe_vocab_size(m->tok) > m->cfg.text_vocab) {
+        st = ct_errf(err, errcap, CT_ERR_FORMAT, "tokenizer has %d ids but the text embedding has "
+                     "%d rows", ct_bpe_vocab_size(m->tok), m->cfg.text_vocab);
+        goto fail;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    st = ct_st_open(path, &m->st, err, errcap);
+    if (st != CT_OK) goto fail;
+    st = bind_all(m, err, errcap);
+    if (st != CT_OK) goto fail;
+    *out = m;
+    return CT_OK;
+fail:
+    ct_model_free(m);
+    return st;
+}
+
+void ct_model_free(ct_model *m) {
+    if (!m) return;
+    for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    free(m->owned);
+    ct_st_close(m->st);
+    ct_bpe_free(m->tok);
+    free(m);
+}
+
+ct_model_info ct_model_get_info(const ct_model *m) {
+    ct_model_info i;
+    memset(&i, 0, sizeof i);
+    if (!m) return i;
+    i.kind = ct_model_kind_name(m->cfg.kind);
+    i.size_tag = m->cfg.size_tag;
+    i.talker_hidden = m->cfg.talker.hidden;
+    i.talker_layers = m->cfg.talker.layers;
+    i.pred_hidden = m->cfg.pred.hidden;
+    i.pred_layers = m->cfg.pred.layers;
+    i.n_groups = m->cfg.n_groups;
+    i.codebook_size = m->cfg.pred.vocab;
+    i.n_speakers = m->cfg.n_speakers;
+    i.n_languages = m->cfg.n_langs;
+    i.weight_bytes = m->weight_bytes;
+    return i;
+}
+
+const char *ct_model_speaker(const ct_model *m, int i) {
+    return (m && i >= 0 && i < m->cfg.n_speakers) ? m->cfg.speakers[i].name : NULL;
+}
+
+const char *ct_model_language(const ct_model *m, int i) {
+    return (m && i >= 0 && i < m->cfg.n_langs) ? m->cfg.langs[i].name : NULL;
+}
+
+ct_status ct_tokenize(const ct_model *m, const char *text, size_t len, int32_t *ids, size_t cap,
+                      size_t *n_out, char *err, size_t errcap) {
+    if (!m || (!text && len)) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "tokenize: NULL argument");
+    return ct_bpe_encode(m->tok, text ? text : "", len, ids, cap, n_out, err, errcap);
+}
+
+/* ---- embeddings --------------------------------------------------------------------- */
+
+void ct_embed_text(const ct_model *m, int id, float *out, float *tmp) {
+    const int TH = m->cfg.text_hidden;
+    float *row = tmp, *mid = tmp + TH;
+    ct_mat_row(&m->text_emb, id, row);
+    ct_matmul(&m->tp_fc1, m->tp_b1, row, mid, 1);
+    for (int i = 0; i < TH; i++) mid[i] = mid[i] / (1.0f + expf(-mid[i]));
+    ct_matmul(&m->tp_fc2, m->tp_b2, mid, out, 1);
+}
+
+static void add_row(const ct_mat *w, int r, float *out) {
+    size_t es = ct_dtype_size(w->dtype);
+    const char *p = (const char *)w->data + (size_t)r * (size_t)w->cols * es;
+    if (w->dtype == CT_DT_F32) {
+        const float *f = (const float *)p;
+        for (int i = 0; i < w->cols; i++) out[i] += f[i];
+    } else if (w->dtype == CT_DT_BF16) {
+        const uint16_t *h = (const uint16_t *)p;
+        for (int i = 0; i < w->cols; i++) out[i] += ct_bf16_to_f32(h[i]);
+    } else {
+        const uint16_t *h = (const uint16_t *)p;
+        for (int i = 0; i < w->cols; i++) out[i] += ct_f16_to_f32(h[i]);
+    }
+}
+
+void ct_embed_codec_add(const ct_model *m, int id, float *out) { add_row(&m->codec_emb, id, out); }
+
+void ct_embed_group_add(const ct_model *m, int g, int code, float *out) {
+    add_row(&m->pred_emb[g - 1], code, out);
+}

@@ -1,0 +1,49 @@
+/* The loaded model (weights bound by name into the mmap'd checkpoint) and the engine entry
+   points shared by sessions and tests. */
+#ifndef CT_MODEL_INTERNAL_H
+#define CT_MODEL_INTERNAL_H
+
+#include "io/safetensors.h"
+#include "kernels/ops.h"
+#include "model/config.h"
+#include "model/stack.h"
+#include "text/bpe.h"
+
+#define CT_MAX_GROUPS 64
+
+struct ct_model {
+    ct_config cfg;
+    ct_st_file *st;          /* model.safetensors mapping */
+    ct_bpe *tok;
+    int f32_weights;
+    void **owned;            /* f32 copies made at load */
+    size_t n_owned, cap_owned;
+    uint64_t weight_bytes;
+    /* talker */
+    ct_mat text_emb;         /* [text_vocab, text_hidden] */
+    ct_mat tp_fc1;           /* [text_hidden, text_hidden] */
+    const float *tp_b1;      /* [text_hidden] */
+    ct_mat tp_fc2;           /* [H, text_hidden] */
+    const float *tp_b2;      /* [H] */
+    ct_mat codec_emb;        /* [talker vocab, H] */
+    ct_mat codec_head;       /* [talker vocab, H] */
+    ct_layer_w *t_layers;    /* [talker layers] */
+    ct_stack_w talker;
+    /* code predictor */
+    int has_proj;
+    ct_mat mtp_proj;         /* [pH, H] (1.7B only) */
+    const float *mtp_b;      /* [pH] */
+    ct_mat pred_emb[CT_MAX_GROUPS];  /* [n_groups-1] x [codebook, H] */
+    ct_mat pred_head[CT_MAX_GROUPS]; /* [n_groups-1] x [codebook, pH] */
+    ct_layer_w *p_layers;    /* [pred layers] */
+    ct_stack_w pred;
+};
+
+/* t(id): text_projection(text_embedding[id]) -> out[H]; tmp needs 2*text_hidden floats. */
+void ct_embed_text(const ct_model *m, int id, float *out, float *tmp);
+/* Adds codec_embedding[id] (talker table) to out[H]. */
+void ct_embed_codec_add(const ct_model *m, int id, float *out);
+/* Adds code_predictor.codec_embedding[g-1][code] (g in 1..n_groups-1) to out[H]. */
+void ct_embed_group_add(const ct_model *m, int g, int code, float *out);
+
+#endif

@@ -1,0 +1,207 @@
+/* Prompt builder: the talker prefill layouts of MODEL.md 2.5-2.6 (CustomVoice, VoiceDesign,
+   Base x-vector; streaming-text and non-streaming bodies). */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "model/session_internal.h"
+
+/* Appends "a, b, c" of all names to buf. */
+static void list_names(const ct_named_id *a, int n, const char *extra, char *buf, size_t cap) {
+    size_t off = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && off + 2 < cap; i++)
+        off += (size_t)snprintf(buf + off, cap - off, "%s%s", i ? ", " : "", a[i].name);
+    if (extra && off + 2 < cap) snprintf(buf + off, cap - off, "%s%s", n ? ", " : "", extra);
+}
+
+static ct_status tokenize(ct_session *s, const char *str, int32_t *ids, size_t cap, size_t *n) {
+    char inner[512];
+    ct_status st = ct_bpe_encode(s->m->tok, str, strlen(str), ids, cap, n, inner, sizeof inner);
+    if (st == CT_ERR_LIMIT)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text of %zu tokens does not "
+                       "fit the session context of %d positions", *n, s->cap);
+    if (st != CT_OK) return ct_errf(s->err, sizeof s->err, st, "prompt: %s", inner);
+    return CT_OK;
+}
+
+ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
+    const ct_model *m = s->m;
+    const ct_config *c = &m->cfg;
+    const int H = c->talker.hidden;
+    char names[1024];
+    if (!g->text || !g->text[0])
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: text is empty");
+
+    /* speaker / language / instruct rules per model kind */
+    const ct_named_id *spk = NULL;
+    if (c->kind == CT_KIND_CUSTOM_VOICE) {
+        if (!g->speaker || !g->speaker[0]) {
+            list_names(c->speakers, c->n_speakers, NULL, names, sizeof names);
+            return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: this CustomVoice "
+                           "model needs a speaker; valid speakers: %s", names);
+        }
+        spk = ct_config_find_speaker(c, g->speaker);
+        if (!spk) {
+            list_names(c->speakers, c->n_speakers, NULL, names, sizeof names);
+            return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: unknown speaker "
+                           "'%s'; valid speakers: %s", g->speaker, names);
+        }
+    } else if (g->speaker && g->speaker[0]) {
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: a %s model has no named "
+                       "speakers (got '%s')", ct_model_kind_name(c->kind), g->speaker);
+    }
+    if (g->xvector) {
+        if (c->kind != CT_KIND_BASE)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: an x-vector is only "
+                           "accepted by Base models, this one is %s", ct_model_kind_name(c->kind));
+        if (g->xvector_len != H)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: x-vector has %d "
+                           "values, the talker hidden size is %d", g->xvector_len, H);
+    }
+    int has_instruct = g->instruct && g->instruct[0];
+    if (c->kind == CT_KIND_VOICE_DESIGN && !has_instruct)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: a VoiceDesign model needs "
+                       "an instruction describing the voice");
+    if (has_instruct && c->kind == CT_KIND_BASE)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: Base models take no "
+                       "instruction");
+    if (has_instruct && c->kind == CT_KIND_CUSTOM_VOICE && strcmp(c->size_tag, "0b6") == 0)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: 0.6B CustomVoice models "
+                       "do not support instructions (the reference ignores them)");
+    int lang_id = -1;
+    const char *lang = g->language;
+    if (lang && lang[0] && strcasecmp(lang, "auto") != 0) {
+        const ct_named_id *L = ct_config_find_lang(c, lang);
+        if (!L) {
+            list_names(c->langs, c->n_langs, "auto", names, sizeof names);
+            return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: unknown language "
+                           "'%s'; valid languages: %s", lang, names);
+        }
+        lang_id = L->id;
+    }
+    /* dialect override: chinese or auto + a dialect speaker */
+    if (spk && spk->dialect[0]) {
+        const ct_named_id *zh = ct_config_find_lang(c, "chinese");
+        if (lang_id < 0 || (zh && lang_id == zh->id)) {
+            const ct_named_id *d = ct_config_find_lang(c, spk->dialect);
+            if (d) lang_id = d->id;
+        }
+    }
+    int non_streaming = g->non_streaming;
+    if (non_streaming < 0) non_streaming = c->kind != CT_KIND_BASE;
+
+    /* target text tokens: <|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n */
+    size_t tl = strlen(g->text);
+    static const char pre[] = "<|im_start|>assistant\n", post[] = "<|im_end|>\n<|im_start|>assistant\n";
+    if (tl > (size_t)s->cap * 64)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text of %zu bytes cannot fit "
+                       "the session context of %d positions", tl, s->cap);
+    char *full = (char *)s->trailing; /* borrow: trailing rows are rebuilt below */
+    size_t full_cap = (size_t)s->cap * H * sizeof(float);
+    if (sizeof pre + tl + sizeof post > full_cap)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text too long");
+    memcpy(full, pre, sizeof pre - 1);
+    memcpy(full + sizeof pre - 1, g->text, tl);
+    memcpy(full + sizeof pre - 1 + tl, post, sizeof post);
+    size_t idcap = (size_t)s->cap + 64, n = 0;
+    ct_status st = tokenize(s, full, s->ids, idcap, &n);
+    if (st != CT_OK) return st;
+    const int32_t *ids = s->ids;
+    const int32_t role[3] = {c->im_start, c->assistant, 198};
+    const int32_t tail[5] = {c->im_end, 198, c->im_start, c->assistant, 198};
+    if (n < 9 || memcmp(ids, role, sizeof role) != 0 || memcmp(ids + n - 5, tail, sizeof tail) != 0)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: the text merges with the "
+                       "chat template around it (does it start or end with a newline?)");
+    int N = (int)n - 8;
+    s->text_tokens = N;
+
+    /* instruction tokens come first; tokenize them after the target (ids buffer reuse) */
+    int n_instr = 0;
+    int32_t *iids = s->ids + n;
+    size_t icap = idcap > n ? idcap - n : 0;
+    if (has_instruct) {
+        size_t il = strlen(g->instruct);
+        static const char ipre[] = "<|im_start|>user\n", ipost[] = "<|im_end|>\n";
+        if (sizeof ipre + il + sizeof ipost > full_cap)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: instruction too long");
+        char *ibuf = full + sizeof pre + tl + sizeof post;
+        if ((size_t)(ibuf - full) + sizeof ipre + il + sizeof ipost > full_cap)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: instruction too long");
+        memcpy(ibuf, ipre, sizeof ipre - 1);
+        memcpy(ibuf + sizeof ipre - 1, g->instruct, il);
+        memcpy(ibuf + sizeof ipre - 1 + il, ipost, sizeof ipost);
+        size_t ni = 0;
+        st = tokenize(s, ibuf, iids, icap, &ni);
+        if (st != CT_OK) return st;
+        n_instr = (int)ni;
+    }
+
+    /* codec header list */
+    int list[8], nl = 0;
+    if (lang_id >= 0) {
+        list[nl++] = c->codec_think;
+        list[nl++] = c->codec_think_bos;
+        list[nl++] = lang_id;
+        list[nl++] = c->codec_think_eos;
+    } else {
+        list[nl++] = c->codec_nothink;
+        list[nl++] = c->codec_think_bos;
+        list[nl++] = c->codec_think_eos;
+    }
+    int spk_slot = -1;
+    if (spk) list[nl++] = spk->id;
+    else if (g->xvector) spk_slot = nl, list[nl++] = -1;
+    list[nl++] = c->codec_pad;
+    list[nl++] = c->codec_bos;
+    int header = nl - 1;
+    int body = non_streaming ? N + 2 : 1;
+    int L = n_instr + 3 + header + body;
+    if (L + 2 > s->cap)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: %d prefill positions do not fit "
+                       "the session context of %d (text has %d tokens)", L, s->cap, N);
+
+    /* the trailing overlay rows are written last because `full` borrowed their storage */
+    float *P = s->pad_row;
+    float *row = s->prompt;
+    for (int i = 0; i < n_instr; i++, row += H) ct_embed_text(m, iids[i], row, s->etmp);
+    for (int i = 0; i < 3; i++, row += H) ct_embed_text(m, ids[i], row, s->etmp);
+    for (int i = 0; i < header; i++, row += H) {
+        if (i == header - 1) ct_embed_text(m, c->tts_bos, row, s->etmp);
+        else memcpy(row, P, (size_t)H * sizeof(float));
+        if (i == spk_slot)
+            for (int j = 0; j < H; j++) row[j] += g->xvector[j];
+        else
+            ct_embed_codec_add(m, list[i], row);
+    }
+    const int32_t *T = ids + 3;
+    int n_trailing = 0;
+    if (non_streaming) {
+        for (int i = 0; i < N; i++, row += H) {
+            ct_embed_text(m, T[i], row, s->etmp);
+            ct_embed_codec_add(m, c->codec_pad, row);
+        }
+        ct_embed_text(m, c->tts_eos, row, s->etmp);
+        ct_embed_codec_add(m, c->codec_pad, row);
+        row += H;
+        memcpy(row, P, (size_t)H * sizeof(float));
+        ct_embed_codec_add(m, c->codec_bos, row);
+        row += H;
+    } else {
+        ct_embed_text(m, T[0], row, s->etmp);
+        ct_embed_codec_add(m, c->codec_bos, row);
+        row += H;
+        /* copy the remaining text ids off the borrowed buffer before overwriting it */
+        n_trailing = N; /* T_2..T_N then E */
+    }
+    s->prompt_len = L;
+    if (n_trailing) {
+        if (n_trailing > s->cap)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text too long");
+        /* ids live in s->ids (not in the borrowed buffer), so this is safe */
+        for (int i = 0; i < N - 1; i++) ct_embed_text(m, T[i + 1], s->trailing + (size_t)i * H, s->etmp);
+        ct_embed_text(m, c->tts_eos, s->trailing + (size_t)(N - 1) * H, s->etmp);
+    }
+    s->n_trailing = n_trailing;
+    return CT_OK;
+}

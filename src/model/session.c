@@ -1,0 +1,240 @@
+/* Sessions: working-set reservation, request validation, prefill and the frame loop. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/session_internal.h"
+
+ct_session_params ct_session_params_default(void) {
+    ct_session_params p;
+    memset(&p, 0, sizeof p);
+    p.size = sizeof p;
+    p.max_context = 2048;
+    return p;
+}
+
+ct_gen_params ct_gen_params_default(void) {
+    ct_gen_params g;
+    memset(&g, 0, sizeof g);
+    g.size = sizeof g;
+    g.non_streaming = -1;
+    g.temperature = g.top_p = g.repetition_penalty = -1.0f;
+    g.top_k = -1;
+    g.sub_temperature = g.sub_top_p = -1.0f;
+    g.sub_top_k = -1;
+    g.min_new_tokens = 2;
+    g.budget_base = 50;
+    g.budget_per_token = 12.0f;
+    return g;
+}
+
+const char *ct_stop_reason_str(ct_stop_reason r) {
+    switch (r) {
+    case CT_STOP_NONE: return "running";
+    case CT_STOP_EOS: return "eos";
+    case CT_STOP_MAX_FRAMES: return "max_frames";
+    case CT_STOP_BUDGET: return "budget";
+    case CT_STOP_ABORTED: return "aborted";
+    }
+    return "?";
+}
+
+void ct_session_free(ct_session *s) {
+    if (!s) return;
+    ct_kv_free(&s->tkv);
+    ct_kv_free(&s->pkv);
+    ct_stack_scratch_free(&s->ts);
+    ct_stack_scratch_free(&s->ps);
+    free(s->prompt);
+    free(s->trailing);
+    free(s->pad_row);
+    free(s->ids);
+    free(s->h);
+    free(s->x);
+    free(s->px);
+    free(s->ptmp);
+    free(s->etmp);
+    free(s->logits);
+    free(s->plogits);
+    free(s->seen);
+    free(s->samp_scratch);
+    free(s);
+}
+
+ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_session **out,
+                            char *err, size_t errcap) {
+    if (!m || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: NULL argument");
+    *out = NULL;
+    ct_session_params sp = p ? *p : ct_session_params_default();
+    const ct_config *c = &m->cfg;
+    if (sp.max_context < 16 || sp.max_context > c->talker.max_pos)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: max_context %d is outside [16, %d] "
+                       "(the talker's max_position_embeddings)", sp.max_context, c->talker.max_pos);
+    ct_session *s = calloc(1, sizeof *s);
+    if (!s) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
+    s->m = m;
+    s->cap = sp.max_context;
+    const size_t H = (size_t)c->talker.hidden, PH = (size_t)c->pred.hidden;
+    int vmax = c->talker.vocab > c->pred.vocab ? c->talker.vocab : c->pred.vocab;
+    int ok = ct_kv_init(&s->tkv, &c->talker, s->cap) == CT_OK &&
+             ct_kv_init(&s->pkv, &c->pred, c->n_groups) == CT_OK &&
+             ct_stack_scratch_init(&s->ts, &c->talker, CT_PREFILL_CHUNK, s->cap) == CT_OK &&
+             ct_stack_scratch_init(&s->ps, &c->pred, 2, c->n_groups) == CT_OK;
+    if (ok) {
+        s->prompt = malloc((size_t)s->cap * H * sizeof(float));
+        s->trailing = malloc((size_t)s->cap * H * sizeof(float));
+        s->pad_row = malloc(H * sizeof(float));
+        s->ids = malloc(((size_t)s->cap + 64) * 2 * sizeof(int32_t));
+        s->h = malloc(H * sizeof(float));
+        s->x = malloc((size_t)CT_PREFILL_CHUNK * H * sizeof(float));
+        s->px = malloc(2 * PH * sizeof(float));
+        s->ptmp = malloc(H * sizeof(float));
+        s->etmp = malloc(2 * (size_t)c->text_hidden * sizeof(float));
+        s->logits = malloc((size_t)c->talker.vocab * sizeof(float));
+        s->plogits = malloc((size_t)c->pred.vocab * sizeof(float));
+        s->seen = malloc((size_t)c->talker.vocab);
+        s->samp_scratch = malloc(ct_sampler_scratch_bytes(vmax));
+        ok = s->prompt && s->trailing && s->pad_row && s->ids && s->h && s->x && s->px &&
+             s->ptmp && s->etmp && s->logits && s->plogits && s->seen && s->samp_scratch;
+    }
+    if (!ok) {
+        size_t kvb = ct_kv_bytes(&c->talker, s->cap);
+        ct_session_free(s);
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "session: cannot reserve the working set "
+                       "(talker KV alone is %zu MiB for %d positions)", kvb >> 20, sp.max_context);
+    }
+    ct_embed_text(m, c->tts_pad, s->pad_row, s->etmp);
+    *out = s;
+    return CT_OK;
+}
+
+const char *ct_session_errmsg(const ct_session *s) { return s ? s->err : "no session"; }
+
+ct_stop_reason ct_session_stop_reason(const ct_session *s) { return s ? s->stop : CT_STOP_NONE; }
+
+ct_run_info ct_session_run_info(const ct_session *s) {
+    ct_run_info r;
+    memset(&r, 0, sizeof r);
+    if (!s) return r;
+    r.prompt_len = s->prompt_len;
+    r.text_tokens = s->text_tokens;
+    r.frames = s->frames;
+    r.frame_limit = s->frame_limit;
+    return r;
+}
+
+/* Samples c0 from s->h; returns the code or -1 (error set). */
+static int sample_c0(ct_session *s) {
+    const ct_config *c = &s->m->cfg;
+    ct_talker_logits(s, s->logits);
+    int id = ct_sample_talker(s->logits, c->talker.vocab, &s->tcfg, s->seen, s->n_generated,
+                              s->min_new_tokens, c->codec_eos, c->pred.vocab, c->talker.vocab - 1,
+                              &s->trng, s->samp_scratch);
+    if (id < 0) {
+        ct_errf(s->err, sizeof s->err, CT_ERR_INTERNAL, "talker logits are all non-finite at frame %d",
+                s->frames);
+        return -1;
+    }
+    s->seen[id] = 1;
+    s->n_generated++;
+    return id;
+}
+
+static float pick(float v, float def) { return v >= 0.0f ? v : def; }
+
+ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
+    if (!s || !gp) return CT_ERR_INVALID_ARG;
+    const ct_model *m = s->m;
+    const ct_config *c = &m->cfg;
+    s->err[0] = 0;
+    s->running = 0;
+    s->stop = CT_STOP_NONE;
+    s->frames = s->n_generated = s->pos = 0;
+    ct_gen_params g = *gp;
+    s->tcfg.do_sample = g.greedy ? 0 : c->do_sample;
+    s->tcfg.temperature = pick(g.temperature, c->temperature);
+    s->tcfg.top_k = g.top_k >= 0 ? g.top_k : c->top_k;
+    s->tcfg.top_p = pick(g.top_p, c->top_p);
+    s->tcfg.repetition_penalty = pick(g.repetition_penalty, c->repetition_penalty);
+    s->scfg.do_sample = g.greedy ? 0 : c->sub_do_sample;
+    s->scfg.temperature = pick(g.sub_temperature, c->sub_temperature);
+    s->scfg.top_k = g.sub_top_k >= 0 ? g.sub_top_k : c->sub_top_k;
+    s->scfg.top_p = pick(g.sub_top_p, c->sub_top_p);
+    s->scfg.repetition_penalty = 1.0f;
+    char inner[512];
+    ct_status st = ct_sample_cfg_check(&s->tcfg, inner, sizeof inner);
+    if (st != CT_OK) return ct_errf(s->err, sizeof s->err, st, "talker sampling: %s", inner);
+    st = ct_sample_cfg_check(&s->scfg, inner, sizeof inner);
+    if (st != CT_OK) return ct_errf(s->err, sizeof s->err, st, "sub-talker sampling: %s", inner);
+    if (g.min_new_tokens < 0)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "min_new_tokens must be >= 0");
+    if (g.budget_base < 0 || !(g.budget_per_token >= 0.0f))
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "frame budget must be >= 0");
+    s->min_new_tokens = g.min_new_tokens;
+    st = ct_prompt_build(s, &g);
+    if (st != CT_OK) return st;
+
+    /* frame limit: reference max_new_tokens-1, user cap, text budget, context capacity */
+    int mnt = g.max_new_tokens > 0 ? g.max_new_tokens : c->max_new_tokens;
+    long lim = mnt - 1;
+    if (g.max_frames > 0 && g.max_frames < lim) lim = g.max_frames;
+    double budget = (double)g.budget_base + (double)g.budget_per_token * s->text_tokens;
+    int why_budget = 0;
+    if (budget < (double)lim) lim = (long)budget, why_budget = 1;
+    long ctx_room = s->cap - s->prompt_len;
+    if (ctx_room < lim) lim = ctx_room, why_budget = 1;
+    if (lim < 1) lim = 1;
+    s->frame_limit = (int)lim;
+    s->limit_is_budget = why_budget;
+
+    ct_rng_init(&s->trng, g.seed, 0);
+    ct_rng_init(&s->srng, g.seed, 1);
+    memset(s->seen, 0, (size_t)c->talker.vocab);
+    ct_talker_run(s, s->prompt, s->prompt_len);
+    int c0 = sample_c0(s);
+    if (c0 < 0) return CT_ERR_INTERNAL;
+    s->c0 = c0;
+    s->running = 1;
+    if (c0 == c->codec_eos) { /* only possible when min_new_tokens is 0 */
+        s->running = 0;
+        s->stop = CT_STOP_EOS;
+    }
+    return CT_OK;
+}
+
+ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got) {
+    if (!s || !codes || !got) return CT_ERR_INVALID_ARG;
+    *got = 0;
+    if (!s->running) {
+        if (s->stop == CT_STOP_NONE)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_STATE, "next_frame before a successful start");
+        return CT_OK;
+    }
+    const ct_config *c = &s->m->cfg;
+    const int H = c->talker.hidden;
+    ct_predict_frame(s, s->h, s->c0, NULL, codes, NULL);
+    s->frames++;
+    *got = 1;
+    if (s->frames >= s->frame_limit) {
+        s->running = 0;
+        s->stop = s->limit_is_budget ? CT_STOP_BUDGET : CT_STOP_MAX_FRAMES;
+        return CT_OK;
+    }
+    int step = s->frames - 1;
+    const float *overlay = step < s->n_trailing ? s->trailing + (size_t)step * H : s->pad_row;
+    ct_frame_embedding(s, codes, overlay, s->x);
+    memcpy(s->ptmp, s->x, (size_t)H * sizeof(float));
+    ct_talker_run(s, s->ptmp, 1);
+    int c0 = sample_c0(s);
+    if (c0 < 0) {
+        s->running = 0;
+        s->stop = CT_STOP_ABORTED;
+        return CT_ERR_INTERNAL;
+    }
+    s->c0 = c0;
+    if (c0 == c->codec_eos) {
+        s->running = 0;
+        s->stop = CT_STOP_EOS;
+    }
+    return CT_OK;
+}

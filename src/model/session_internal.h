@@ -1,0 +1,64 @@
+/* Session state (private): KV caches, scratch, prompt buffers, sampler state. Tests use the
+   engine entry points below to run teacher-forced steps. */
+#ifndef CT_SESSION_INTERNAL_H
+#define CT_SESSION_INTERNAL_H
+
+#include "core/rng.h"
+#include "model/model_internal.h"
+#include "model/sampler.h"
+
+#define CT_PREFILL_CHUNK 64 /* tokens per stack call during prefill */
+
+struct ct_session {
+    const ct_model *m;
+    int cap;                 /* talker KV positions */
+    ct_kv tkv;               /* talker per-layer caches */
+    ct_kv pkv;               /* predictor per-layer caches (n_groups positions) */
+    ct_stack_scratch ts;     /* talker scratch, CT_PREFILL_CHUNK tokens */
+    ct_stack_scratch ps;     /* predictor scratch, 2 tokens */
+    float *prompt;           /* [cap][H] prefill embeddings */
+    float *trailing;         /* [cap][H] trailing text overlay rows */
+    float *pad_row;          /* [H] t(tts_pad) */
+    int32_t *ids;            /* [cap + 64] token scratch */
+    float *h;                /* [H] post-norm hidden of the last talker position */
+    float *x;                /* [CT_PREFILL_CHUNK][H] stack input/output */
+    float *px;               /* [2][pH] predictor input/output */
+    float *ptmp;             /* [H] predictor embedding before projection */
+    float *etmp;             /* [2*text_hidden] text-projection temp */
+    float *logits;           /* [talker vocab] */
+    float *plogits;          /* [codebook] */
+    uint8_t *seen;           /* [talker vocab] distinct generated c0 ids */
+    void *samp_scratch;
+    /* current run */
+    int limit_is_budget;
+    int running, prompt_len, n_trailing, text_tokens, frames, frame_limit, n_generated;
+    int c0;                  /* sampled codebook-0 code pending residuals */
+    int pos;                 /* next talker position */
+    ct_stop_reason stop;
+    ct_sample_cfg tcfg, scfg;
+    int min_new_tokens;
+    ct_rng trng, srng;
+    char err[1024];
+};
+
+/* Builds s->prompt / s->trailing for the request. Sets prompt_len, n_trailing, text_tokens. */
+ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g);
+
+/* Runs n embeddings x[n][H] through the talker from position s->pos (chunked), advancing
+   s->pos and leaving the last position's post-norm hidden in s->h. */
+void ct_talker_run(ct_session *s, const float *x, int n);
+
+/* Raw talker logits [vocab] from s->h into out. */
+void ct_talker_logits(const ct_session *s, float *out);
+
+/* Runs the code predictor for one frame given hidden h[H] and c0. codes[0] = c0 on return,
+   codes[1..G-1] sampled (or taken from forced[1..] when forced != NULL). If logits_out is
+   non-NULL it receives the raw logits of every sub-step [G-1][codebook]. */
+void ct_predict_frame(ct_session *s, const float *h, int c0, const int32_t *forced,
+                      int32_t *codes, float *logits_out);
+
+/* Talker input embedding for a finished frame: c(c0) + sum_g emb_g(c_g) + overlay row. */
+void ct_frame_embedding(const ct_session *s, const int32_t *codes, const float *overlay,
+                        float *out);
+
+#endif

@@ -1,0 +1,173 @@
+/* Decoder-stack forward pass (shared by the talker and the code predictor). */
+#include "model/stack.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t ct_kv_bytes(const ct_stack_cfg *cfg, int cap) {
+    return (size_t)cfg->layers * 2 * (size_t)cfg->kv_heads * (size_t)cap * (size_t)cfg->head_dim *
+           sizeof(float);
+}
+
+ct_status ct_kv_init(ct_kv *kv, const ct_stack_cfg *cfg, int cap) {
+    memset(kv, 0, sizeof *kv);
+    kv->layers = cfg->layers;
+    kv->cap = cap;
+    kv->kv_heads = cfg->kv_heads;
+    kv->head_dim = cfg->head_dim;
+    kv->k = calloc((size_t)cfg->layers, sizeof(float *));
+    kv->v = calloc((size_t)cfg->layers, sizeof(float *));
+    if (!kv->k || !kv->v) goto fail;
+    size_t per = (size_t)cfg->kv_heads * (size_t)cap * (size_t)cfg->head_dim;
+    for (int l = 0; l < cfg->layers; l++) {
+        kv->k[l] = calloc(per, sizeof(float));
+        kv->v[l] = calloc(per, sizeof(float));
+        if (!kv->k[l] || !kv->v[l]) goto fail;
+    }
+    return CT_OK;
+fail:
+    ct_kv_free(kv);
+    return CT_ERR_NOMEM;
+}
+
+void ct_kv_free(ct_kv *kv) {
+    if (kv->k)
+        for (int l = 0; l < kv->layers; l++) free(kv->k[l]);
+    if (kv->v)
+        for (int l = 0; l < kv->layers; l++) free(kv->v[l]);
+    free(kv->k);
+    free(kv->v);
+    memset(kv, 0, sizeof *kv);
+}
+
+ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *c, int n_max, int cap) {
+    memset(s, 0, sizeof *s);
+    s->n_max = n_max;
+    s->cap = cap;
+    size_t n = (size_t)n_max;
+    size_t qd = (size_t)c->heads * c->head_dim, kd = (size_t)c->kv_heads * c->head_dim;
+    s->h = malloc(n * c->hidden * sizeof(float));
+    s->q = malloc(n * qd * sizeof(float));
+    s->k = malloc(n * kd * sizeof(float));
+    s->v = malloc(n * kd * sizeof(float));
+    s->att = malloc(n * qd * sizeof(float));
+    s->proj = malloc(n * c->hidden * sizeof(float));
+    s->g = malloc(n * c->ffn * sizeof(float));
+    s->u = malloc(n * c->ffn * sizeof(float));
+    s->scores = malloc((size_t)cap * sizeof(float));
+    s->cosv = malloc(n * (c->head_dim / 2) * sizeof(float));
+    s->sinv = malloc(n * (c->head_dim / 2) * sizeof(float));
+    if (!s->h || !s->q || !s->k || !s->v || !s->att || !s->proj || !s->g || !s->u || !s->scores ||
+        !s->cosv || !s->sinv) {
+        ct_stack_scratch_free(s);
+        return CT_ERR_NOMEM;
+    }
+    return CT_OK;
+}
+
+void ct_stack_scratch_free(ct_stack_scratch *s) {
+    free(s->h);
+    free(s->q);
+    free(s->k);
+    free(s->v);
+    free(s->att);
+    free(s->proj);
+    free(s->g);
+    free(s->u);
+    free(s->scores);
+    free(s->cosv);
+    free(s->sinv);
+    memset(s, 0, sizeof *s);
+}
+
+/* Attention for one query token at position pos against cache entries 0..pos. Query heads
+   are grouped over their KV head: head h uses KV head h / (heads / kv_heads). */
+static void attend(const ct_stack_cfg *c, const float *kc, const float *vc, int cap,
+                   const float *q, float *out, int pos, float *scores) {
+    const int hd = c->head_dim, group = c->heads / c->kv_heads;
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (int j = 0; j < c->kv_heads; j++) {
+        const float *K = kc + (size_t)j * cap * hd;
+        const float *V = vc + (size_t)j * cap * hd;
+        for (int g = 0; g < group; g++) {
+            int h = j * group + g;
+            const float *qh = q + (size_t)h * hd;
+            float *oh = out + (size_t)h * hd;
+            float m = -INFINITY;
+            for (int t = 0; t <= pos; t++) {
+                const float *kt = K + (size_t)t * hd;
+                float d = 0.0f;
+                for (int i = 0; i < hd; i++) d += qh[i] * kt[i];
+                d *= scale;
+                scores[t] = d;
+                if (d > m) m = d;
+            }
+            float sum = 0.0f;
+            for (int t = 0; t <= pos; t++) {
+                scores[t] = expf(scores[t] - m);
+                sum += scores[t];
+            }
+            float inv = 1.0f / sum;
+            memset(oh, 0, (size_t)hd * sizeof(float));
+            for (int t = 0; t <= pos; t++) {
+                const float *vt = V + (size_t)t * hd;
+                float p = scores[t] * inv;
+                for (int i = 0; i < hd; i++) oh[i] += p * vt[i];
+            }
+        }
+    }
+}
+
+void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
+                      float *x) {
+    const ct_stack_cfg *c = w->cfg;
+    const int H = c->hidden, hd = c->head_dim, half = hd / 2;
+    const int qd = c->heads * hd, kd = c->kv_heads * hd;
+    for (int t = 0; t < n; t++)
+        ct_rope_angles(pos0 + t, hd, c->rope_theta, s->cosv + (size_t)t * half,
+                       s->sinv + (size_t)t * half);
+    for (int l = 0; l < c->layers; l++) {
+        const ct_layer_w *L = &w->layers[l];
+        for (int t = 0; t < n; t++)
+            ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->in_norm, H, c->eps);
+        ct_matmul(&L->q, NULL, s->h, s->q, n);
+        ct_matmul(&L->k, NULL, s->h, s->k, n);
+        ct_matmul(&L->v, NULL, s->h, s->v, n);
+        for (int t = 0; t < n; t++) {
+            const float *cs = s->cosv + (size_t)t * half, *sn = s->sinv + (size_t)t * half;
+            float *q = s->q + (size_t)t * qd, *k = s->k + (size_t)t * kd;
+            for (int h = 0; h < c->heads; h++) {
+                ct_rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, L->q_norm, hd, c->eps);
+                ct_rope_apply(q + (size_t)h * hd, cs, sn, hd);
+            }
+            for (int h = 0; h < c->kv_heads; h++) {
+                ct_rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, L->k_norm, hd, c->eps);
+                ct_rope_apply(k + (size_t)h * hd, cs, sn, hd);
+            }
+            /* append K/V at position pos0 + t of layer l */
+            int pos = pos0 + t;
+            const float *v = s->v + (size_t)t * kd;
+            for (int h = 0; h < c->kv_heads; h++) {
+                memcpy(kv->k[l] + ((size_t)h * kv->cap + pos) * hd, k + (size_t)h * hd,
+                       (size_t)hd * sizeof(float));
+                memcpy(kv->v[l] + ((size_t)h * kv->cap + pos) * hd, v + (size_t)h * hd,
+                       (size_t)hd * sizeof(float));
+            }
+        }
+        for (int t = 0; t < n; t++)
+            attend(c, kv->k[l], kv->v[l], kv->cap, s->q + (size_t)t * qd, s->att + (size_t)t * qd,
+                   pos0 + t, s->scores);
+        ct_matmul(&L->o, NULL, s->att, s->proj, n);
+        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
+        for (int t = 0; t < n; t++)
+            ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->post_norm, H, c->eps);
+        ct_matmul(&L->gate, NULL, s->h, s->g, n);
+        ct_matmul(&L->up, NULL, s->h, s->u, n);
+        ct_swiglu(s->g, s->g, s->u, n * c->ffn);
+        ct_matmul(&L->down, NULL, s->g, s->proj, n);
+        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
+    }
+    for (int t = 0; t < n; t++)
+        ct_rmsnorm(x + (size_t)t * H, x + (size_t)t * H, w->final_norm, H, c->eps);
+}

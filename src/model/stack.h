@@ -1,0 +1,64 @@
+/* One Qwen3-style decoder stack (talker or code predictor): pre-norm layers with QK-norm,
+   NeoX RoPE, grouped-query attention over an explicit per-layer KV cache, SwiGLU MLP. */
+#ifndef CT_STACK_H
+#define CT_STACK_H
+
+#include "kernels/ops.h"
+#include "model/config.h"
+
+typedef struct {
+    const float *in_norm;   /* [H] f32 */
+    ct_mat q, k, v, o;      /* q [heads*hd, H], k/v [kv*hd, H], o [H, heads*hd] */
+    const float *q_norm;    /* [hd] f32 */
+    const float *k_norm;    /* [hd] f32 */
+    const float *post_norm; /* [H] f32 */
+    ct_mat gate, up, down;  /* gate/up [F, H], down [H, F] */
+} ct_layer_w;
+
+typedef struct {
+    const ct_stack_cfg *cfg;
+    ct_layer_w *layers;     /* [cfg->layers] */
+    const float *final_norm; /* [H] f32 */
+} ct_stack_w;
+
+/* KV cache: one K and one V tensor per layer (never stacked), each [kv_heads][cap][hd] f32. */
+typedef struct {
+    float **k;   /* [layers] -> [kv_heads * cap * hd] */
+    float **v;   /* [layers] -> [kv_heads * cap * hd] */
+    int layers;
+    int cap;     /* positions */
+    int kv_heads, head_dim;
+} ct_kv;
+
+/* Scratch for up to n_max tokens per call; allocated once. */
+typedef struct {
+    int n_max, cap;
+    float *h;      /* [n_max][H] normed input */
+    float *q;      /* [n_max][heads*hd] */
+    float *k;      /* [n_max][kv*hd] */
+    float *v;      /* [n_max][kv*hd] */
+    float *att;    /* [n_max][heads*hd] */
+    float *proj;   /* [n_max][H] */
+    float *g;      /* [n_max][F] */
+    float *u;      /* [n_max][F] */
+    float *scores; /* [cap] */
+    float *cosv;   /* [n_max][hd/2] */
+    float *sinv;   /* [n_max][hd/2] */
+} ct_stack_scratch;
+
+/* Allocates a cache of cap positions for the geometry; CT_ERR_NOMEM on failure. */
+ct_status ct_kv_init(ct_kv *kv, const ct_stack_cfg *cfg, int cap);
+void ct_kv_free(ct_kv *kv);
+/* Bytes ct_kv_init would allocate. */
+size_t ct_kv_bytes(const ct_stack_cfg *cfg, int cap);
+
+ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *cfg, int n_max, int cap);
+void ct_stack_scratch_free(ct_stack_scratch *s);
+
+/* Runs n tokens x[n][H] at positions pos0..pos0+n-1 (causal; keys 0..pos attend), appends
+   their K/V at those positions, and leaves the final-normed hidden states in x. Requires
+   pos0 + n <= kv->cap and n <= s->n_max (caller checks). No allocation. */
+void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
+                      float *x);
+
+#endif
