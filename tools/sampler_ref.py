@@ -119,6 +119,17 @@ def main():
     # Equal logits: exact cumulative boundary 0.25, 0.5, 0.75.
     for name, tp in [("topp_eq_050", 0.5), ("topp_eq_075", 0.75), ("topp_eq_025", 0.25)]:
         cases.append((name, [0.0] * 4, dict(sub, top_p=tp, top_k=0, temperature=1.0), []))
+    # Threshold precision: HF compares with float32(1 - 0.9) = 0.1f, not 1.0f - 0.9f (3 ulps
+    # higher). A smallest probability of 0.1f + 2 ulps survives in HF, would be cut otherwise.
+    target = np.nextafter(np.nextafter(np.float32(0.1), np.float32(1)), np.float32(1))
+    for q in np.linspace(0.0999999, 0.1000003, 4001):
+        lg = [float("%.9g" % np.float32(np.log(q))), float("%.9g" % np.float32(np.log1p(-q)))]
+        cum = torch.tensor([lg]).sort()[0].softmax(-1).cumsum(-1)[0]
+        if cum[0].item() == float(target):
+            break
+    else:
+        raise SystemExit("no boundary logits found")
+    cases.append(("topp_decimal", lg, dict(sub, top_p=0.9, top_k=0, temperature=1.0), []))
     # -inf inputs mixed in, penalty with zero/negative values, suppression in the middle.
     lg = rnd(100)
     lg[3] = float("-inf")

@@ -242,6 +242,10 @@ WHITESPACE = [
     "x\u180ey",
     "x \u180ey",
     "x\u180e y",
+    "x\u180e\u180ey",
+    "\u180e\n",
+    "it'\u017f IT'\u017f '\u017f",
+    "\u212aelvin '\u212a",
     " \u180e",
     "\u180e\u180e",
     "x\u2003\u2003y",
@@ -457,6 +461,26 @@ def random_mix(count):
     return out
 
 
+def random_codepoints(count):
+    """Seeded random strings of arbitrary scalar values (any plane, any category), mixed with
+    spaces, newlines and contraction letters; they probe Unicode property agreement between
+    PCRE2/utf8proc and Oniguruma/unicode-normalization."""
+    rng = random.Random(777)
+    ranges = [(0x0, 0xD7FF), (0xE000, 0x10FFFF), (0x0, 0x2FFF), (0x10000, 0x1FFFF),
+              (0x300, 0x36F), (0x2000, 0x206F), (0x1680, 0x18AF), (0xAC00, 0xD7A3)]
+    out = []
+    for _ in range(count):
+        s = ""
+        for _ in range(rng.randint(1, 24)):
+            if rng.random() < 0.3:
+                s += rng.choice(" \t\n'sdtlSDTL ")
+            else:
+                a, b = rng.choice(ranges)
+                s += chr(rng.randint(a, b))
+        out.append(s)
+    return out
+
+
 def build_strings():
     s = []
     s += ENGLISH + CHINESE + JAPANESE + KOREAN + GERMAN + FRENCH + RUSSIAN + OTHER_SCRIPTS
@@ -469,6 +493,7 @@ def build_strings():
     s += ["\x00", "a\x00b", "\x01\x02\x03\x1f\x7f", "\x1b[31mred\x1b[0m"]
     s += long_strings()
     s += random_mix(120)
+    s += random_codepoints(150)
     s += [""]
     seen = set()
     uniq = []

@@ -294,13 +294,15 @@ static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm,
                        je.line, je.column, je.text);
     }
     if (!json_is_object(root)) {
+        ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: top level is not a JSON object", path);
         json_decref(root);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: top level is not a JSON object", path);
+        return est;
     }
     size_t n = json_object_size(root);
     if (n == 0 || n > MAX_ID) {
+        ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: bad number of tokens (%zu)", path, n);
         json_decref(root);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: bad number of tokens (%zu)", path, n);
+        return est;
     }
     /* first pass: max id and total key length */
     const char *key;
@@ -309,15 +311,17 @@ static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm,
     size_t total = 0;
     json_object_foreach(root, key, val) {
         if (!json_is_integer(val)) {
-            json_decref(root);
-            return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: value of token \"%.64s\" is not an integer",
+            ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: value of token \"%.64s\" is not an integer",
                            path, key);
+            json_decref(root);
+            return est;
         }
         json_int_t id = json_integer_value(val);
         if (id < 0 || id >= MAX_ID) {
-            json_decref(root);
-            return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: token \"%.64s\" has id %lld out of range",
+            ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: token \"%.64s\" has id %lld out of range",
                            path, key, (long long)id);
+            json_decref(root);
+            return est;
         }
         if (id > max_id) max_id = id;
         total += strlen(key);
@@ -329,8 +333,9 @@ static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm,
     t->tok_len = calloc((size_t)t->vocab_size, sizeof *t->tok_len);
     t->tok_added = calloc((size_t)t->vocab_size, 1);
     if (!t->arena || !t->tok_off || !t->tok_len || !t->tok_added) {
+        ct_status est = ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory loading %s", path);
         json_decref(root);
-        return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory loading %s", path);
+        return est;
     }
     size_t pos = 0;
     json_object_foreach(root, key, val) {
@@ -338,13 +343,15 @@ static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm,
         size_t klen = strlen(key);
         size_t raw = spelling_to_raw(bm, key, klen, t->arena + pos, total + 1 - pos);
         if (raw == (size_t)-1 || raw == 0) {
-            json_decref(root);
-            return ct_errf(err, errcap, CT_ERR_FORMAT,
+            ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT,
                            "%s: token \"%.64s\" (id %d) is not a byte-level spelling", path, key, id);
+            json_decref(root);
+            return est;
         }
         if (t->tok_len[id] != 0) {
+            ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: id %d is used by two tokens", path, id);
             json_decref(root);
-            return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: id %d is used by two tokens", path, id);
+            return est;
         }
         t->tok_off[id] = (uint32_t)pos;
         t->tok_len[id] = (uint32_t)raw;
@@ -473,8 +480,9 @@ static ct_status load_added(ct_bpe *t, const char *path, char *err, size_t errca
     ct_status st = CT_OK;
     json_t *dec = json_is_object(root) ? json_object_get(root, "added_tokens_decoder") : NULL;
     if (!json_is_object(dec)) {
+        ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: no \"added_tokens_decoder\" object", path);
         json_decref(root);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: no \"added_tokens_decoder\" object", path);
+        return est;
     }
     size_t n = json_object_size(dec);
     const char *key;

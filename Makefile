@@ -1,0 +1,37 @@
+# Wraps the README commands: `make demo` (main job) and `make test` (the test suite).
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc)
+DEMO_DIR ?= demo-model
+DEMO_TEXT ?= Hello! This is codectalk, speaking from a plain C engine.
+
+.PHONY: all deps build demo test test-asan test-all clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCT_WERROR=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+$(DEMO_DIR)/config.json: | build
+	$(BUILD)/codectalk make-model --preset tiny --seed 1 --out $(DEMO_DIR) --force
+
+demo: build $(DEMO_DIR)/config.json
+	$(BUILD)/codectalk codes -m $(DEMO_DIR) -t "$(DEMO_TEXT)" -s vivian -l english --seed 1 -o demo-codes.json
+	@echo "frames written to demo-codes.json"
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCT_WERROR=ON -DCT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -LE heavy
+
+test-all: test test-asan
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,69 @@
+/* Test helpers: random-weight model directories made with make-model, and small file edits. */
+#ifndef CT_TEST_MODELS_H
+#define CT_TEST_MODELS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "model/make_model.h"
+
+/* Writes preset into CT_BIN_DIR/<tag> (overwriting) and returns the path (static buffer per
+   call site's tag). Returns NULL and prints the error on failure. */
+static inline const char *ct_test_make(const char *preset, const char *tag, uint64_t seed) {
+    static char paths[8][1024];
+    static int next;
+    char *p = paths[next++ & 7];
+    snprintf(p, 1024, "%s/%s", CT_BIN_DIR, tag);
+    char err[1024];
+    if (ct_make_model(preset, seed, p, CT_SRC_DIR "/assets/qwen3-tokenizer", 1, NULL, NULL, err,
+                      sizeof err) != CT_OK) {
+        fprintf(stderr, "make_model(%s): %s\n", preset, err);
+        return NULL;
+    }
+    return p;
+}
+
+/* Replaces the first occurrence of from with to in dir/name (whole-file text edit). */
+static inline int ct_test_edit(const char *dir, const char *name, const char *from, const char *to) {
+    char path[1200], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *s = NULL;
+    size_t n = 0;
+    if (ct_read_file(path, 1u << 26, &s, &n, err, sizeof err) != CT_OK) return -1;
+    char *hit = strstr(s, from);
+    if (!hit) {
+        free(s);
+        return -1;
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(s);
+        return -1;
+    }
+    fwrite(s, 1, (size_t)(hit - s), f);
+    fwrite(to, 1, strlen(to), f);
+    fwrite(hit + strlen(from), 1, n - (size_t)(hit - s) - strlen(from), f);
+    fclose(f);
+    free(s);
+    return 0;
+}
+
+/* Copies src to dst (binary). */
+static inline int ct_test_copy(const char *src, const char *dst) {
+    FILE *a = fopen(src, "rb"), *b = fopen(dst, "wb");
+    if (!a || !b) {
+        if (a) fclose(a);
+        if (b) fclose(b);
+        return -1;
+    }
+    char buf[1 << 16];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, a)) > 0) fwrite(buf, 1, k, b);
+    fclose(a);
+    fclose(b);
+    return 0;
+}
+
+#endif

@@ -1,0 +1,228 @@
+/* Sessions on a tiny random model: prompt layouts and lengths, speaker/language/dialect rules,
+   seeded replay, stop reasons, bad requests. */
+#include <string.h>
+
+#include "codectalk.h"
+#include "ct_test.h"
+#include "model/session_internal.h"
+#include "test_models.h"
+
+static ct_model *M;
+
+static ct_session *new_session(int ctx) {
+    ct_session_params sp = ct_session_params_default();
+    sp.max_context = ctx;
+    ct_session *s = NULL;
+    char err[512];
+    ct_status st = ct_session_create(M, &sp, &s, err, sizeof err);
+    CHECKF(st == CT_OK, "%s", err);
+    return s;
+}
+
+/* Runs a full generation and returns frames written into out[cap][16]. */
+static int run(ct_session *s, ct_gen_params *g, int32_t *out, int cap) {
+    if (ct_session_start(s, g) != CT_OK) return -1;
+    int n = 0, got = 1;
+    while (n < cap) {
+        if (ct_session_next_frame(s, out + 16 * n, &got) != CT_OK) return -1;
+        if (!got) break;
+        n++;
+    }
+    return n;
+}
+
+static int text_tokens(const char *text) {
+    int32_t ids[256];
+    size_t n;
+    char err[256];
+    ct_tokenize(M, text, strlen(text), ids, 256, &n, err, sizeof err);
+    return (int)n;
+}
+
+static void test_layouts(void) {
+    ct_session *s = new_session(256);
+    const char *text = "Hello there, friend.";
+    int N = text_tokens(text);
+    ct_gen_params g = ct_gen_params_default();
+    g.text = text;
+    g.speaker = "Vivian"; /* case-insensitive */
+    g.language = "English";
+    g.max_frames = 1;
+    CHECKF(ct_session_start(s, &g) == CT_OK, "%s", ct_session_errmsg(s));
+    CHECK(ct_session_run_info(s).prompt_len == N + 11); /* CustomVoice non-streaming default */
+    CHECK(ct_session_run_info(s).text_tokens == N);
+    g.language = "auto";
+    CHECK(ct_session_start(s, &g) == CT_OK);
+    CHECK(ct_session_run_info(s).prompt_len == N + 10);
+    g.language = NULL;
+    CHECK(ct_session_start(s, &g) == CT_OK);
+    CHECK(ct_session_run_info(s).prompt_len == N + 10);
+    g.language = "english";
+    g.non_streaming = 0;
+    CHECK(ct_session_start(s, &g) == CT_OK);
+    CHECK(ct_session_run_info(s).prompt_len == 10);
+    CHECK(s->n_trailing == N);
+    /* trailing rows: t(T_2..T_N), then t(tts_eos) */
+    float *e = malloc((size_t)M->cfg.talker.hidden * sizeof(float));
+    ct_embed_text(M, M->cfg.tts_eos, e, s->etmp);
+    CHECK(memcmp(e, s->trailing + (size_t)(N - 1) * M->cfg.talker.hidden,
+                 (size_t)M->cfg.talker.hidden * sizeof(float)) == 0);
+    /* prompt row 3 (first header position): P + c(think) */
+    float *row = malloc((size_t)M->cfg.talker.hidden * sizeof(float));
+    memcpy(row, s->pad_row, (size_t)M->cfg.talker.hidden * sizeof(float));
+    ct_embed_codec_add(M, M->cfg.codec_think, row);
+    CHECK(memcmp(row, s->prompt + 3 * (size_t)M->cfg.talker.hidden,
+                 (size_t)M->cfg.talker.hidden * sizeof(float)) == 0);
+    free(e);
+    free(row);
+
+    /* dialect override: eric + chinese == eric + sichuan_dialect; eric + english differs */
+    const size_t H = (size_t)M->cfg.talker.hidden;
+    g.non_streaming = 1;
+    g.speaker = "eric";
+    g.language = "chinese";
+    CHECK(ct_session_start(s, &g) == CT_OK);
+    int L = ct_session_run_info(s).prompt_len;
+    float *p1 = malloc((size_t)L * H * sizeof(float));
+    memcpy(p1, s->prompt, (size_t)L * H * sizeof(float));
+    g.language = "sichuan_dialect";
+    CHECK(ct_session_start(s, &g) == CT_OK);
+    CHECK(memcmp(p1, s->prompt, (size_t)L * H * sizeof(float)) == 0);
+    g.language = "auto"; /* auto also takes the dialect (and so keeps the think header) */
+    CHECK(ct_session_start(s, &g) == CT_OK);
+    CHECK(ct_session_run_info(s).prompt_len == L);
+    CHECK(memcmp(p1, s->prompt, (size_t)L * H * sizeof(float)) == 0);
+    g.language = "english";
+    CHECK(ct_session_start(s, &g) == CT_OK);
+    CHECK(memcmp(p1, s->prompt, (size_t)L * H * sizeof(float)) != 0);
+    free(p1);
+    ct_session_free(s);
+}
+
+static void test_errors(void) {
+    ct_session *s = new_session(64);
+    ct_gen_params g = ct_gen_params_default();
+    g.text = "Hi.";
+    g.speaker = "nobody";
+    CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+    CHECKF(strstr(ct_session_errmsg(s), "nobody") && strstr(ct_session_errmsg(s), "vivian"), "%s",
+           ct_session_errmsg(s));
+    g.speaker = NULL;
+    CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+    CHECK(strstr(ct_session_errmsg(s), "needs a speaker") != NULL);
+    g.speaker = "ryan";
+    g.language = "klingon";
+    CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+    CHECKF(strstr(ct_session_errmsg(s), "klingon") && strstr(ct_session_errmsg(s), "english") &&
+           strstr(ct_session_errmsg(s), "auto"), "%s", ct_session_errmsg(s));
+    g.language = NULL;
+    g.text = "";
+    CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+    CHECK(strstr(ct_session_errmsg(s), "empty") != NULL);
+    g.text = "\nstarts with a newline";
+    CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+    g.text = "Hi.";
+    g.instruct = "whisper"; /* tiny is a 0.6B CustomVoice: no instructions */
+    CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+    g.instruct = NULL;
+    float xv[4] = {0};
+    g.xvector = xv;
+    g.xvector_len = 4;
+    CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+    g.xvector = NULL;
+    g.temperature = 0.0f;
+    CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+    g.temperature = -1.0f;
+    /* text longer than the context */
+    char *longt = malloc(4000);
+    for (int i = 0; i < 3999; i++) longt[i] = (i % 6 == 5) ? ' ' : 'a' + (i % 7);
+    longt[3999] = 0;
+    g.text = longt;
+    CHECK(ct_session_start(s, &g) == CT_ERR_LIMIT);
+    CHECKF(strstr(ct_session_errmsg(s), "context") != NULL, "%s", ct_session_errmsg(s));
+    free(longt);
+    /* invalid UTF-8 */
+    g.text = "bad \xff\xfe bytes";
+    CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+    /* next_frame without a good start */
+    int32_t codes[16];
+    int got;
+    CHECK(ct_session_next_frame(s, codes, &got) == CT_ERR_STATE && got == 0);
+    ct_session_free(s);
+    ct_session_params sp = ct_session_params_default();
+    sp.max_context = 1 << 30;
+    char err[256];
+    CHECK(ct_session_create(M, &sp, &s, err, sizeof err) == CT_ERR_INVALID_ARG);
+    CHECK(strstr(err, "max_context") != NULL);
+}
+
+static void test_replay_and_stops(void) {
+    ct_session *s = new_session(512);
+    static int32_t a[64 * 16], b[64 * 16];
+    ct_gen_params g = ct_gen_params_default();
+    g.text = "Replay me, please.";
+    g.speaker = "serena";
+    g.language = "english";
+    g.seed = 42;
+    g.max_frames = 12;
+    int na = run(s, &g, a, 64);
+    int nb = run(s, &g, b, 64);
+    CHECK(na > 0 && na == nb && memcmp(a, b, sizeof(int32_t) * 16 * (size_t)na) == 0);
+    int inrange = 1;
+    for (int i = 0; i < na * 16; i++) inrange &= a[i] >= 0 && a[i] < 2048;
+    CHECK(inrange);
+    g.seed = 43;
+    nb = run(s, &g, b, 64);
+    CHECK(nb > 0 && memcmp(a, b, sizeof(int32_t) * 16 * (size_t)(na < nb ? na : nb)) != 0);
+    /* a second session on the same model gives the same result (model is shared, immutable) */
+    ct_session *s2 = new_session(512);
+    g.seed = 42;
+    nb = run(s2, &g, b, 64);
+    CHECK(nb == na && memcmp(a, b, sizeof(int32_t) * 16 * (size_t)na) == 0);
+    ct_session_free(s2);
+    /* stop reasons */
+    if (na == 12) CHECK(ct_session_stop_reason(s) == CT_STOP_MAX_FRAMES);
+    g.max_frames = 0;
+    g.budget_base = 3;
+    g.budget_per_token = 0.0f;
+    int n = run(s, &g, a, 64);
+    CHECK(n <= 3);
+    if (n == 3) CHECK(ct_session_stop_reason(s) == CT_STOP_BUDGET);
+    g.budget_base = 50;
+    g.budget_per_token = 12.0f;
+    g.max_new_tokens = 5; /* reference semantics: max_new_tokens - 1 frames */
+    n = run(s, &g, a, 64);
+    CHECK(n <= 4);
+    if (n == 4) CHECK(ct_session_stop_reason(s) == CT_STOP_MAX_FRAMES);
+    CHECK(ct_session_run_info(s).frame_limit == 4);
+    /* greedy is deterministic across seeds */
+    g.max_new_tokens = 0;
+    g.max_frames = 6;
+    g.greedy = 1;
+    g.seed = 1;
+    na = run(s, &g, a, 64);
+    g.seed = 2;
+    nb = run(s, &g, b, 64);
+    CHECK(na == nb && memcmp(a, b, sizeof(int32_t) * 16 * (size_t)na) == 0);
+    /* context capacity caps the frames */
+    ct_session *s3 = new_session(32);
+    g.greedy = 0;
+    g.max_frames = 0;
+    g.text = "Short.";
+    n = run(s3, &g, a, 64);
+    CHECK(n > 0 && n <= 32 - ct_session_run_info(s3).prompt_len);
+    ct_session_free(s3);
+    ct_session_free(s);
+}
+
+int main(void) {
+    const char *dir = ct_test_make("tiny", "session-tiny", 5);
+    char err[1024];
+    CHECK(dir && ct_model_load(dir, NULL, &M, err, sizeof err) == CT_OK);
+    if (!M) return ct_test_finish();
+    test_layouts();
+    test_errors();
+    test_replay_and_stops();
+    ct_model_free(M);
+    return ct_test_finish();
+}
