@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#define CT_CV_OB 8 /* output channels per panel */
+#define CT_CV_OB 4 /* output channels per panel (one SSE vector) */
 #define CT_CV_RB 4 /* rows per register tile */
 
 /* A weight packed into panels of CT_CV_OB output channels.

@@ -359,13 +359,13 @@ static void build_codec(builder *b, const ct_mm_preset *p) {
             BIAS(b, cout, "decoder.decoder.%d.block.%d.conv1.conv.bias", k, u);
             snprintf(pre, sizeof pre, "decoder.decoder.%d.block.%d.act2", k, u);
             add_snake(b, cout, pre);
-            CONV(b, 0.5f, cout, cout, 1, "decoder.decoder.%d.block.%d.conv2.conv.weight", k, u);
+            CONV(b, 0.25f, cout, cout, 1, "decoder.decoder.%d.block.%d.conv2.conv.weight", k, u);
             BIAS(b, cout, "decoder.decoder.%d.block.%d.conv2.conv.bias", k, u);
         }
         cin = cout;
     }
     add_snake(b, cin, "decoder.decoder.5");
-    CONV(b, 0.3f, 1, cin, 7, "decoder.decoder.6.conv.weight");
+    CONV(b, 0.08f, 1, cin, 7, "decoder.decoder.6.conv.weight");
     BIAS(b, 1, "decoder.decoder.6.conv.bias");
 }
 

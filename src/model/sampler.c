@@ -2,24 +2,25 @@
  * temperature, top-k, top-p) and a multinomial draw, allocation-free and deterministic. */
 #include "model/sampler.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
 /* Scratch layout for vocab n (8-byte aligned start):
- *   double w[n]     softmax weights exp(x - max) of the candidates
- *   int    cand[n]  candidate ids (finite survivors), ascending
- *   int    ord[n]   positions into cand, sorted for top-p
- *   float  heap[n]  top-k min-heap (first k used) */
+ *   double   w[n]     softmax weights exp(x - max) of the candidates
+ *   uint64_t key[n]   top-p sort keys: orderable value bits << 32 | candidate position
+ *   int      cand[n]  candidate ids (finite survivors), ascending
+ *   float    heap[n]  top-k min-heap (first k used) */
 typedef struct {
     double *w;
+    uint64_t *key;
     int *cand;
-    int *ord;
     float *heap;
 } scratch_view;
 
 size_t ct_sampler_scratch_bytes(int n) {
     if (n <= 0) return 0;
-    return (size_t)n * (sizeof(double) + 2 * sizeof(int) + sizeof(float)) + 16;
+    return (size_t)n * (sizeof(double) + sizeof(uint64_t) + sizeof(int) + sizeof(float)) + 16;
 }
 
 static scratch_view scratch_carve(void *scratch, int n) {
@@ -27,9 +28,9 @@ static scratch_view scratch_carve(void *scratch, int n) {
     uintptr_t p = (uintptr_t)scratch;
     p = (p + 7u) & ~(uintptr_t)7u;
     v.w = (double *)p;
-    v.cand = (int *)(v.w + n);
-    v.ord = v.cand + n;
-    v.heap = (float *)(v.ord + n);
+    v.key = (uint64_t *)(v.w + n);
+    v.cand = (int *)(v.key + n);
+    v.heap = (float *)(v.cand + n);
     return v;
 }
 
@@ -37,25 +38,28 @@ static int cfg_valid(const ct_sample_cfg *cfg) {
     return ct_sample_cfg_check(cfg, NULL, 0) == CT_OK;
 }
 
-static void nan_to_neg_inf(float *x, int n) {
-    for (int i = 0; i < n; i++)
-        if (isnan(x[i])) x[i] = -INFINITY;
+/* NaN -> -inf and the first index of the maximum in one pass; -1 when all are -inf. */
+static int sanitize_argmax(float *x, int n) {
+    int best = -1;
+    float bv = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        if (v != v) x[i] = v = -INFINITY;
+        if (v > bv) {
+            bv = v;
+            best = i;
+        }
+    }
+    return best;
 }
 
-/* First index of the maximum, or -1 when every entry is -inf (input has no NaN). */
-static int argmax_first(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return x[best] == -INFINITY ? -1 : best;
-}
-
-/* k-th largest of x[0..n) (1 <= k <= n) via a size-k min-heap: O(n log k) worst case,
- * about n comparisons on typical inputs. */
-static float kth_largest(const float *x, int n, int k, float *heap) {
+/* NaN -> -inf, then the k-th largest of x[0..n) (1 <= k <= n) via a size-k min-heap:
+ * O(n log k) worst case, about one comparison per element on typical inputs. */
+static float sanitize_kth_largest(float *x, int n, int k, float *heap) {
     int cnt = 0;
     for (int i = 0; i < n; i++) {
         float v = x[i];
+        if (v != v) x[i] = v = -INFINITY;
         int j;
         if (cnt < k) { /* sift up */
             j = cnt++;
@@ -94,56 +98,86 @@ static double float_short_decimal(float f) {
     return (double)f;
 }
 
-/* Top-p order key: ascending by value, ties ascending by position (= by id). */
-static int ord_less(const float *val, int a, int b) {
-    return val[a] < val[b] || (val[a] == val[b] && a < b);
+/* Sort key ascending by value (-0 equal to +0), ties by position; v is not NaN. */
+static uint64_t order_key(float v, int pos) {
+    uint32_t u;
+    v += 0.0f; /* -0 -> +0 */
+    memcpy(&u, &v, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((uint64_t)u << 32) | (uint32_t)pos;
 }
 
-static void ord_sift(int *ord, int root, int end, const float *val) {
+static void key_sift(uint64_t *a, int root, int end) {
     for (;;) {
         int c = 2 * root + 1;
         if (c >= end) return;
-        if (c + 1 < end && ord_less(val, ord[c], ord[c + 1])) c++;
-        if (!ord_less(val, ord[root], ord[c])) return;
-        int t = ord[root];
-        ord[root] = ord[c];
-        ord[c] = t;
+        if (c + 1 < end && a[c] < a[c + 1]) c++;
+        if (a[root] >= a[c]) return;
+        uint64_t t = a[root];
+        a[root] = a[c];
+        a[c] = t;
         root = c;
     }
 }
 
-/* Heapsort of ord[0..m) (a permutation of 0..m-1) by ord_less; no recursion. */
-static void ord_sort(int *ord, int m, const float *val) {
-    for (int i = m / 2 - 1; i >= 0; i--) ord_sift(ord, i, m, val);
+/* Ascending sort of distinct keys: insertion sort when short, heapsort otherwise. */
+static void key_sort(uint64_t *a, int m) {
+    if (m <= 64) {
+        for (int i = 1; i < m; i++) {
+            uint64_t v = a[i];
+            int j = i - 1;
+            while (j >= 0 && a[j] > v) {
+                a[j + 1] = a[j];
+                j--;
+            }
+            a[j + 1] = v;
+        }
+        return;
+    }
+    for (int i = m / 2 - 1; i >= 0; i--) key_sift(a, i, m);
     for (int end = m - 1; end > 0; end--) {
-        int t = ord[0];
-        ord[0] = ord[end];
-        ord[end] = t;
-        ord_sift(ord, 0, end, val);
+        uint64_t t = a[0];
+        a[0] = a[end];
+        a[end] = t;
+        key_sift(a, 0, end);
     }
 }
 
-/* Warpers + draw on NaN-free logits (cfg valid, do_sample set). */
+/* Warpers + draw (cfg valid, do_sample set); logits may still hold NaN. */
 static int warp_and_draw(float *logits, int n, const ct_sample_cfg *cfg, ct_rng *rng,
                          scratch_view s) {
-    if (cfg->temperature != 1.0f) {
-        const float t = cfg->temperature;
-        for (int i = 0; i < n; i++) logits[i] = logits[i] / t;
-    }
-
-    /* Top-k (installed for 0 < k < n), then gather the finite survivors in id order. */
+    const float t = cfg->temperature;
     int m = 0;
     if (cfg->top_k > 0 && cfg->top_k < n) {
-        const float thr = kth_largest(logits, n, cfg->top_k, s.heap);
+        /* HF divides by T first and then keeps x/T >= (k-th largest of x/T). x -> x/T is
+         * monotonic, so that threshold is thr/T for thr the k-th largest raw logit; values
+         * just below thr can round onto thr/T and are kept too (checked exactly for the
+         * few inside a conservative band). Only survivors are divided afterwards. */
+        const float thr = sanitize_kth_largest(logits, n, cfg->top_k, s.heap);
+        const float thr_t = thr / t;
+        double band;
+        if (thr == INFINITY) band = t < 1.0f ? (double)FLT_MAX * (double)t * 0.5 : INFINITY;
+        else band = (double)thr - (fabs((double)thr) * 1e-6 + (double)t * 1e-37);
         for (int i = 0; i < n; i++) {
-            if (logits[i] < thr) logits[i] = -INFINITY;
-            else if (logits[i] != -INFINITY) s.cand[m++] = i;
+            const float v = logits[i];
+            if (v >= thr) {
+                if (v != -INFINITY) s.cand[m++] = i;
+            } else if ((double)v >= band && v / t == thr_t) {
+                s.cand[m++] = i;
+            } else {
+                logits[i] = -INFINITY;
+            }
         }
     } else {
-        for (int i = 0; i < n; i++)
-            if (logits[i] != -INFINITY) s.cand[m++] = i;
+        for (int i = 0; i < n; i++) {
+            const float v = logits[i];
+            if (v != v) logits[i] = -INFINITY;
+            else if (v != -INFINITY) s.cand[m++] = i;
+        }
     }
     if (m == 0) return -1;
+    if (t != 1.0f)
+        for (int j = 0; j < m; j++) logits[s.cand[j]] = logits[s.cand[j]] / t;
 
     /* Softmax weights with max subtraction; +inf entries share the mass equally. */
     float mx = logits[s.cand[0]];
@@ -159,18 +193,16 @@ static int warp_and_draw(float *logits, int n, const ct_sample_cfg *cfg, ct_rng 
         sum += w;
     }
 
-    /* Top-p (installed for top_p < 1): HF TopPLogitsWarper on the float softmax. */
+    /* Top-p (installed for top_p < 1): HF TopPLogitsWarper on the float softmax, sorted
+     * ascending with ties in id order (torch's CPU sort is not stable; HF is ambiguous
+     * there). */
     if (cfg->top_p < 1.0f && m > 1) {
-        float *val = s.heap; /* candidate values by position (the heap is free now) */
-        for (int j = 0; j < m; j++) {
-            val[j] = logits[s.cand[j]];
-            s.ord[j] = j;
-        }
-        ord_sort(s.ord, m, val);
+        for (int j = 0; j < m; j++) s.key[j] = order_key(logits[s.cand[j]], j);
+        key_sort(s.key, m);
         const float thr = (float)(1.0 - float_short_decimal(cfg->top_p));
         double cum = 0.0;
         for (int r = 0; r < m - 1; r++) { /* the last (largest) always survives */
-            const int j = s.ord[r];
+            const int j = (int)(uint32_t)s.key[r];
             cum += (double)(float)(s.w[j] / sum);
             if (!((float)cum <= thr)) break;
             logits[s.cand[j]] = -INFINITY;
@@ -196,8 +228,7 @@ static int warp_and_draw(float *logits, int n, const ct_sample_cfg *cfg, ct_rng 
 int ct_sample_plain(float *logits, int n, const ct_sample_cfg *cfg, ct_rng *rng, void *scratch) {
     if (!logits || !cfg || n <= 0 || !cfg_valid(cfg)) return -1;
     if (cfg->do_sample && (!rng || !scratch)) return -1;
-    nan_to_neg_inf(logits, n);
-    if (!cfg->do_sample) return argmax_first(logits, n);
+    if (!cfg->do_sample) return sanitize_argmax(logits, n);
     return warp_and_draw(logits, n, cfg, rng, scratch_carve(scratch, n));
 }
 
@@ -206,14 +237,20 @@ int ct_sample_talker(float *logits, int n, const ct_sample_cfg *cfg, const uint8
                      int suppress_hi, ct_rng *rng, void *scratch) {
     if (!logits || !cfg || n <= 0 || !cfg_valid(cfg)) return -1;
     if (cfg->do_sample && (!rng || !scratch)) return -1;
-    nan_to_neg_inf(logits, n);
-
+    /* NaN stays NaN through the penalty and the masks; the warper pass makes it -inf. */
     if (seen && cfg->repetition_penalty != 1.0f) {
         const float p = cfg->repetition_penalty;
-        for (int i = 0; i < n; i++) {
-            if (!seen[i]) continue;
-            const float x = logits[i];
-            logits[i] = x < 0.0f ? x * p : x / p;
+        for (int i0 = 0; i0 < n; i0 += 8) {
+            const int i1 = i0 + 8 < n ? i0 + 8 : n;
+            uint64_t any = 0;
+            if (i1 - i0 == 8) memcpy(&any, seen + i0, 8); /* skip 8 unseen ids at once */
+            else any = 1;
+            if (!any) continue;
+            for (int i = i0; i < i1; i++) {
+                if (!seen[i]) continue;
+                const float x = logits[i];
+                logits[i] = x < 0.0f ? x * p : x / p;
+            }
         }
     }
     const int has_eos = eos_id >= 0 && eos_id < n;
@@ -225,7 +262,7 @@ int ct_sample_talker(float *logits, int n, const ct_sample_cfg *cfg, const uint8
             if (i != eos_id) logits[i] = -INFINITY;
     }
 
-    if (!cfg->do_sample) return argmax_first(logits, n);
+    if (!cfg->do_sample) return sanitize_argmax(logits, n);
     return warp_and_draw(logits, n, cfg, rng, scratch_carve(scratch, n));
 }
 

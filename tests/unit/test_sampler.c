@@ -231,6 +231,25 @@ static void test_top_k_ties(void) {
     ct_sample_plain(y, 4, &c, &r, g_scratch);
     const float want2[4] = {2, NINF, NINF, 1.5f};
     CHECK(arrays_match(y, want2, 4));
+    /* Division by T can round a value just below the k-th largest onto it; HF divides first,
+     * so such a value is a tie and is kept. Find a T where 1-2^-24 and 1 collide. */
+    const float below = nextafterf(1.0f, 0.0f);
+    float tcol = 0.0f;
+    for (float tt = 1.5f; tt < 40.0f; tt += 0.03125f)
+        if (below / tt == 1.0f / tt) {
+            tcol = tt;
+            break;
+        }
+    CHECK(tcol > 0.0f);
+    float col[3] = {below, 1.0f, 0.5f};
+    c = cfg_make(1, tcol, 1, 1.0f, 1.0f);
+    ct_sample_plain(col, 3, &c, &r, g_scratch);
+    CHECK(col[0] == 1.0f / tcol && col[1] == 1.0f / tcol && col[2] == NINF);
+    /* +inf as the k-th largest: a finite value overflowing to +inf under T < 1 ties it. */
+    float big[3] = {INFINITY, FLT_MAX, 1.0f};
+    c = cfg_make(1, 0.5f, 1, 1.0f, 1.0f);
+    int bid = ct_sample_plain(big, 3, &c, &r, g_scratch);
+    CHECK(big[0] == INFINITY && big[1] == INFINITY && big[2] == NINF && (bid == 0 || bid == 1));
     /* Fewer finite entries than k: nothing else removed. */
     float z[5] = {NINF, 1, NINF, NINF, 2};
     c = cfg_make(1, 1.0f, 3, 1.0f, 1.0f);

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# CLI behaviour: help texts, make-model + codes + tokenize on a tiny model, clear errors.
+set -u
+BIN="$1"; SRC="$2"; WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+pass=0; fail=0
+ok()   { pass=$((pass+1)); }
+bad()  { fail=$((fail+1)); echo "FAIL: $*" >&2; }
+expect_rc() { local want=$1; shift; "$@" >"$WORK/out" 2>"$WORK/err"; local rc=$?
+  if [ "$rc" = "$want" ]; then ok; else bad "rc $rc (want $want): $*"; cat "$WORK/err" >&2; fi; }
+has() { if grep -q -e "$1" "$2"; then ok; else bad "'$1' not in $2: $(head -c 400 "$2")"; fi; }
+
+expect_rc 0 "$BIN" --help;                     has "make-model" "$WORK/out"
+for c in codes tokenize make-model info; do
+  expect_rc 0 "$BIN" "$c" --help;              has "usage: codectalk $c" "$WORK/out"
+done
+expect_rc 0 "$BIN" codes --help
+for f in --model --text --file --speaker --language --instruct --seed --greedy --max-frames \
+         --temperature --top-k --top-p --repetition-penalty --format --output; do
+  has "$f" "$WORK/out"
+done
+expect_rc 2 "$BIN" frobnicate;                 has "unknown command" "$WORK/err"
+expect_rc 2 "$BIN" codes --bogus;              has "unknown option '--bogus'" "$WORK/err"
+expect_rc 2 "$BIN" codes --max-frames abc;     has "expects an integer" "$WORK/err"
+
+M="$WORK/tiny"
+expect_rc 0 "$BIN" make-model --preset tiny --seed 4 --out "$M"
+expect_rc 1 "$BIN" make-model --preset tiny --seed 4 --out "$M";  has "not empty\|non-empty" "$WORK/err"
+expect_rc 1 "$BIN" make-model --preset huge --out "$WORK/x";      has "0.6b-customvoice" "$WORK/err"
+expect_rc 0 "$BIN" info -m "$M";               has "custom_voice" "$WORK/out"
+
+expect_rc 0 "$BIN" tokenize -m "$M" --text "Hello world"
+if [ "$(cat "$WORK/out")" = "[9707, 1879]" ]; then ok; else bad "tokenize: $(cat "$WORK/out")"; fi
+printf 'Hello world' > "$WORK/t.txt"
+expect_rc 0 "$BIN" tokenize -m "$M" -f "$WORK/t.txt"
+if [ "$(cat "$WORK/out")" = "[9707, 1879]" ]; then ok; else bad "tokenize -f: $(cat "$WORK/out")"; fi
+expect_rc 1 "$BIN" tokenize -m "$M" --text $'bad \xff byte';  has "UTF-8" "$WORK/err"
+
+expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivian -l english --max-frames 10 --seed 3 -o "$WORK/a.json"
+has '"n_frames": 10' "$WORK/a.json"
+expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivian -l english --max-frames 10 --seed 3 -o "$WORK/b.json"
+if cmp -s "$WORK/a.json" "$WORK/b.json"; then ok; else bad "same seed gave different frames"; fi
+echo "Hello there." | "$BIN" codes -m "$M" -s vivian -l english --max-frames 10 --seed 3 -q > "$WORK/c.json" 2>"$WORK/err"
+if cmp -s "$WORK/a.json" "$WORK/c.json"; then ok; else bad "stdin text differs from --text"; fi
+expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivian --max-frames 7 --format bin -o "$WORK/a.bin"
+if [ "$(stat -c %s "$WORK/a.bin")" = $((7*16*4)) ]; then ok; else bad "binary size"; fi
+
+expect_rc 1 "$BIN" codes -m "$M" -t "Hi" -s nobody;        has "valid speakers" "$WORK/err"
+expect_rc 1 "$BIN" codes -m "$M" -t "Hi" -s ryan -l xx;    has "valid languages" "$WORK/err"
+expect_rc 1 "$BIN" codes -m "$M" -t "" -s ryan;            has "empty" "$WORK/err"
+expect_rc 1 "$BIN" codes -m "$WORK/none" -t "Hi" -s ryan;  has "config.json" "$WORK/err"
+expect_rc 1 "$BIN" codes -t "Hi";                          has "model DIR is required" "$WORK/err"
+head -c 100 "$M/model.safetensors" > "$WORK/trunc" && cp "$WORK/trunc" "$M/model.safetensors"
+expect_rc 1 "$BIN" codes -m "$M" -t "Hi" -s ryan;          has "model.safetensors" "$WORK/err"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
