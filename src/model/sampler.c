@@ -8,19 +8,22 @@
 
 /* Scratch layout for vocab n (8-byte aligned start):
  *   double   w[n]     softmax weights exp(x - max) of the candidates
- *   uint64_t key[n]   top-p sort keys: orderable value bits << 32 | candidate position
+ *   uint64_t key[n]   top-p sort keys: orderable value bits << 32 | candidate position;
+ *                     before that, the top-k group maxima (floats)
+ *   uint64_t tmp[n]   radix-sort buffer
  *   int      cand[n]  candidate ids (finite survivors), ascending
- *   float    heap[n]  top-k min-heap (first k used) */
+ *   float    sel[n]   top-k selection buffer */
 typedef struct {
     double *w;
     uint64_t *key;
+    uint64_t *tmp;
     int *cand;
-    float *heap;
+    float *sel;
 } scratch_view;
 
 size_t ct_sampler_scratch_bytes(int n) {
     if (n <= 0) return 0;
-    return (size_t)n * (sizeof(double) + sizeof(uint64_t) + sizeof(int) + sizeof(float)) + 16;
+    return (size_t)n * (sizeof(double) + 2 * sizeof(uint64_t) + sizeof(int) + sizeof(float)) + 16;
 }
 
 static scratch_view scratch_carve(void *scratch, int n) {
@@ -29,8 +32,9 @@ static scratch_view scratch_carve(void *scratch, int n) {
     p = (p + 7u) & ~(uintptr_t)7u;
     v.w = (double *)p;
     v.key = (uint64_t *)(v.w + n);
-    v.cand = (int *)(v.key + n);
-    v.heap = (float *)(v.cand + n);
+    v.tmp = v.key + n;
+    v.cand = (int *)(v.tmp + n);
+    v.sel = (float *)(v.cand + n);
     return v;
 }
 
@@ -38,14 +42,18 @@ static int cfg_valid(const ct_sample_cfg *cfg) {
     return ct_sample_cfg_check(cfg, NULL, 0) == CT_OK;
 }
 
-/* NaN -> -inf and the first index of the maximum in one pass; -1 when all are -inf. */
+/* NaN -> -inf and the first index of the maximum in one pass; -1 when all are -inf.
+ * One comparison per element: !(v <= best) is true for a new maximum or a NaN. */
 static int sanitize_argmax(float *x, int n) {
     int best = -1;
     float bv = -INFINITY;
     for (int i = 0; i < n; i++) {
-        float v = x[i];
-        if (v != v) x[i] = v = -INFINITY;
-        if (v > bv) {
+        const float v = x[i];
+        if (!(v <= bv)) {
+            if (v != v) {
+                x[i] = -INFINITY;
+                continue;
+            }
             bv = v;
             best = i;
         }
@@ -53,37 +61,68 @@ static int sanitize_argmax(float *x, int n) {
     return best;
 }
 
-/* NaN -> -inf, then the k-th largest of x[0..n) (1 <= k <= n) via a size-k min-heap:
- * O(n log k) worst case, about one comparison per element on typical inputs. */
-static float sanitize_kth_largest(float *x, int n, int k, float *heap) {
+/* Rearranges a[0..m) so that a[k-1] is the k-th largest (1 <= k <= m) and a[0..k) hold
+ * the k largest; returns a[k-1]. Iterative quickselect (median-of-3, Hoare partition). */
+static float select_kth_largest(float *a, int m, int k) {
+    int lo = 0, hi = m - 1;
+    const int target = k - 1;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        float x = a[lo], y = a[mid], z = a[hi], p;
+        if (x < y) { float t = x; x = y; y = t; } /* x >= y */
+        p = z > x ? x : (z < y ? y : z);           /* median of three */
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] > p) i++;
+            while (a[j] < p) j--;
+            if (i <= j) {
+                float t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (target <= j) hi = j;
+        else if (target >= i) lo = i;
+        else break; /* a[j+1 .. i-1] all equal p */
+    }
+    return a[target];
+}
+
+/* NaN -> -inf, then the k-th largest of x[0..n) (1 <= k < n); buf holds n floats, bmax
+ * holds n / 4. Without sorting:
+ *   1. maxima of nb >= 2k strided groups (i mod nb), one pass, NaN cleaned on the way;
+ *   2. L = k-th largest of those maxima: k distinct elements are >= L, so L is a lower
+ *      bound of the answer;
+ *   3. a branch-free pass copies the values >= L (about 1.3 * k of them on typical
+ *      logits) to buf;
+ *   4. quickselect on buf gives the exact k-th largest.
+ * Small n (or k near n) skips 1-2: every value is copied. Linear for any input order. */
+static float sanitize_kth_largest(float *x, int n, int k, float *buf, float *bmax) {
+    int nb = 1;
+    while (nb < 2 * k) nb *= 2;
+    float lb = -INFINITY;
+    if (4 * nb <= n) {
+        for (int j = 0; j < nb; j++) bmax[j] = -INFINITY;
+        for (int i = 0; i < n; i++) {
+            float v = x[i];
+            if (v != v) x[i] = v = -INFINITY;
+            float *mj = &bmax[i & (nb - 1)];
+            *mj = v > *mj ? v : *mj;
+        }
+        lb = select_kth_largest(bmax, nb, k);
+    } else {
+        for (int i = 0; i < n; i++)
+            if (x[i] != x[i]) x[i] = -INFINITY;
+    }
     int cnt = 0;
     for (int i = 0; i < n; i++) {
-        float v = x[i];
-        if (v != v) x[i] = v = -INFINITY;
-        int j;
-        if (cnt < k) { /* sift up */
-            j = cnt++;
-            while (j > 0) {
-                int parent = (j - 1) / 2;
-                if (heap[parent] <= v) break;
-                heap[j] = heap[parent];
-                j = parent;
-            }
-            heap[j] = v;
-        } else if (v > heap[0]) { /* replace the root, sift down */
-            j = 0;
-            for (;;) {
-                int c = 2 * j + 1;
-                if (c >= k) break;
-                if (c + 1 < k && heap[c + 1] < heap[c]) c++;
-                if (heap[c] >= v) break;
-                heap[j] = heap[c];
-                j = c;
-            }
-            heap[j] = v;
-        }
+        const float v = x[i];
+        buf[cnt] = v;
+        cnt += v >= lb;
     }
-    return heap[0];
+    return select_kth_largest(buf, cnt, k); /* cnt >= k: k group maxima are >= lb */
 }
 
 /* Recovers the shortest decimal (<= 9 significant digits) that rounds to f, as a double;
@@ -107,21 +146,10 @@ static uint64_t order_key(float v, int pos) {
     return ((uint64_t)u << 32) | (uint32_t)pos;
 }
 
-static void key_sift(uint64_t *a, int root, int end) {
-    for (;;) {
-        int c = 2 * root + 1;
-        if (c >= end) return;
-        if (c + 1 < end && a[c] < a[c + 1]) c++;
-        if (a[root] >= a[c]) return;
-        uint64_t t = a[root];
-        a[root] = a[c];
-        a[c] = t;
-        root = c;
-    }
-}
-
-/* Ascending sort of distinct keys: insertion sort when short, heapsort otherwise. */
-static void key_sort(uint64_t *a, int m) {
+/* Ascending sort of distinct keys a[0..m) (tmp holds m): insertion sort when short,
+ * otherwise a stable LSD radix sort on the value half (4 byte-digits; the position half is
+ * already ascending in input order, so ties stay in position order). */
+static void key_sort(uint64_t *a, uint64_t *tmp, int m) {
     if (m <= 64) {
         for (int i = 1; i < m; i++) {
             uint64_t v = a[i];
@@ -134,13 +162,21 @@ static void key_sort(uint64_t *a, int m) {
         }
         return;
     }
-    for (int i = m / 2 - 1; i >= 0; i--) key_sift(a, i, m);
-    for (int end = m - 1; end > 0; end--) {
-        uint64_t t = a[0];
-        a[0] = a[end];
-        a[end] = t;
-        key_sift(a, 0, end);
+    for (int shift = 32; shift < 64; shift += 8) {
+        int count[256] = {0};
+        for (int i = 0; i < m; i++) count[(a[i] >> shift) & 255u]++;
+        int pos = 0;
+        for (int d = 0; d < 256; d++) {
+            int c = count[d];
+            count[d] = pos;
+            pos += c;
+        }
+        for (int i = 0; i < m; i++) tmp[count[(a[i] >> shift) & 255u]++] = a[i];
+        uint64_t *t = a;
+        a = tmp;
+        tmp = t;
     }
+    /* four passes: the sorted keys are back in the caller's array */
 }
 
 /* Warpers + draw (cfg valid, do_sample set); logits may still hold NaN. */
@@ -153,19 +189,23 @@ static int warp_and_draw(float *logits, int n, const ct_sample_cfg *cfg, ct_rng 
          * monotonic, so that threshold is thr/T for thr the k-th largest raw logit; values
          * just below thr can round onto thr/T and are kept too (checked exactly for the
          * few inside a conservative band). Only survivors are divided afterwards. */
-        const float thr = sanitize_kth_largest(logits, n, cfg->top_k, s.heap);
-        const float thr_t = thr / t;
-        double band;
-        if (thr == INFINITY) band = t < 1.0f ? (double)FLT_MAX * (double)t * 0.5 : INFINITY;
-        else band = (double)thr - (fabs((double)thr) * 1e-6 + (double)t * 1e-37);
-        for (int i = 0; i < n; i++) {
-            const float v = logits[i];
-            if (v >= thr) {
-                if (v != -INFINITY) s.cand[m++] = i;
-            } else if ((double)v >= band && v / t == thr_t) {
-                s.cand[m++] = i;
-            } else {
-                logits[i] = -INFINITY;
+        float *group_max = (float *)(void *)s.key; /* the keys are not in use yet */
+        const float thr = sanitize_kth_largest(logits, n, cfg->top_k, s.sel, group_max);
+        if (thr == -INFINITY) { /* fewer than k finite values: nothing to remove */
+            for (int i = 0; i < n; i++)
+                if (logits[i] != -INFINITY) s.cand[m++] = i;
+        } else {
+            const float thr_t = thr / t;
+            double band; /* every v < thr with v / t == thr / t lies in [band, thr) */
+            if (thr == INFINITY) band = t < 1.0f ? (double)FLT_MAX * (double)t * 0.5 : INFINITY;
+            else band = (double)thr - (fabs((double)thr) * 1e-6 + (double)t * 1e-37);
+            float bandf = (float)band;
+            if ((double)bandf > band) bandf = nextafterf(bandf, -INFINITY);
+            for (int i = 0; i < n; i++) {
+                const float v = logits[i];
+                if (v < bandf) logits[i] = -INFINITY; /* the common case: one comparison */
+                else if (v >= thr || v / t == thr_t) s.cand[m++] = i;
+                else logits[i] = -INFINITY;
             }
         }
     } else {
@@ -198,7 +238,7 @@ static int warp_and_draw(float *logits, int n, const ct_sample_cfg *cfg, ct_rng 
      * there). */
     if (cfg->top_p < 1.0f && m > 1) {
         for (int j = 0; j < m; j++) s.key[j] = order_key(logits[s.cand[j]], j);
-        key_sort(s.key, m);
+        key_sort(s.key, s.tmp, m);
         const float thr = (float)(1.0 - float_short_decimal(cfg->top_p));
         double cum = 0.0;
         for (int r = 0; r < m - 1; r++) { /* the last (largest) always survives */
@@ -269,15 +309,22 @@ int ct_sample_talker(float *logits, int n, const ct_sample_cfg *cfg, const uint8
 ct_status ct_sample_cfg_check(const ct_sample_cfg *cfg, char *err, size_t errcap) {
     if (!cfg) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "sample cfg: NULL");
     if (cfg->do_sample != 0 && cfg->do_sample != 1)
-        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "sample cfg: do_sample must be 0 or 1, got %d",
-                       cfg->do_sample);
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
+                       "sample cfg: do_sample must be 0 or 1, got %d", cfg->do_sample);
+    if (!cfg->do_sample) { /* greedy: only the penalty is used */
+        if (!(cfg->repetition_penalty > 0.0f) || !isfinite(cfg->repetition_penalty))
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
+                           "sample cfg: repetition_penalty must be finite and > 0, got %g",
+                           (double)cfg->repetition_penalty);
+        return CT_OK;
+    }
     if (!(cfg->temperature > 0.0f) || !isfinite(cfg->temperature))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
                        "sample cfg: temperature must be finite and > 0, got %g",
                        (double)cfg->temperature);
     if (!(cfg->top_p > 0.0f && cfg->top_p <= 1.0f))
-        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "sample cfg: top_p must be in (0, 1], got %g",
-                       (double)cfg->top_p);
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
+                       "sample cfg: top_p must be in (0, 1], got %g", (double)cfg->top_p);
     if (!(cfg->repetition_penalty > 0.0f) || !isfinite(cfg->repetition_penalty))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
                        "sample cfg: repetition_penalty must be finite and > 0, got %g",

@@ -21,12 +21,14 @@ typedef struct {
 } ct_sample_cfg;
 
 /* Bytes of scratch the two sampling functions need for a vocab of n (candidate indices,
- * weights, a top-k heap, a sort order); 0 for n <= 0. Allocate once per vocab size; the
- * buffer may be reused across calls but not shared between concurrent calls. */
+ * weights, a top-k selection buffer, top-p sort keys): 32 n + 16; 0 for n <= 0. Allocate
+ * once per vocab size (malloc alignment is enough); reuse it across calls, but never share
+ * one buffer between concurrent calls. */
 size_t ct_sampler_scratch_bytes(int n);
 
 /* Talker chain + draw, in HF order:
- *   1. NaN logits become -inf (HF would fail in multinomial; here they are never chosen);
+ *   1. NaN logits become -inf (HF would fail in multinomial; here they are never chosen;
+ *      done in the last pass, so a NaN stays NaN through steps 2-4);
  *   2. repetition penalty over ids with seen[i] != 0 (distinct generated codebook-0 ids):
  *      x < 0 -> x * penalty, else x / penalty (float arithmetic, as torch on CPU);
  *   3. min-new-tokens: logits[eos_id] = -inf while n_generated < min_new_tokens;
@@ -34,8 +36,8 @@ size_t ct_sampler_scratch_bytes(int n);
  *      (lo > hi disables; the range is clipped to [0, n));
  *   5. greedy: argmax (first index on ties); sampling: ct_sample_plain's warpers + draw.
  * logits[n] are modified in place and hold the processed scores afterwards (removed
- * entries -inf). seen may be NULL (nothing generated yet). eos_id outside [0,n) disables
- * the EOS-specific steps. Returns the chosen id in [0, n), or -1 without consuming
+ * entries -inf). seen (n bytes) may be NULL (nothing generated yet). eos_id outside
+ * [0,n) disables the EOS-specific steps. Returns the chosen id in [0, n), or -1 without consuming
  * randomness when every processed logit is -inf, or on bad arguments (NULL logits, cfg,
  * scratch, or rng when sampling; n <= 0; a cfg that ct_sample_cfg_check rejects).
  * Consumes exactly one ct_rng_next_u64 per successful sampled draw, none in greedy mode.
@@ -47,15 +49,18 @@ int ct_sample_talker(float *logits, int n, const ct_sample_cfg *cfg, const uint8
 /* Plain chain for the sub-talker (no penalty, no masks): NaN -> -inf, then greedy argmax,
  * or temperature (x / T), top-k (x < k-th largest -> -inf, ties kept), top-p (HF rule:
  * sort ascending, stable by index; cumulative float softmax with double accumulation;
- * drop while cumulative <= 1 - top_p; the largest always survives), softmax with
- * max-subtraction in double and one multinomial draw over the survivors in index order.
+ * drop while cumulative <= float32(1 - top_p), the difference taken on the shortest
+ * decimal of top_p as HF does on the Python double; the largest always survives),
+ * softmax with max-subtraction in double, and one multinomial draw over the survivors in
+ * id order (u = ct_rng_uniform, first id whose running weight sum exceeds u * total).
  * If some logits are +inf, the +inf entries share the probability equally.
  * logits[n] modified in place as above. Returns as ct_sample_talker. */
 int ct_sample_plain(float *logits, int n, const ct_sample_cfg *cfg, ct_rng *rng, void *scratch);
 
-/* Checks every field of cfg (do_sample 0/1, temperature finite > 0, top_p in (0,1],
- * repetition_penalty finite > 0; top_k is free, <= 0 meaning off). Returns CT_OK, or
- * CT_ERR_INVALID_ARG with a message in err[errcap] naming the field and its value. */
+/* Checks the fields in use: do_sample 0/1 and repetition_penalty finite > 0 always;
+ * temperature finite > 0 and top_p in (0,1] when do_sample (greedy ignores them, as HF
+ * does); top_k is free, <= 0 meaning off. Returns CT_OK, or CT_ERR_INVALID_ARG with a
+ * message in err[errcap] (may be NULL) naming the field and its value. */
 ct_status ct_sample_cfg_check(const ct_sample_cfg *cfg, char *err, size_t errcap);
 
 #endif

@@ -29,14 +29,13 @@
  *  - \s is written WS = [\t-\r\x{85}\p{Z}] (\S as [^...]), which is exactly the Unicode
  *    White_Space property that Oniguruma's \s means; PCRE2's UCP \s also matches U+180E. */
 #define WS "\\t-\\r\\x{85}\\p{Z}"
-static const char k_split_pattern[] =
-    "'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]"
-    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
-    "|\\p{N}"
-    "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*"
-    "|[" WS "]*[\\r\\n]+"
-    "|[" WS "]+(?![^" WS "])"
-    "|[" WS "]+";
+static const char k_split_pattern[] = "'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]"
+                                      "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
+                                      "|\\p{N}"
+                                      "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*"
+                                      "|[" WS "]*[\\r\\n]+"
+                                      "|[" WS "]+(?![^" WS "])"
+                                      "|[" WS "]+";
 #undef WS
 
 #define MAX_ID 16777216 /* ids above this are rejected as malformed */
@@ -55,27 +54,27 @@ struct ct_bpe {
     int32_t vocab_size; /* max id + 1 over regular and added tokens */
     int32_t n_regular;  /* number of vocab.json entries */
 
-    uint8_t *arena;      /* [arena_len] raw bytes of every token, back to back */
+    uint8_t *arena; /* [arena_len] raw bytes of every token, back to back */
     size_t arena_len;
-    uint32_t *tok_off;   /* [vocab_size] offset into arena */
-    uint32_t *tok_len;   /* [vocab_size] byte length; 0 = id names no token */
-    uint8_t *tok_added;  /* [vocab_size] 1 if the id is an added token */
+    uint32_t *tok_off;  /* [vocab_size] offset into arena */
+    uint32_t *tok_len;  /* [vocab_size] byte length; 0 = id names no token */
+    uint8_t *tok_added; /* [vocab_size] 1 if the id is an added token */
 
-    int32_t *vmap;       /* [vmap_mask+1] open-addressing table raw bytes -> regular id, -1 empty */
+    int32_t *vmap; /* [vmap_mask+1] open-addressing table raw bytes -> regular id, -1 empty */
     uint32_t vmap_mask;
 
-    uint64_t *mkey;      /* [mmask+1] merge pair key (left << 32 | right) + 1; 0 = empty */
-    int32_t *mrank;      /* [mmask+1] merge rank (line order in merges.txt) */
-    int32_t *mnew;       /* [mmask+1] id of the merged token */
+    uint64_t *mkey; /* [mmask+1] merge pair key (left << 32 | right) + 1; 0 = empty */
+    int32_t *mrank; /* [mmask+1] merge rank (line order in merges.txt) */
+    int32_t *mnew;  /* [mmask+1] id of the merged token */
     uint32_t mmask;
 
     int32_t byte_id[256]; /* id of the single-byte token for each byte value */
 
-    added_tok *added;    /* [n_added] sorted by length, longest first */
+    added_tok *added; /* [n_added] sorted by length, longest first */
     size_t n_added;
     uint8_t added_first[256]; /* 1 if some added token starts with this byte */
 
-    pcre2_code *re;      /* compiled split pattern (JIT-compiled when available) */
+    pcre2_code *re; /* compiled split pattern (JIT-compiled when available) */
 };
 
 /* ------------------------------------------------------------------------------------------
@@ -110,7 +109,7 @@ static uint32_t table_size_for(size_t n) {
  * vocab.json spellings, the other 68 bytes for U+0100, U+0101, ... in byte order. */
 #define BM_NCP (256 + 68)
 typedef struct {
-    uint32_t to_cp[256];   /* byte -> code point */
+    uint32_t to_cp[256];     /* byte -> code point */
     int16_t to_byte[BM_NCP]; /* code point -> byte, -1 if the code point stands for no byte */
 } byte_map;
 
@@ -137,11 +136,17 @@ static size_t utf8_first_invalid(const uint8_t *s, size_t len) {
         size_t need;
         uint32_t cp, min;
         if (c >= 0xC2 && c <= 0xDF) {
-            need = 1; cp = c & 0x1F; min = 0x80;
+            need = 1;
+            cp = c & 0x1F;
+            min = 0x80;
         } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2; cp = c & 0x0F; min = 0x800;
+            need = 2;
+            cp = c & 0x0F;
+            min = 0x800;
         } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3; cp = c & 0x07; min = 0x10000;
+            need = 3;
+            cp = c & 0x07;
+            min = 0x10000;
         } else {
             return i;
         }
@@ -173,8 +178,7 @@ static size_t utf8_next(const uint8_t *s, size_t n, uint32_t *cp) {
 
 /* Converts a byte-level spelling (e.g. "Ġthe") into raw bytes (" the") in out[cap].
  * Returns the raw length, or (size_t)-1 if a character is outside the byte alphabet. */
-static size_t spelling_to_raw(const byte_map *bm, const char *s, size_t n, uint8_t *out,
-                              size_t cap) {
+static size_t spelling_to_raw(const byte_map *bm, const char *s, size_t n, uint8_t *out, size_t cap) {
     size_t i = 0, o = 0;
     while (i < n) {
         uint32_t cp;
@@ -252,8 +256,7 @@ static int vmap_insert(ct_bpe *t, int32_t id) {
     }
 }
 
-static int merge_find(const ct_bpe *t, int32_t left, int32_t right, int32_t *rank,
-                      int32_t *new_id) {
+static int merge_find(const ct_bpe *t, int32_t left, int32_t right, int32_t *rank, int32_t *new_id) {
     uint64_t key = (((uint64_t)(uint32_t)left << 32) | (uint32_t)right) + 1;
     uint32_t i = hash_u64(key) & t->mmask;
     for (;;) {
@@ -282,16 +285,15 @@ static void merge_insert(ct_bpe *t, int32_t left, int32_t right, int32_t rank, i
  * Loading
  * ---------------------------------------------------------------------------------------- */
 
-static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm,
-                            char *err, size_t errcap) {
+static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm, char *err, size_t errcap) {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
     if (!root) {
         FILE *f = fopen(path, "rb");
         if (!f) return ct_errf(err, errcap, CT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
         fclose(f);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: JSON error at line %d column %d: %s", path,
-                       je.line, je.column, je.text);
+        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: JSON error at line %d column %d: %s", path, je.line,
+                       je.column, je.text);
     }
     if (!json_is_object(root)) {
         ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: top level is not a JSON object", path);
@@ -311,15 +313,15 @@ static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm,
     size_t total = 0;
     json_object_foreach(root, key, val) {
         if (!json_is_integer(val)) {
-            ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: value of token \"%.64s\" is not an integer",
-                           path, key);
+            ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT,
+                                    "%s: value of token \"%.64s\" is not an integer", path, key);
             json_decref(root);
             return est;
         }
         json_int_t id = json_integer_value(val);
         if (id < 0 || id >= MAX_ID) {
-            ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: token \"%.64s\" has id %lld out of range",
-                           path, key, (long long)id);
+            ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT,
+                                    "%s: token \"%.64s\" has id %lld out of range", path, key, (long long)id);
             json_decref(root);
             return est;
         }
@@ -343,8 +345,9 @@ static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm,
         size_t klen = strlen(key);
         size_t raw = spelling_to_raw(bm, key, klen, t->arena + pos, total + 1 - pos);
         if (raw == (size_t)-1 || raw == 0) {
-            ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT,
-                           "%s: token \"%.64s\" (id %d) is not a byte-level spelling", path, key, id);
+            ct_status est =
+                ct_errf(err, errcap, CT_ERR_FORMAT,
+                        "%s: token \"%.64s\" (id %d) is not a byte-level spelling", path, key, id);
             json_decref(root);
             return est;
         }
@@ -378,22 +381,20 @@ static ct_status build_vocab_map(ct_bpe *t, const char *path, char *err, size_t 
         uint8_t c = (uint8_t)b;
         t->byte_id[b] = vmap_find(t, &c, 1);
         if (t->byte_id[b] < 0)
-            return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: no single-byte token for byte 0x%02x", path,
-                           b);
+            return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: no single-byte token for byte 0x%02x", path, b);
     }
     return CT_OK;
 }
 
 /* Looks up a byte-level spelling s[0..n) in the vocabulary; -1 if unknown. */
-static int32_t spelling_id(const ct_bpe *t, const byte_map *bm, const char *s, size_t n,
-                           uint8_t *scratch, size_t scap) {
+static int32_t spelling_id(const ct_bpe *t, const byte_map *bm, const char *s, size_t n, uint8_t *scratch,
+                           size_t scap) {
     size_t raw = spelling_to_raw(bm, s, n, scratch, scap);
     if (raw == (size_t)-1 || raw == 0) return -1;
     return vmap_find(t, scratch, raw);
 }
 
-static ct_status load_merges(ct_bpe *t, const char *path, const byte_map *bm, char *err,
-                             size_t errcap) {
+static ct_status load_merges(ct_bpe *t, const char *path, const byte_map *bm, char *err, size_t errcap) {
     char *data = NULL;
     size_t len = 0;
     ct_status st = read_file(path, &data, &len, err, errcap);
@@ -474,8 +475,8 @@ static ct_status load_added(ct_bpe *t, const char *path, char *err, size_t errca
         FILE *f = fopen(path, "rb");
         if (!f) return ct_errf(err, errcap, CT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
         fclose(f);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: JSON error at line %d column %d: %s", path,
-                       je.line, je.column, je.text);
+        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: JSON error at line %d column %d: %s", path, je.line,
+                       je.column, je.text);
     }
     ct_status st = CT_OK;
     json_t *dec = json_is_object(root) ? json_object_get(root, "added_tokens_decoder") : NULL;
@@ -500,7 +501,8 @@ static ct_status load_added(ct_bpe *t, const char *path, char *err, size_t errca
         }
         if (!json_is_string(content) || json_string_length(content) == 0 ||
             json_string_length(content) > 4096) {
-            st = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: added token %ld has no usable \"content\"", path, id);
+            st = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: added token %ld has no usable \"content\"", path,
+                         id);
             goto done;
         }
         static const char *const unsupported[] = {"lstrip", "rstrip", "single_word"};
@@ -544,11 +546,10 @@ static ct_status load_added(ct_bpe *t, const char *path, char *err, size_t errca
             st = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: added token id %d appears twice", path, id);
             goto done;
         }
-        if (t->tok_len[id] != 0 &&
-            (t->tok_len[id] != cl || memcmp(t->arena + t->tok_off[id], cs, cl) != 0)) {
+        if (t->tok_len[id] != 0 && (t->tok_len[id] != cl || memcmp(t->arena + t->tok_off[id], cs, cl) != 0)) {
             st = ct_errf(err, errcap, CT_ERR_FORMAT,
-                         "%s: added token %d \"%.64s\" conflicts with the vocab.json token of that id",
-                         path, id, cs);
+                         "%s: added token %d \"%.64s\" conflicts with the vocab.json token of that id", path,
+                         id, cs);
             goto done;
         }
         memcpy(t->arena + t->arena_len, cs, cl);
@@ -571,13 +572,13 @@ done:
 static ct_status compile_regex(ct_bpe *t, char *err, size_t errcap) {
     int ec;
     PCRE2_SIZE eo;
-    t->re = pcre2_compile((PCRE2_SPTR)k_split_pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
-                          &ec, &eo, NULL);
+    t->re = pcre2_compile((PCRE2_SPTR)k_split_pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec, &eo,
+                          NULL);
     if (!t->re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(ec, msg, sizeof msg);
-        return ct_errf(err, errcap, CT_ERR_INTERNAL, "split regex failed to compile at %zu: %s",
-                       (size_t)eo, (const char *)msg);
+        return ct_errf(err, errcap, CT_ERR_INTERNAL, "split regex failed to compile at %zu: %s", (size_t)eo,
+                       (const char *)msg);
     }
     (void)pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE); /* optional: the interpreter is the fallback */
     return CT_OK;
@@ -665,7 +666,7 @@ typedef struct {
     size_t n;
     bpe_sym *sym;
     bpe_cand *heap;
-    size_t sym_cap;  /* capacity of sym; heap holds 3 * sym_cap */
+    size_t sym_cap; /* capacity of sym; heap holds 3 * sym_cap */
     pcre2_match_data *md;
     char *err;
     size_t errcap;
@@ -773,6 +774,112 @@ static ct_status bpe_piece(enc_state *s, const uint8_t *p, size_t n) {
     return CT_OK;
 }
 
+/* Stable sort of one run of non-starters by canonical combining class (Unicode canonical
+ * ordering). Insertion sort for short runs, counting sort for long ones, so the cost stays
+ * linear: utf8proc's own reordering is quadratic in the run length (a 256 KiB run of mixed
+ * combining marks took 30 s), which untrusted text must not be able to trigger. */
+static void reorder_run(utf8proc_int32_t *cp, uint8_t *cc, size_t n, utf8proc_int32_t *tmp) {
+    if (n < 2) return;
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++) {
+            utf8proc_int32_t c = cp[i];
+            uint8_t k = cc[i];
+            size_t j = i;
+            while (j > 0 && cc[j - 1] > k) {
+                cp[j] = cp[j - 1];
+                cc[j] = cc[j - 1];
+                j--;
+            }
+            cp[j] = c;
+            cc[j] = k;
+        }
+        return;
+    }
+    size_t start[257] = {0};
+    for (size_t i = 0; i < n; i++) start[cc[i] + 1]++;
+    for (size_t k = 1; k < 257; k++) start[k] += start[k - 1];
+    for (size_t i = 0; i < n; i++) tmp[start[cc[i]]++] = cp[i];
+    memcpy(cp, tmp, n * sizeof *cp);
+    for (size_t i = 0; i < n; i++) cc[i] = (uint8_t)utf8proc_get_property(cp[i])->combining_class;
+}
+
+/* NFC of valid UTF-8 src[0..len) into a malloc'd buffer (*out, *out_len): utf8proc's canonical
+ * decomposition per character and its composition pass, with linear-time canonical ordering in
+ * between. Equivalent to utf8proc_map(.., UTF8PROC_STABLE | UTF8PROC_COMPOSE). */
+static ct_status nfc_utf8(const uint8_t *src, size_t len, uint8_t **out, size_t *out_len, char *err,
+                          size_t errcap) {
+    const utf8proc_option_t opt = (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    size_t cap = len + 16, n = 0;
+    utf8proc_int32_t *cp = malloc(cap * sizeof *cp);
+    uint8_t *cc = NULL;
+    utf8proc_int32_t *tmp = NULL;
+    uint8_t *dst = NULL;
+    ct_status st = CT_OK;
+    if (!cp) goto nomem;
+    for (size_t i = 0; i < len;) {
+        utf8proc_int32_t c;
+        utf8proc_ssize_t k = utf8proc_iterate(src + i, (utf8proc_ssize_t)(len - i), &c);
+        if (k <= 0) {
+            st = ct_errf(err, errcap, CT_ERR_INTERNAL, "NFC: bad UTF-8 at %zu", i);
+            goto done;
+        }
+        i += (size_t)k;
+        for (;;) {
+            int boundclass = 0;
+            utf8proc_ssize_t m =
+                utf8proc_decompose_char(c, cp + n, (utf8proc_ssize_t)(cap - n), opt, &boundclass);
+            if (m < 0) {
+                st = ct_errf(err, errcap, CT_ERR_INTERNAL, "NFC: %s", utf8proc_errmsg(m));
+                goto done;
+            }
+            if ((size_t)m <= cap - n) {
+                n += (size_t)m;
+                break;
+            }
+            size_t ncap = cap * 2 + (size_t)m;
+            utf8proc_int32_t *ncp = realloc(cp, ncap * sizeof *ncp);
+            if (!ncp) goto nomem;
+            cp = ncp;
+            cap = ncap;
+        }
+    }
+    cc = malloc(n ? n : 1);
+    tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (!cc || !tmp) goto nomem;
+    for (size_t i = 0; i < n; i++) cc[i] = (uint8_t)utf8proc_get_property(cp[i])->combining_class;
+    for (size_t i = 0; i < n;) {
+        if (cc[i] == 0) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < n && cc[j] != 0) j++;
+        reorder_run(cp + i, cc + i, j - i, tmp);
+        i = j;
+    }
+    utf8proc_ssize_t m = utf8proc_normalize_utf32(cp, (utf8proc_ssize_t)n, opt);
+    if (m < 0) {
+        st = ct_errf(err, errcap, CT_ERR_INTERNAL, "NFC: %s", utf8proc_errmsg(m));
+        goto done;
+    }
+    dst = malloc((size_t)m * 4 + 1);
+    if (!dst) goto nomem;
+    size_t o = 0;
+    for (utf8proc_ssize_t i = 0; i < m; i++) o += (size_t)utf8proc_encode_char(cp[i], dst + o);
+    *out = dst;
+    *out_len = o;
+    dst = NULL;
+    goto done;
+nomem:
+    st = ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory (NFC of %zu bytes)", len);
+done:
+    free(cp);
+    free(cc);
+    free(tmp);
+    free(dst);
+    return st;
+}
+
 /* NFC-normalises one stretch of text between added tokens, splits it with the Qwen2 regex and
  * BPE-encodes every piece (matched pieces and any unmatched gaps, like HF's "Isolated"). */
 static ct_status encode_segment(enc_state *s, const uint8_t *text, size_t len) {
@@ -782,15 +889,10 @@ static ct_status encode_segment(enc_state *s, const uint8_t *text, size_t len) {
     uint8_t *norm = NULL;
     const uint8_t *seg = text;
     size_t n = len;
-    if (!ascii) {
-        utf8proc_ssize_t r = utf8proc_map(text, (utf8proc_ssize_t)len, &norm,
-                                          (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-        if (r < 0) {
-            return ct_errf(s->err, s->errcap, r == UTF8PROC_ERROR_NOMEM ? CT_ERR_NOMEM : CT_ERR_INTERNAL,
-                           "NFC normalisation failed: %s", utf8proc_errmsg(r));
-        }
+    if (!ascii) { /* ASCII is already NFC */
+        ct_status nst = nfc_utf8(text, len, &norm, &n, s->err, s->errcap);
+        if (nst != CT_OK) return nst;
         seg = norm;
-        n = (size_t)r;
     }
     ct_status st = CT_OK;
     size_t off = 0;
@@ -837,8 +939,8 @@ ct_status ct_bpe_encode(const ct_bpe *t, const char *text, size_t len, int32_t *
     const uint8_t *u = (const uint8_t *)text;
     size_t bad = utf8_first_invalid(u, len);
     if (bad < len)
-        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "invalid UTF-8 at byte offset %zu (byte 0x%02x)",
-                       bad, u[bad]);
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", bad,
+                       u[bad]);
     enc_state s = {0};
     s.t = t;
     s.ids = ids;

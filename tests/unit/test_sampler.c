@@ -15,7 +15,7 @@
 
 #define NINF (-INFINITY)
 
-static unsigned char g_scratch[1 << 17]; /* enough for n <= 5000 */
+static void *g_scratch; /* ct_sampler_scratch_bytes(4096), allocated in main */
 
 static ct_sample_cfg cfg_make(int do_sample, float t, int k, float p, float pen) {
     ct_sample_cfg c;
@@ -71,7 +71,8 @@ static void test_rng_known_answers(void) {
     const uint64_t a0 = ct_rng_next_u64(&r), a1 = ct_rng_next_u64(&r);
     ct_rng_init(&r, 42, 1);
     const uint64_t b0 = ct_rng_next_u64(&r);
-    CHECKF(a0 == UINT64_C(0x0e37cac227482531) && a1 == UINT64_C(0xb2fb5b6739be25e2) && b0 == UINT64_C(0x45a97d93b364d635),
+    CHECKF(a0 == UINT64_C(0x0e37cac227482531) && a1 == UINT64_C(0xb2fb5b6739be25e2) &&
+               b0 == UINT64_C(0x45a97d93b364d635),
            "pinned: %016llx %016llx %016llx", (unsigned long long)a0, (unsigned long long)a1,
            (unsigned long long)b0);
     /* The output is philox of (counter, key) as documented. */
@@ -310,6 +311,13 @@ static void test_top_p_rules(void) {
         CHECKF(arrays_match(x, b[t].want, 4), "top_p %g", (double)b[t].p);
         CHECK(id >= 0 && x[id] == 0.0f);
     }
+    /* -0 and +0 are equal logits (torch compares them equal): order by id, as HF gives
+     * for both orders. */
+    float zz[2] = {0.0f, -0.0f}, zy[2] = {-0.0f, 0.0f};
+    ct_sample_cfg ch = cfg_make(1, 1.0f, 0, 0.5f, 1.0f);
+    ct_sample_plain(zz, 2, &ch, &r, g_scratch);
+    ct_sample_plain(zy, 2, &ch, &r, g_scratch);
+    CHECK(zz[0] == NINF && zz[1] == 0.0f && zy[0] == NINF && zy[1] == 0.0f);
     /* At least one token survives, however small top_p is. */
     float y[3] = {10, 0, 0};
     ct_sample_cfg c = cfg_make(1, 1.0f, 0, 1e-6f, 1.0f);
@@ -376,7 +384,7 @@ static void test_invalid_logits(void) {
     ct_sample_cfg bad = cs;
     bad.temperature = 0.0f;
     CHECK(ct_sample_plain(q, 2, &bad, &r, g_scratch) == -1);
-    CHECK(ct_sampler_scratch_bytes(0) == 0 && ct_sampler_scratch_bytes(3072) >= 3072 * 20);
+    CHECK(ct_sampler_scratch_bytes(0) == 0 && ct_sampler_scratch_bytes(3072) >= 3072 * 32);
 }
 
 static void test_cfg_check(void) {
@@ -406,6 +414,12 @@ static void test_cfg_check(void) {
         CHECKF(st == CT_ERR_INVALID_ARG && strstr(err, bad[i].field), "case %zu: '%s'", i, err);
     }
     CHECK(ct_sample_cfg_check(NULL, err, sizeof err) == CT_ERR_INVALID_ARG);
+    /* Greedy ignores temperature and top_p (HF only warns), but not the penalty. */
+    ct_sample_cfg g = cfg_make(0, 0.0f, 0, 0.0f, 1.05f);
+    CHECK(ct_sample_cfg_check(&g, err, sizeof err) == CT_OK);
+    g.repetition_penalty = 0.0f;
+    CHECK(ct_sample_cfg_check(&g, err, sizeof err) == CT_ERR_INVALID_ARG &&
+          strstr(err, "repetition_penalty"));
     CHECK(ct_sample_cfg_check(&bad[0].c, NULL, 0) == CT_ERR_INVALID_ARG);
 }
 
@@ -422,7 +436,7 @@ static void test_seeded_replay(void) {
     for (int s = 0; s < 3; s++) {
         ct_rng r;
         ct_rng_init(&r, seeds[s], streams[s]);
-        memset(g_scratch, s * 37, sizeof g_scratch); /* dirty scratch must not matter */
+        memset(g_scratch, s * 37, ct_sampler_scratch_bytes(4096)); /* dirty scratch is fine */
         for (int t = 0; t < 64; t++) {
             memcpy(x, base, sizeof x);
             uint64_t before = r.counter;
@@ -594,7 +608,8 @@ static void test_hf_reference(void) {
             int nd = bits_differ(got, want, n);
             CHECKF(nd == 0, "HF case %s: %d scores not bit-identical to torch", name, nd);
         }
-        if (c.do_sample) CHECKF(id >= 0 && id < n && got[id] != NINF, "HF case %s: id %d", name, id);
+        if (c.do_sample)
+            CHECKF(id >= 0 && id < n && got[id] != NINF, "HF case %s: id %d", name, id);
         else CHECKF(id == am, "HF case %s: argmax %d, HF %d", name, id, am);
         if (c.repetition_penalty == 1.0f && min_new == 0 && eos < 0 && lo > hi) {
             memcpy(got, in, sizeof(float) * (size_t)n);
@@ -610,6 +625,8 @@ static void test_hf_reference(void) {
 }
 
 int main(void) {
+    g_scratch = malloc(ct_sampler_scratch_bytes(4096));
+    if (!g_scratch) return 1;
     test_rng_known_answers();
     test_rng_replay_and_streams();
     test_rng_uniformity();
@@ -624,5 +641,6 @@ int main(void) {
     test_seeded_replay();
     test_draw_distribution();
     test_hf_reference();
+    free(g_scratch);
     return ct_test_finish();
 }

@@ -616,12 +616,14 @@ def main():
         for f in files:
             p = os.path.join(root, f)
             os.chmod(p, 0o644)
+            if os.path.relpath(p, args.out) == "manifest.json":
+                continue
             sizes[os.path.relpath(p, args.out)] = os.path.getsize(p)
     manifest["file_sizes_bytes_excluding_manifest"] = dict(sorted(sizes.items()))
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=2, ensure_ascii=False)
         f.write("\n")
-    print("total bytes:", sum(v for k, v in sizes.items() if k != "manifest.json"))
+    print("total bytes (without manifest):", sum(sizes.values()))
 
 
 if __name__ == "__main__":

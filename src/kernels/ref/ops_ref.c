@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/cpu.h"
 #include "kernels/ops.h"
 
 float ct_bf16_to_f32(uint16_t h) {
@@ -90,9 +91,10 @@ static float dot_f16(const uint16_t *w, const float *x, int n) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-void ct_matmul(const ct_mat *w, const float *bias, const float *x, float *y, int n) {
+void ct_matmul_rows_scalar(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                           int r0, int r1) {
     const int R = w->rows, C = w->cols;
-    for (int r = 0; r < R; r++) {
+    for (int r = r0; r < r1; r++) {
         float b = bias ? bias[r] : 0.0f;
         if (w->dtype == CT_DT_BF16) {
             const uint16_t *row = (const uint16_t *)w->data + (size_t)r * (size_t)C;
@@ -105,6 +107,10 @@ void ct_matmul(const ct_mat *w, const float *bias, const float *x, float *y, int
             for (int t = 0; t < n; t++) y[(size_t)t * R + r] = dot_f16(row, x + (size_t)t * C, C) + b;
         }
     }
+}
+
+void ct_matmul(const ct_mat *w, const float *bias, const float *x, float *y, int n) {
+    ct_kernels()->matmul_rows(w, bias, x, y, n, 0, w->rows);
 }
 
 void ct_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {

@@ -1,0 +1,350 @@
+/* Stateful streaming codec decoder: every stage of MODEL.md 5.2 run on a chunk of new
+ * frames, with per-causal-op history tails, a KV ring per transformer layer masked to the
+ * sliding window, and absolute RoPE positions. All memory is sized at create time. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/codec_internal.h"
+#include "kernels/ops.h"
+
+#define K7 CT_CODEC_CONV_K
+#define H7 (CT_CODEC_CONV_K - 1)
+#define HPRE (CT_CODEC_PRE_K - 1)
+
+static size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Floats needed by each of the shared work buffers A, B, X for n frames per chunk. */
+static size_t work_floats(const ct_codec *c, int n) {
+    size_t N = (size_t)n, w = 0, Lt = (size_t)c->latent;
+    w = zmax(w, (HPRE + N) * (size_t)c->vq_dim);
+    w = zmax(w, N * Lt);
+    size_t m = N;
+    for (int u = 0; u < c->n_up; u++) {
+        size_t r = (size_t)c->up[u].ratio;
+        size_t h = (size_t)ct_cv_tconv_history(c->up[u].ratio, c->up[u].ratio);
+        w = zmax(w, (h + m) * Lt);
+        w = zmax(w, (H7 + m * r) * Lt);
+        w = zmax(w, m * r * 4 * Lt);
+        m *= r;
+    }
+    w = zmax(w, (H7 + m) * Lt);
+    w = zmax(w, m * (size_t)c->decoder_dim);
+    for (int b = 0; b < c->n_blocks; b++) {
+        const ct_codec_block *bl = &c->blocks[b];
+        size_t h = (size_t)ct_cv_tconv_history(2 * bl->rate, bl->rate);
+        w = zmax(w, (h + m) * (size_t)bl->cin);
+        m *= (size_t)bl->rate;
+        w = zmax(w, (H7 * 9 + m) * (size_t)bl->cout);
+    }
+    w = zmax(w, (H7 + m) * (size_t)(c->decoder_dim >> c->n_blocks));
+    return w;
+}
+
+void ct_codec_stream_free(ct_codec_stream *s) {
+    if (!s) return;
+    free(s->kv_k);
+    free(s->kv_v);
+    free(s->t_pre);
+    for (int u = 0; u < CT_CODEC_MAX_UP; u++) {
+        free(s->t_up_in[u]);
+        free(s->t_dw[u]);
+    }
+    free(s->t_dec0);
+    for (int b = 0; b < CT_CODEC_MAX_BLOCKS; b++) {
+        free(s->t_tc[b]);
+        for (int j = 0; j < CT_CODEC_N_RU; j++) free(s->t_ru[b][j]);
+    }
+    free(s->t_fin);
+    free(s->A);
+    free(s->B);
+    free(s->X);
+    free(s->tx);
+    free(s->th);
+    free(s->tq);
+    free(s->tk);
+    free(s->tv);
+    free(s->ta);
+    free(s->tt);
+    free(s->tg);
+    free(s->tu);
+    free(s->e0);
+    free(s->er);
+    free(s->rc);
+    free(s->rs);
+    free(s->sc);
+    free(s);
+}
+
+static float *fz(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+
+/* Sizes of every tail, for create and reset. */
+typedef struct {
+    float **p;
+    size_t n;
+} tail_ref;
+
+static int list_tails(ct_codec_stream *s, tail_ref *t) {
+    const ct_codec *c = s->c;
+    int k = 0;
+    t[k++] = (tail_ref){&s->t_pre, (size_t)HPRE * (size_t)c->vq_dim};
+    for (int u = 0; u < c->n_up; u++) {
+        t[k++] = (tail_ref){&s->t_up_in[u], (size_t)s->h_up[u] * (size_t)c->latent};
+        t[k++] = (tail_ref){&s->t_dw[u], (size_t)H7 * (size_t)c->latent};
+    }
+    t[k++] = (tail_ref){&s->t_dec0, (size_t)H7 * (size_t)c->latent};
+    for (int b = 0; b < c->n_blocks; b++) {
+        const ct_codec_block *bl = &c->blocks[b];
+        t[k++] = (tail_ref){&s->t_tc[b], (size_t)s->h_tc[b] * (size_t)bl->cin};
+        for (int j = 0; j < CT_CODEC_N_RU; j++)
+            t[k++] = (tail_ref){&s->t_ru[b][j], (size_t)H7 * (size_t)bl->ru[j].dil * (size_t)bl->cout};
+    }
+    t[k++] = (tail_ref){&s->t_fin, (size_t)H7 * (size_t)(c->decoder_dim >> c->n_blocks)};
+    return k;
+}
+
+#define MAX_TAILS (2 + 2 * CT_CODEC_MAX_UP + CT_CODEC_MAX_BLOCKS * (1 + CT_CODEC_N_RU) + 2)
+
+ct_status ct_codec_stream_create(const ct_codec *c, int max_chunk, ct_codec_stream **out,
+                                 char *err, size_t errcap) {
+    if (!c || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "ct_codec_stream_create: NULL argument");
+    *out = NULL;
+    if (max_chunk < 1 || max_chunk > (1 << 16))
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "ct_codec_stream_create: max_chunk %d outside [1, 65536]",
+                       max_chunk);
+    ct_codec_stream *s = calloc(1, sizeof *s);
+    if (!s) return ct_errf(err, errcap, CT_ERR_NOMEM, "ct_codec_stream_create: out of memory");
+    s->c = c;
+    s->max_chunk = max_chunk;
+    s->ring = c->window - 1 + max_chunk;
+    const size_t N = (size_t)max_chunk, H = (size_t)c->hidden;
+    const size_t qd = (size_t)c->n_heads * (size_t)c->head_dim, kvd = (size_t)c->n_kv * (size_t)c->head_dim;
+    for (int u = 0; u < c->n_up; u++) s->h_up[u] = ct_cv_tconv_history(c->up[u].ratio, c->up[u].ratio);
+    for (int b = 0; b < c->n_blocks; b++) s->h_tc[b] = ct_cv_tconv_history(2 * c->blocks[b].rate, c->blocks[b].rate);
+
+    int ok = 1;
+    size_t ringn = (size_t)c->n_layers * (size_t)s->ring * kvd;
+    ok &= (s->kv_k = fz(ringn)) != NULL;
+    ok &= (s->kv_v = fz(ringn)) != NULL;
+    tail_ref tails[MAX_TAILS];
+    int nt = list_tails(s, tails);
+    for (int i = 0; i < nt; i++) ok &= (*tails[i].p = fz(tails[i].n)) != NULL;
+    s->work = work_floats(c, max_chunk);
+    ok &= (s->A = fz(s->work)) != NULL;
+    ok &= (s->B = fz(s->work)) != NULL;
+    ok &= (s->X = fz(s->work)) != NULL;
+    ok &= (s->tx = fz(N * H)) != NULL;
+    ok &= (s->th = fz(N * H)) != NULL;
+    ok &= (s->tq = fz(N * qd)) != NULL;
+    ok &= (s->tk = fz(N * kvd)) != NULL;
+    ok &= (s->tv = fz(N * kvd)) != NULL;
+    ok &= (s->ta = fz(N * qd)) != NULL;
+    ok &= (s->tt = fz(N * H)) != NULL;
+    ok &= (s->tg = fz(N * (size_t)c->ffn)) != NULL;
+    ok &= (s->tu = fz(N * (size_t)c->ffn)) != NULL;
+    ok &= (s->e0 = fz(N * (size_t)c->entry_dim)) != NULL;
+    ok &= (s->er = fz(N * (size_t)c->entry_dim)) != NULL;
+    ok &= (s->rc = fz(N * (size_t)(c->head_dim / 2))) != NULL;
+    ok &= (s->rs = fz(N * (size_t)(c->head_dim / 2))) != NULL;
+    ok &= (s->sc = fz((size_t)c->window)) != NULL;
+    if (!ok) {
+        ct_codec_stream_free(s);
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "ct_codec_stream_create: out of memory (max_chunk %d)", max_chunk);
+    }
+    *out = s;
+    return CT_OK;
+}
+
+void ct_codec_stream_reset(ct_codec_stream *s) {
+    if (!s) return;
+    tail_ref tails[MAX_TAILS];
+    int nt = list_tails(s, tails);
+    for (int i = 0; i < nt; i++) memset(*tails[i].p, 0, tails[i].n * sizeof(float));
+    s->pos = 0;
+}
+
+ct_status ct_codec_check_codes(const ct_codec *c, const int32_t *codes, int n, int frame0,
+                               char *err, size_t errcap) {
+    for (int t = 0; t < n; t++)
+        for (int g = 0; g < c->n_q; g++) {
+            int32_t v = codes[(size_t)t * (size_t)c->n_q + (size_t)g];
+            if (v < 0 || v >= c->codebook_size)
+                return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "codec: code %ld at frame %d group %d outside [0, %d)",
+                               (long)v, frame0 + t, g, c->codebook_size);
+        }
+    return CT_OK;
+}
+
+ct_status ct_codec_stream_push(ct_codec_stream *s, const int32_t *codes, int n_frames, float *pcm,
+                               char *err, size_t errcap) {
+    if (!s || !codes || !pcm)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "ct_codec_stream_push: NULL argument");
+    if (n_frames < 1 || n_frames > s->max_chunk)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "ct_codec_stream_push: %d frames outside [1, %d]", n_frames,
+                       s->max_chunk);
+    ct_status st = ct_codec_check_codes(s->c, codes, n_frames, 0, err, errcap);
+    if (st != CT_OK) return st;
+    ct_codec_run_chunk(s, codes, n_frames, pcm);
+    return CT_OK;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The pipeline */
+
+/* Copies the H-row tail in front of buf and returns the row-0 pointer of the new data. */
+static float *hist_in(float *buf, const float *tail, int H, int C) {
+    if (H > 0) memcpy(buf, tail, (size_t)H * (size_t)C * sizeof(float));
+    return buf + (size_t)H * (size_t)C;
+}
+
+/* tail <- the last H rows of (history ++ data[0..n)), data preceded by its H history rows. */
+static void hist_save(float *tail, const float *data, int n, int H, int C) {
+    if (H > 0) memcpy(tail, data + ((ptrdiff_t)n - H) * (ptrdiff_t)C, (size_t)H * (size_t)C * sizeof(float));
+}
+
+static void transformer(ct_codec_stream *s, const float *in, int n, float *out_rows) {
+    const ct_codec *c = s->c;
+    const int H = c->hidden, hd = c->head_dim, hh = hd / 2, nh = c->n_heads, nkv = c->n_kv;
+    const int qd = nh * hd, kvd = nkv * hd, grp = nh / nkv, R = s->ring, W = c->window;
+    const float scale = 1.0f / sqrtf((float)hd);
+    float *x = s->tx, *h = s->th;
+    ct_cv_linear(x, in, n, &c->in_proj, c->in_proj_b, 0);
+    for (int t = 0; t < n; t++)
+        ct_rope_angles((int)(s->pos + t), hd, c->rope_theta, s->rc + (size_t)t * hh, s->rs + (size_t)t * hh);
+    for (int l = 0; l < c->n_layers; l++) {
+        const ct_codec_layer *ly = &c->layers[l];
+        float *kr = s->kv_k + (size_t)l * (size_t)R * (size_t)kvd;
+        float *vr = s->kv_v + (size_t)l * (size_t)R * (size_t)kvd;
+        for (int t = 0; t < n; t++) ct_rmsnorm(h + (size_t)t * H, x + (size_t)t * H, ly->ln1, H, c->rms_eps);
+        ct_cv_linear(s->tq, h, n, &ly->q, NULL, 0);
+        ct_cv_linear(s->tk, h, n, &ly->k, NULL, 0);
+        ct_cv_linear(s->tv, h, n, &ly->v, NULL, 0);
+        for (int t = 0; t < n; t++) {
+            const float *cs = s->rc + (size_t)t * hh, *sn = s->rs + (size_t)t * hh;
+            for (int i = 0; i < nh; i++) ct_rope_apply(s->tq + (size_t)t * qd + (size_t)i * hd, cs, sn, hd);
+            for (int i = 0; i < nkv; i++) ct_rope_apply(s->tk + (size_t)t * kvd + (size_t)i * hd, cs, sn, hd);
+            size_t slot = (size_t)((s->pos + t) % R);
+            memcpy(kr + slot * kvd, s->tk + (size_t)t * kvd, (size_t)kvd * sizeof(float));
+            memcpy(vr + slot * kvd, s->tv + (size_t)t * kvd, (size_t)kvd * sizeof(float));
+        }
+        for (int t = 0; t < n; t++) {
+            int64_t p = s->pos + t, j0 = p - W + 1 > 0 ? p - W + 1 : 0;
+            int nk = (int)(p - j0 + 1);
+            for (int i = 0; i < nh; i++) {
+                const float *q = s->tq + (size_t)t * qd + (size_t)i * hd;
+                const size_t ko = (size_t)(i / grp) * (size_t)hd;
+                for (int j = 0; j < nk; j++) {
+                    const float *k = kr + (size_t)((j0 + j) % R) * kvd + ko;
+                    float d = 0.0f;
+                    for (int e = 0; e < hd; e++) d += q[e] * k[e];
+                    s->sc[j] = d * scale;
+                }
+                ct_softmax(s->sc, nk);
+                float *o = s->ta + (size_t)t * qd + (size_t)i * hd;
+                memset(o, 0, (size_t)hd * sizeof(float));
+                for (int j = 0; j < nk; j++) {
+                    const float *v = vr + (size_t)((j0 + j) % R) * kvd + ko;
+                    const float w = s->sc[j];
+                    for (int e = 0; e < hd; e++) o[e] += w * v[e];
+                }
+            }
+        }
+        ct_cv_linear(s->tt, s->ta, n, &ly->o, NULL, 0);
+        for (size_t r = 0; r < (size_t)n; r++)
+            for (int e = 0; e < H; e++) x[r * H + e] += ly->ls_attn[e] * s->tt[r * H + e];
+        for (int t = 0; t < n; t++) ct_rmsnorm(h + (size_t)t * H, x + (size_t)t * H, ly->ln2, H, c->rms_eps);
+        ct_cv_linear(s->tg, h, n, &ly->gate, NULL, 0);
+        ct_cv_linear(s->tu, h, n, &ly->up, NULL, 0);
+        ct_swiglu(s->tg, s->tg, s->tu, n * c->ffn);
+        ct_cv_linear(s->tt, s->tg, n, &ly->down, NULL, 0);
+        for (size_t r = 0; r < (size_t)n; r++)
+            for (int e = 0; e < H; e++) x[r * H + e] += ly->ls_mlp[e] * s->tt[r * H + e];
+    }
+    for (int t = 0; t < n; t++) ct_rmsnorm(h + (size_t)t * H, x + (size_t)t * H, c->norm, H, c->rms_eps);
+    ct_cv_linear(out_rows, h, n, &c->out_proj, c->out_proj_b, 0);
+}
+
+void ct_codec_run_chunk(ct_codec_stream *s, const int32_t *codes, int n, float *pcm) {
+    const ct_codec *c = s->c;
+    const int D = c->entry_dim, O = c->vq_dim, Lt = c->latent, nq = c->n_q;
+    const size_t cbs = (size_t)c->codebook_size * (size_t)D;
+
+    /* 1. split RVQ dequant -> pre_conv input */
+    for (int t = 0; t < n; t++) {
+        const int32_t *cd = codes + (size_t)t * (size_t)nq;
+        memcpy(s->e0 + (size_t)t * D, c->codebooks + (size_t)cd[0] * D, (size_t)D * sizeof(float));
+        float *er = s->er + (size_t)t * D;
+        memcpy(er, c->codebooks + cbs + (size_t)cd[1] * D, (size_t)D * sizeof(float));
+        for (int g = 2; g < nq; g++) {
+            const float *e = c->codebooks + (size_t)g * cbs + (size_t)cd[g] * D;
+            for (int i = 0; i < D; i++) er[i] += e[i];
+        }
+    }
+    float *a = hist_in(s->A, s->t_pre, HPRE, O);
+    ct_cv_linear(a, s->e0, n, &c->proj_first, NULL, 0);
+    ct_cv_linear(a, s->er, n, &c->proj_rest, NULL, 1);
+    /* 2. pre_conv */
+    ct_cv_conv_causal(s->B, a, n, &c->pre_conv, 1, c->pre_conv_b);
+    hist_save(s->t_pre, a, n, HPRE, O);
+
+    /* 3. transformer -> input of the first upsample stage */
+    a = hist_in(s->A, s->t_up_in[0], s->h_up[0], Lt);
+    transformer(s, s->B, n, a);
+
+    /* 4-5. ConvNeXt upsample stages */
+    int m = n;
+    for (int u = 0; u < c->n_up; u++) {
+        const ct_codec_up *up = &c->up[u];
+        float *bx = hist_in(s->B, s->t_dw[u], H7, Lt);
+        ct_cv_tconv_causal(bx, a, m, &up->tconv, up->ratio, up->tconv_b);
+        hist_save(s->t_up_in[u], a, m, s->h_up[u], Lt);
+        m *= up->ratio;
+        ct_cv_dwconv_causal(s->X, bx, m, Lt, K7, up->dw, up->dw_b);
+        hist_save(s->t_dw[u], bx, m, H7, Lt);
+        ct_cv_layernorm(s->X, s->X, m, Lt, up->ln_w, up->ln_b, 1e-6f);
+        ct_cv_linear(s->A, s->X, m, &up->pw1, up->pw1_b, 0);
+        ct_cv_gelu_erf(s->A, (size_t)m * 4 * (size_t)Lt);
+        ct_cv_linear(s->X, s->A, m, &up->pw2, up->pw2_b, 0);
+        int last = u + 1 == c->n_up;
+        a = hist_in(s->A, last ? s->t_dec0 : s->t_up_in[u + 1], last ? H7 : s->h_up[u + 1], Lt);
+        for (size_t r = 0; r < (size_t)m; r++)
+            for (int e = 0; e < Lt; e++)
+                a[r * Lt + e] = bx[r * Lt + e] + up->gamma[e] * s->X[r * Lt + e];
+    }
+
+    /* 6. decoder.0 */
+    ct_cv_conv_causal(s->X, a, m, &c->dec0, 1, c->dec0_b);
+    hist_save(s->t_dec0, a, m, H7, Lt);
+
+    /* 7-10. decoder blocks */
+    for (int b = 0; b < c->n_blocks; b++) {
+        const ct_codec_block *bl = &c->blocks[b];
+        a = hist_in(s->A, s->t_tc[b], s->h_tc[b], bl->cin);
+        ct_cv_snake(a, s->X, m, bl->cin, bl->snake.ea, bl->snake.ib);
+        ct_cv_tconv_causal(s->X, a, m, &bl->tconv, bl->rate, bl->tconv_b);
+        hist_save(s->t_tc[b], a, m, s->h_tc[b], bl->cin);
+        m *= bl->rate;
+        for (int j = 0; j < CT_CODEC_N_RU; j++) {
+            const ct_codec_ru *ru = &bl->ru[j];
+            const int hr = H7 * ru->dil;
+            a = hist_in(s->A, s->t_ru[b][j], hr, bl->cout);
+            ct_cv_snake(a, s->X, m, bl->cout, ru->a1.ea, ru->a1.ib);
+            ct_cv_conv_causal(s->B, a, m, &ru->c1, ru->dil, ru->c1_b);
+            hist_save(s->t_ru[b][j], a, m, hr, bl->cout);
+            ct_cv_snake(s->B, s->B, m, bl->cout, ru->a2.ea, ru->a2.ib);
+            ct_cv_linear(s->X, s->B, m, &ru->c2, ru->c2_b, 1);
+        }
+    }
+
+    /* 11. final SnakeBeta, conv k7 -> 1 channel, clamp */
+    const int cf = c->decoder_dim >> c->n_blocks;
+    a = hist_in(s->A, s->t_fin, H7, cf);
+    ct_cv_snake(a, s->X, m, cf, c->fin_snake.ea, c->fin_snake.ib);
+    ct_cv_conv_causal(pcm, a, m, &c->fin, 1, c->fin_b);
+    hist_save(s->t_fin, a, m, H7, cf);
+    for (int i = 0; i < m; i++) {
+        if (pcm[i] > 1.0f) pcm[i] = 1.0f;
+        else if (pcm[i] < -1.0f) pcm[i] = -1.0f;
+    }
+    s->pos += n;
+}

@@ -1,0 +1,160 @@
+/* CPU feature detection and one-time kernel selection. */
+#include "kernels/cpu.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
+
+static const char *isa_names[CT_ISA_COUNT] = {"scalar", "avx2", "avx512", "avx512bf16", "neon",
+                                              "neon-dotprod"};
+
+const char *ct_isa_name(ct_isa isa) {
+    return (unsigned)isa < CT_ISA_COUNT ? isa_names[isa] : "?";
+}
+
+ct_status ct_isa_parse(const char *name, ct_isa *out) {
+    for (int i = 0; i < CT_ISA_COUNT; i++)
+        if (strcmp(name, isa_names[i]) == 0) {
+            *out = (ct_isa)i;
+            return CT_OK;
+        }
+    return CT_ERR_INVALID_ARG;
+}
+
+void ct_cpu_detect(ct_cpu_features *f) {
+    memset(f, 0, sizeof *f);
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    int osxsave = (c >> 27) & 1;
+    f->fma = (c >> 12) & 1;
+    f->f16c = (c >> 29) & 1;
+    int avx_hw = (c >> 28) & 1;
+    unsigned long long xcr0 = 0;
+    if (osxsave) {
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        xcr0 = ((unsigned long long)hi << 32) | lo;
+    }
+    int ymm_os = (xcr0 & 0x6) == 0x6;
+    int zmm_os = (xcr0 & 0xe6) == 0xe6;
+    int amx_os = (xcr0 & 0x60000) == 0x60000;
+    f->avx = avx_hw && ymm_os;
+    if (!f->avx) f->fma = f->f16c = 0;
+    if (__get_cpuid_max(0, NULL) >= 7) {
+        __cpuid_count(7, 0, a, b, c, d);
+        f->avx2 = f->avx && ((b >> 5) & 1);
+        if (zmm_os) {
+            f->avx512f = (b >> 16) & 1;
+            f->avx512dq = (b >> 17) & 1;
+            f->avx512bw = (b >> 30) & 1;
+            f->avx512vl = (b >> 31) & 1;
+            f->avx512vnni = (c >> 11) & 1;
+            f->avx512fp16 = (d >> 23) & 1;
+        }
+        if (amx_os) {
+            f->amx_bf16 = (d >> 22) & 1;
+            f->amx_int8 = (d >> 25) & 1;
+        }
+        __cpuid_count(7, 1, a, b, c, d);
+        if (zmm_os) f->avx512bf16 = (a >> 5) & 1;
+        f->avx_vnni = f->avx && ((a >> 4) & 1);
+    }
+#elif defined(__aarch64__)
+    unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    f->neon = (hw >> 1) & 1;     /* HWCAP_ASIMD */
+    f->fphp = (hw >> 9) & 1;     /* HWCAP_FPHP */
+    f->asimddp = (hw >> 20) & 1; /* HWCAP_ASIMDDP */
+    f->sve = (hw >> 22) & 1;     /* HWCAP_SVE */
+    f->sve2 = (hw2 >> 1) & 1;    /* HWCAP2_SVE2 */
+    f->i8mm = (hw2 >> 13) & 1;   /* HWCAP2_I8MM */
+    f->bf16 = (hw2 >> 14) & 1;   /* HWCAP2_BF16 */
+    f->sme = (hw2 >> 23) & 1;    /* HWCAP2_SME */
+#endif
+}
+
+int ct_isa_supported(ct_isa isa, const ct_cpu_features *f) {
+    switch (isa) {
+    case CT_ISA_SCALAR: return 1;
+    case CT_ISA_AVX2: return f->avx2 && f->fma && f->f16c;
+    case CT_ISA_AVX512: return f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->f16c;
+    case CT_ISA_AVX512BF16:
+        return ct_isa_supported(CT_ISA_AVX512, f) && f->avx512bf16 && f->avx512vnni;
+    case CT_ISA_NEON: return f->neon;
+    case CT_ISA_NEON_DOTPROD: return f->neon && f->asimddp;
+    case CT_ISA_COUNT: break;
+    }
+    return 0;
+}
+
+ct_matmul_rows_fn ct_matmul_rows_for(ct_isa isa) {
+    switch (isa) {
+    case CT_ISA_SCALAR: return ct_matmul_rows_scalar;
+#if defined(__x86_64__)
+    case CT_ISA_AVX2: return ct_matmul_rows_avx2;
+    case CT_ISA_AVX512:
+    case CT_ISA_AVX512BF16: return ct_matmul_rows_avx512;
+#endif
+#if defined(__aarch64__)
+    case CT_ISA_NEON:
+    case CT_ISA_NEON_DOTPROD: return ct_matmul_rows_neon;
+#endif
+    default: return NULL;
+    }
+}
+
+ct_isa ct_isa_best(const ct_cpu_features *f) {
+    for (int i = CT_ISA_COUNT - 1; i > 0; i--)
+        if (ct_isa_supported((ct_isa)i, f) && ct_matmul_rows_for((ct_isa)i)) return (ct_isa)i;
+    return CT_ISA_SCALAR;
+}
+
+static pthread_mutex_t sel_lock = PTHREAD_MUTEX_INITIALIZER;
+static ct_kernel_table table;
+static int selected; /* guarded by sel_lock; table is read-only afterwards */
+
+ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    const char *req = force ? force : getenv("CODECTALK_ISA");
+    ct_isa isa;
+    if (req && req[0] && strcmp(req, "auto") != 0) {
+        if (ct_isa_parse(req, &isa) != CT_OK)
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "CODECTALK_ISA='%s' is not one of scalar, "
+                           "avx2, avx512, avx512bf16, neon, neon-dotprod, auto", req);
+        if (!ct_isa_supported(isa, &f))
+            return ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "ISA level '%s' is not supported by this "
+                           "CPU (best available: %s)", req, ct_isa_name(ct_isa_best(&f)));
+        if (!ct_matmul_rows_for(isa))
+            return ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "this build has no '%s' kernels", req);
+    } else {
+        isa = ct_isa_best(&f);
+    }
+    pthread_mutex_lock(&sel_lock);
+    ct_status st = CT_OK;
+    if (!selected) {
+        table.isa = isa;
+        table.matmul_rows = ct_matmul_rows_for(isa);
+        __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);
+    } else if (table.isa != isa) {
+        st = ct_errf(err, errcap, CT_ERR_STATE, "kernels already selected as '%s'; cannot switch "
+                     "to '%s' in the same process", ct_isa_name(table.isa), ct_isa_name(isa));
+    }
+    pthread_mutex_unlock(&sel_lock);
+    return st;
+}
+
+const ct_kernel_table *ct_kernels(void) {
+    if (!__atomic_load_n(&selected, __ATOMIC_ACQUIRE)) {
+        char err[256];
+        if (ct_kernels_init(NULL, err, sizeof err) != CT_OK) ct_kernels_init("scalar", err, sizeof err);
+    }
+    return &table;
+}

@@ -1,0 +1,70 @@
+/* CPU feature probe (cpuid/xgetbv on x86, HWCAP on aarch64) and the run-time kernel table:
+   the best ISA level is chosen once; CODECTALK_ISA forces one (an unsupported level is an
+   error, never SIGILL). */
+#ifndef CT_CPU_H
+#define CT_CPU_H
+
+#include "core/status.h"
+#include "kernels/ops.h"
+
+typedef enum {
+    CT_ISA_SCALAR = 0,
+    CT_ISA_AVX2,       /* AVX2 + FMA + F16C */
+    CT_ISA_AVX512,     /* AVX-512 F/BW/VL/DQ */
+    CT_ISA_AVX512BF16, /* + AVX512_BF16 + VNNI */
+    CT_ISA_NEON,
+    CT_ISA_NEON_DOTPROD,
+    CT_ISA_COUNT
+} ct_isa;
+
+typedef struct {
+    int avx, avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512bf16, avx512vnni,
+        avx512fp16, amx_bf16, amx_int8, avx_vnni;
+    int neon, asimddp, i8mm, fphp, bf16, sve, sve2, sme;
+} ct_cpu_features;
+
+/* Reads the running CPU's features. */
+void ct_cpu_detect(ct_cpu_features *f);
+
+const char *ct_isa_name(ct_isa isa);
+/* Parses "scalar", "avx2", "avx512", "avx512bf16", "neon", "neon-dotprod". */
+ct_status ct_isa_parse(const char *name, ct_isa *out);
+int ct_isa_supported(ct_isa isa, const ct_cpu_features *f);
+/* Highest level this CPU runs and this build has kernels for. */
+ct_isa ct_isa_best(const ct_cpu_features *f);
+
+/* y[t][r] = x[t] . W[r] (+ bias[r]) for rows r in [r0, r1) and tokens t < n. */
+typedef void (*ct_matmul_rows_fn)(const ct_mat *w, const float *bias, const float *x, float *y,
+                                  int n, int r0, int r1);
+
+typedef struct {
+    ct_isa isa;
+    ct_matmul_rows_fn matmul_rows;
+} ct_kernel_table;
+
+/* Selects the kernel table once per process: force (or, when NULL, the CODECTALK_ISA
+   environment variable; unset = best). Later calls with a different request fail with
+   CT_ERR_STATE. Thread-safe. */
+ct_status ct_kernels_init(const char *force, char *err, size_t errcap);
+
+/* The selected table (initialises with the default on first use). */
+const ct_kernel_table *ct_kernels(void);
+
+/* Variant implementations, exposed for the kernel tests. */
+void ct_matmul_rows_scalar(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                           int r0, int r1);
+#if defined(__x86_64__)
+void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                         int r0, int r1);
+void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                           int r0, int r1);
+#endif
+#if defined(__aarch64__)
+void ct_matmul_rows_neon(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                         int r0, int r1);
+#endif
+
+/* The variant for an ISA level, or NULL when this build lacks it. */
+ct_matmul_rows_fn ct_matmul_rows_for(ct_isa isa);
+
+#endif
