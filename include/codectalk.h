@@ -81,6 +81,10 @@ typedef struct ct_session ct_session;
 typedef struct {
     size_t size;
     int max_context; /* talker KV positions reserved up front (prompt + frames); default 2048 */
+    int n_threads;   /* compute threads (the caller's thread is one of them); 0 = all online CPUs;
+                        default 1. Results do not depend on this number. */
+    const int *cpus; /* optional CPU ids to pin thread i to cpus[i % n_cpus] (borrowed) */
+    int n_cpus;
 } ct_session_params;
 
 ct_session_params ct_session_params_default(void);

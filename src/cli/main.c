@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/cmd_edge.h"
 #include "codectalk.h"
 #include "model/make_model.h"
 
@@ -135,7 +136,7 @@ typedef struct {
     const char *model, *text, *file, *speaker, *language, *instruct, *out, *format, *tok, *xvec;
     uint64_t seed;
     int greedy, max_frames, max_new_tokens, streaming, non_streaming, f32, ctx, top_k, sub_top_k,
-        min_new_tokens, quiet;
+        min_new_tokens, quiet, threads;
     float temperature, top_p, rep, sub_temperature, sub_top_p;
 } codes_args;
 
@@ -178,6 +179,7 @@ static int cmd_codes(int argc, char **argv) {
         {"max-new-tokens", 0, CT_OPT_INT, &a.max_new_tokens, "N", "reference budget (N-1 frames; default: generation_config)"},
         {"streaming-text", 0, CT_OPT_FLAG, &a.streaming, NULL, "use the streaming-text prompt layout"},
         {"non-streaming-text", 0, CT_OPT_FLAG, &a.non_streaming, NULL, "use the non-streaming prompt layout"},
+        {"threads", 0, CT_OPT_INT, &a.threads, "N", "compute threads (default 0 = all CPUs)"},
         {"context", 0, CT_OPT_INT, &a.ctx, "N", "talker KV positions to reserve (default 2048)"},
         {"f32", 0, CT_OPT_FLAG, &a.f32, NULL, "convert weights to f32 at load (reference mode)"},
         {"tokenizer", 0, CT_OPT_STR, &a.tok, "DIR", "tokenizer files directory (default: model dir)"},
@@ -222,6 +224,7 @@ static int cmd_codes(int argc, char **argv) {
     }
     ct_session_params sp = ct_session_params_default();
     sp.max_context = a.ctx;
+    sp.n_threads = a.threads;
     char err[1024];
     if (ct_session_create(m, &sp, &s, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
@@ -392,7 +395,10 @@ static void usage(void) {
            "  codes        text -> codec frames (16 codes per 80 ms frame)\n"
            "  tokenize     text -> Qwen2 BPE token ids (JSON)\n"
            "  make-model   write a random-weight model in the published layout\n"
-           "  info         load, validate and describe a model directory\n",
+           "  info         load, validate and describe a model directory\n"
+           "  probe        describe this machine (ISA, cores, clusters, memory, accelerators)\n"
+           "  profile      materialise the layered deploy profile (--auto --explain)\n"
+           "  calibrate    derive chunk schedules from measured chunk arrivals\n",
            ct_version());
 }
 
@@ -414,6 +420,9 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "codes")) return cmd_codes(argc - 2, argv + 2);
     if (!strcmp(c, "make-model")) return cmd_make_model(argc - 2, argv + 2);
     if (!strcmp(c, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(c, "probe")) return ct_cli_probe(argc - 2, argv + 2);
+    if (!strcmp(c, "profile")) return ct_cli_profile(argc - 2, argv + 2);
+    if (!strcmp(c, "calibrate")) return ct_cli_calibrate(argc - 2, argv + 2);
     fprintf(stderr, "error: unknown command '%s'\n\n", c);
     usage();
     return 2;

@@ -18,12 +18,13 @@ void ct_talker_run(ct_session *s, const float *x, int n) {
 }
 
 void ct_talker_logits(const ct_session *s, float *out) {
-    ct_matmul(&s->m->codec_head, NULL, s->h, out, 1);
+    ct_matmul_pool(s->pool, &s->m->codec_head, NULL, s->h, out, 1);
 }
 
 /* proj(v): small_to_mtp_projection on 1.7B, identity otherwise. */
-static void pred_input(const ct_model *m, const float *v, float *out) {
-    if (m->has_proj) ct_matmul(&m->mtp_proj, m->mtp_b, v, out, 1);
+static void pred_input(const ct_session *s, const float *v, float *out) {
+    const ct_model *m = s->m;
+    if (m->has_proj) ct_matmul_pool(s->pool, &m->mtp_proj, m->mtp_b, v, out, 1);
     else memcpy(out, v, (size_t)m->cfg.pred.hidden * sizeof(float));
 }
 
@@ -34,15 +35,15 @@ void ct_predict_frame(ct_session *s, const float *h, int c0, const int32_t *forc
     const int G = m->cfg.n_groups;
     codes[0] = c0;
     /* positions 0-1: proj(h), proj(c(c0)) as a 2-token prefill; the cache restarts per frame */
-    pred_input(m, h, s->px);
+    pred_input(s, h, s->px);
     memset(s->ptmp, 0, (size_t)H * sizeof(float));
     ct_embed_codec_add(m, c0, s->ptmp);
-    pred_input(m, s->ptmp, s->px + PH);
+    pred_input(s, s->ptmp, s->px + PH);
     ct_stack_forward(&m->pred, &s->pkv, &s->ps, 0, 2, s->px);
     const float *hid = s->px + PH;
     for (int g = 1; g < G; g++) {
         float *lg = logits_out ? logits_out + (size_t)(g - 1) * V : s->plogits;
-        ct_matmul(&m->pred_head[g - 1], NULL, hid, lg, 1);
+        ct_matmul_pool(s->pool, &m->pred_head[g - 1], NULL, hid, lg, 1);
         int code;
         if (forced) {
             code = forced[g];
@@ -55,7 +56,7 @@ void ct_predict_frame(ct_session *s, const float *h, int c0, const int32_t *forc
         if (g == G - 1) break;
         memset(s->ptmp, 0, (size_t)H * sizeof(float));
         ct_embed_group_add(m, g, code, s->ptmp);
-        pred_input(m, s->ptmp, s->px);
+        pred_input(s, s->ptmp, s->px);
         ct_stack_forward(&m->pred, &s->pkv, &s->ps, g + 1, 1, s->px);
         hid = s->px;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "kernels/cpu.h"
 #include "model/model_internal.h"
 
 const char *ct_version(void) { return CT_VERSION; }
@@ -170,6 +171,8 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
                         char *err, size_t errcap) {
     if (!dir || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "model: NULL argument");
     *out = NULL;
+    ct_status kst = ct_kernels_init(NULL, err, errcap);
+    if (kst != CT_OK) return kst;
     ct_model_params p = params ? *params : ct_model_params_default();
     ct_model *m = calloc(1, sizeof *m);
     if (!m) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model/session_internal.h"
 
@@ -10,6 +11,7 @@ ct_session_params ct_session_params_default(void) {
     memset(&p, 0, sizeof p);
     p.size = sizeof p;
     p.max_context = 2048;
+    p.n_threads = 1;
     return p;
 }
 
@@ -41,6 +43,7 @@ const char *ct_stop_reason_str(ct_stop_reason r) {
 
 void ct_session_free(ct_session *s) {
     if (!s) return;
+    ct_pool_free(s->pool);
     ct_kv_free(&s->tkv);
     ct_kv_free(&s->pkv);
     ct_stack_scratch_free(&s->ts);
@@ -76,10 +79,23 @@ ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_se
     s->cap = sp.max_context;
     const size_t H = (size_t)c->talker.hidden, PH = (size_t)c->pred.hidden;
     int vmax = c->talker.vocab > c->pred.vocab ? c->talker.vocab : c->pred.vocab;
+    int nt = sp.n_threads;
+    if (nt <= 0) {
+        long onl = sysconf(_SC_NPROCESSORS_ONLN);
+        nt = onl > 0 ? (int)onl : 1;
+    }
+    if (nt > 256) {
+        ct_session_free(s);
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: n_threads %d is over 256", nt);
+    }
+    if (ct_pool_create(nt, sp.cpus, sp.n_cpus, &s->pool) != CT_OK) {
+        ct_session_free(s);
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "session: cannot start %d threads", nt);
+    }
     int ok = ct_kv_init(&s->tkv, &c->talker, s->cap) == CT_OK &&
              ct_kv_init(&s->pkv, &c->pred, c->n_groups) == CT_OK &&
-             ct_stack_scratch_init(&s->ts, &c->talker, CT_PREFILL_CHUNK, s->cap) == CT_OK &&
-             ct_stack_scratch_init(&s->ps, &c->pred, 2, c->n_groups) == CT_OK;
+             ct_stack_scratch_init(&s->ts, &c->talker, CT_PREFILL_CHUNK, s->cap, s->pool) == CT_OK &&
+             ct_stack_scratch_init(&s->ps, &c->pred, 2, c->n_groups, s->pool) == CT_OK;
     if (ok) {
         s->prompt = malloc((size_t)s->cap * H * sizeof(float));
         s->trailing = malloc((size_t)s->cap * H * sizeof(float));

@@ -12,6 +12,7 @@
 struct ct_session {
     const ct_model *m;
     int cap;                 /* talker KV positions */
+    ct_pool *pool;           /* owned worker pool (n_threads) */
     ct_kv tkv;               /* talker per-layer caches */
     ct_kv pkv;               /* predictor per-layer caches (n_groups positions) */
     ct_stack_scratch ts;     /* talker scratch, CT_PREFILL_CHUNK tokens */

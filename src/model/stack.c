@@ -1,6 +1,8 @@
 /* Decoder-stack forward pass (shared by the talker and the code predictor). */
 #include "model/stack.h"
 
+#include "kernels/cpu.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +43,11 @@ void ct_kv_free(ct_kv *kv) {
     memset(kv, 0, sizeof *kv);
 }
 
-ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *c, int n_max, int cap) {
+ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *c, int n_max, int cap,
+                                ct_pool *pool) {
     memset(s, 0, sizeof *s);
+    s->pool = pool;
+    s->n_threads = ct_pool_threads(pool);
     s->n_max = n_max;
     s->cap = cap;
     size_t n = (size_t)n_max;
@@ -55,7 +60,7 @@ ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *c, int 
     s->proj = malloc(n * c->hidden * sizeof(float));
     s->g = malloc(n * c->ffn * sizeof(float));
     s->u = malloc(n * c->ffn * sizeof(float));
-    s->scores = malloc((size_t)cap * sizeof(float));
+    s->scores = malloc((size_t)s->n_threads * (size_t)cap * sizeof(float));
     s->cosv = malloc(n * (c->head_dim / 2) * sizeof(float));
     s->sinv = malloc(n * (c->head_dim / 2) * sizeof(float));
     if (!s->h || !s->q || !s->k || !s->v || !s->att || !s->proj || !s->g || !s->u || !s->scores ||
@@ -84,10 +89,10 @@ void ct_stack_scratch_free(ct_stack_scratch *s) {
 /* Attention for one query token at position pos against cache entries 0..pos. Query heads
    are grouped over their KV head: head h uses KV head h / (heads / kv_heads). */
 static void attend(const ct_stack_cfg *c, const float *kc, const float *vc, int cap,
-                   const float *q, float *out, int pos, float *scores) {
-    const int hd = c->head_dim, group = c->heads / c->kv_heads;
+                   const float *q, float *out, int pos, float *scores, int j0, int j1, int group) {
+    const int hd = c->head_dim;
     const float scale = 1.0f / sqrtf((float)hd);
-    for (int j = 0; j < c->kv_heads; j++) {
+    for (int j = j0; j < j1; j++) {
         const float *K = kc + (size_t)j * cap * hd;
         const float *V = vc + (size_t)j * cap * hd;
         for (int g = 0; g < group; g++) {
@@ -119,6 +124,71 @@ static void attend(const ct_stack_cfg *c, const float *kc, const float *vc, int 
     }
 }
 
+/* Up to three independent matmuls in one pool dispatch, each split by rows (aligned to 4 so
+   the SIMD kernels' row grouping, and so the arithmetic, is the same for any thread count). */
+typedef struct {
+    int k;
+    const ct_mat *w[3];
+    const float *x[3];
+    float *y[3];
+    int n;
+} mm_job;
+
+static void mm_run(void *ctx, int ith, int nth) {
+    const mm_job *j = ctx;
+    const ct_matmul_rows_fn fn = ct_kernels()->matmul_rows;
+    for (int i = 0; i < j->k; i++) {
+        int lo, hi;
+        ct_pool_split(j->w[i]->rows, ith, nth, 4, &lo, &hi);
+        if (lo < hi) fn(j->w[i], NULL, j->x[i], j->y[i], j->n, lo, hi);
+    }
+}
+
+typedef struct {
+    const ct_mat *w;
+    const float *b, *x;
+    float *y;
+    int n;
+} mm1_job;
+
+static void mm1_run(void *ctx, int ith, int nth) {
+    const mm1_job *j = ctx;
+    int lo, hi;
+    ct_pool_split(j->w->rows, ith, nth, 4, &lo, &hi);
+    if (lo < hi) ct_kernels()->matmul_rows(j->w, j->b, j->x, j->y, j->n, lo, hi);
+}
+
+void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
+                    int n) {
+    mm1_job j = {w, bias, x, y, n};
+    ct_pool_run(pool, mm1_run, &j);
+}
+
+static void matmuls(ct_stack_scratch *s, int n, int k, const ct_mat *w0, float *x0, float *y0,
+                    const ct_mat *w1, float *x1, float *y1, const ct_mat *w2, float *x2, float *y2) {
+    mm_job j = {k, {w0, w1, w2}, {x0, x1, x2}, {y0, y1, y2}, n};
+    ct_pool_run(s->pool, mm_run, &j);
+}
+
+typedef struct {
+    const ct_stack_cfg *c;
+    const ct_kv *kv;
+    int layer, pos0, n;
+    ct_stack_scratch *s;
+} att_job;
+
+static void att_run(void *ctx, int ith, int nth) {
+    const att_job *j = ctx;
+    const ct_stack_cfg *c = j->c;
+    const int hd = c->head_dim, qd = c->heads * hd, group = c->heads / c->kv_heads;
+    int lo, hi;
+    ct_pool_split(c->kv_heads, ith, nth, 1, &lo, &hi);
+    float *scores = j->s->scores + (size_t)ith * j->s->cap;
+    for (int t = 0; t < j->n; t++)
+        attend(c, j->kv->k[j->layer], j->kv->v[j->layer], j->kv->cap, j->s->q + (size_t)t * qd,
+               j->s->att + (size_t)t * qd, j->pos0 + t, scores, lo, hi, group);
+}
+
 void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
                       float *x) {
     const ct_stack_cfg *c = w->cfg;
@@ -131,9 +201,7 @@ void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int p
         const ct_layer_w *L = &w->layers[l];
         for (int t = 0; t < n; t++)
             ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->in_norm, H, c->eps);
-        ct_matmul(&L->q, NULL, s->h, s->q, n);
-        ct_matmul(&L->k, NULL, s->h, s->k, n);
-        ct_matmul(&L->v, NULL, s->h, s->v, n);
+        matmuls(s, n, 3, &L->q, s->h, s->q, &L->k, s->h, s->k, &L->v, s->h, s->v);
         for (int t = 0; t < n; t++) {
             const float *cs = s->cosv + (size_t)t * half, *sn = s->sinv + (size_t)t * half;
             float *q = s->q + (size_t)t * qd, *k = s->k + (size_t)t * kd;
@@ -155,17 +223,15 @@ void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int p
                        (size_t)hd * sizeof(float));
             }
         }
-        for (int t = 0; t < n; t++)
-            attend(c, kv->k[l], kv->v[l], kv->cap, s->q + (size_t)t * qd, s->att + (size_t)t * qd,
-                   pos0 + t, s->scores);
-        ct_matmul(&L->o, NULL, s->att, s->proj, n);
+        att_job aj = {c, kv, l, pos0, n, s};
+        ct_pool_run(s->pool, att_run, &aj);
+        matmuls(s, n, 1, &L->o, s->att, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
         for (int t = 0; t < n; t++)
             ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->post_norm, H, c->eps);
-        ct_matmul(&L->gate, NULL, s->h, s->g, n);
-        ct_matmul(&L->up, NULL, s->h, s->u, n);
+        matmuls(s, n, 2, &L->gate, s->h, s->g, &L->up, s->h, s->u, NULL, NULL, NULL);
         ct_swiglu(s->g, s->g, s->u, n * c->ffn);
-        ct_matmul(&L->down, NULL, s->g, s->proj, n);
+        matmuls(s, n, 1, &L->down, s->g, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
     }
     for (int t = 0; t < n; t++)

@@ -3,6 +3,7 @@
 #ifndef CT_STACK_H
 #define CT_STACK_H
 
+#include "core/pool.h"
 #include "kernels/ops.h"
 #include "model/config.h"
 
@@ -41,7 +42,9 @@ typedef struct {
     float *proj;   /* [n_max][H] */
     float *g;      /* [n_max][F] */
     float *u;      /* [n_max][F] */
-    float *scores; /* [cap] */
+    float *scores; /* [n_threads][cap] */
+    ct_pool *pool; /* borrowed; NULL = single thread */
+    int n_threads;
     float *cosv;   /* [n_max][hd/2] */
     float *sinv;   /* [n_max][hd/2] */
 } ct_stack_scratch;
@@ -52,13 +55,21 @@ void ct_kv_free(ct_kv *kv);
 /* Bytes ct_kv_init would allocate. */
 size_t ct_kv_bytes(const ct_stack_cfg *cfg, int cap);
 
-ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *cfg, int n_max, int cap);
+/* Scratch for n_max tokens per call and cap cache positions; pool (borrowed, may be NULL)
+   runs the matmuls and attention on its threads. */
+ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *cfg, int n_max, int cap,
+                                ct_pool *pool);
 void ct_stack_scratch_free(ct_stack_scratch *s);
 
 /* Runs n tokens x[n][H] at positions pos0..pos0+n-1 (causal; keys 0..pos attend), appends
    their K/V at those positions, and leaves the final-normed hidden states in x. Requires
-   pos0 + n <= kv->cap and n <= s->n_max (caller checks). No allocation. */
+   pos0 + n <= kv->cap and n <= s->n_max (caller checks). No allocation. Results do not
+   depend on the pool's thread count (rows and heads are partitioned, never reductions). */
 void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
                       float *x);
+
+/* ct_matmul split by rows over pool (NULL = inline); same result for any thread count. */
+void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
+                    int n);
 
 #endif

@@ -106,7 +106,7 @@ int main(void) {
         CHECK(bad == 0);
 
         /* thread-count invariance on a realistic shape */
-        const int R = 300, C = 1024, n = 3;
+        const int R = 301, C = 1024, n = 3;
         float *W = malloc(sizeof(float) * R * C), *X = malloc(sizeof(float) * n * C);
         float *Y1 = malloc(sizeof(float) * n * R), *Y3 = malloc(sizeof(float) * n * R);
         uint16_t *WB = malloc(2 * (size_t)R * C);

@@ -215,6 +215,29 @@ static void test_replay_and_stops(void) {
     ct_session_free(s);
 }
 
+/* identical codes for 1, 2 and 3 compute threads */
+static void test_threads(void) {
+    static int32_t a[40 * 16], b[40 * 16];
+    int na = -1;
+    for (int nt = 1; nt <= 3; nt++) {
+        ct_session_params sp = ct_session_params_default();
+        sp.max_context = 256;
+        sp.n_threads = nt;
+        ct_session *s = NULL;
+        char err[256];
+        CHECK(ct_session_create(M, &sp, &s, err, sizeof err) == CT_OK);
+        ct_gen_params g = ct_gen_params_default();
+        g.text = "Threads must not change a single code.";
+        g.speaker = "sohee";
+        g.seed = 9;
+        g.max_frames = 40;
+        int n = run(s, &g, nt == 1 ? a : b, 40);
+        if (nt == 1) na = n;
+        else CHECKF(n == na && memcmp(a, b, sizeof(int32_t) * 16 * (size_t)n) == 0, "%d threads", nt);
+        ct_session_free(s);
+    }
+}
+
 int main(void) {
     const char *dir = ct_test_make("tiny", "session-tiny", 5);
     char err[1024];
@@ -223,6 +246,7 @@ int main(void) {
     test_layouts();
     test_errors();
     test_replay_and_stops();
+    test_threads();
     ct_model_free(M);
     return ct_test_finish();
 }
