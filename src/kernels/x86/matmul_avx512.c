@@ -20,6 +20,10 @@ static inline const void *row_ptr(const ct_mat *w, int r) {
     return (const char *)w->data + (size_t)r * (size_t)w->cols * es;
 }
 
+#ifndef PF
+#define PF 256 /* elements ahead to prefetch (measured best of 128..2048) */
+#endif
+
 /* 4 rows x 1 token. */
 static void rows4_tok1(const ct_mat *w, const float *x, float *out4, int r) {
     const int C = w->cols;
@@ -28,7 +32,12 @@ static void rows4_tok1(const ct_mat *w, const float *x, float *out4, int r) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     int k = 0;
+    const int es = w->dtype == CT_DT_F32 ? 4 : 2;
     for (; k + 32 <= C; k += 32) {
+        _mm_prefetch((const char *)p0 + (size_t)(k + PF) * es, _MM_HINT_T0);
+        _mm_prefetch((const char *)p1 + (size_t)(k + PF) * es, _MM_HINT_T0);
+        _mm_prefetch((const char *)p2 + (size_t)(k + PF) * es, _MM_HINT_T0);
+        _mm_prefetch((const char *)p3 + (size_t)(k + PF) * es, _MM_HINT_T0);
         __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
         a0 = _mm512_fmadd_ps(load16(p0, w->dtype, k, 0xffff), x0, a0);
         b0 = _mm512_fmadd_ps(load16(p0, w->dtype, k + 16, 0xffff), x1, b0);
