@@ -20,8 +20,8 @@ $(DEMO_DIR)/config.json: | build
 	$(BUILD)/codectalk make-model --preset tiny --seed 1 --out $(DEMO_DIR) --force
 
 demo: build $(DEMO_DIR)/config.json
-	$(BUILD)/codectalk codes -m $(DEMO_DIR) -t "$(DEMO_TEXT)" -s vivian -l english --seed 1 -o demo-codes.json
-	@echo "frames written to demo-codes.json"
+	$(BUILD)/codectalk synth -m $(DEMO_DIR) -t "$(DEMO_TEXT)" -s vivian -l english --seed 1 -o demo.wav
+	@echo "speech written to demo.wav (random weights: it sounds like noise, not words)"
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/cli_common.h"
 #include "cli/cmd_edge.h"
 #include "codectalk.h"
 #include "model/make_model.h"
@@ -15,80 +16,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Reads all of f into a NUL-terminated buffer (caller frees); NULL on error. */
-static char *slurp(FILE *f, size_t max) {
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    if (!b) return NULL;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap *= 2;
-            char *nb = realloc(b, cap);
-            if (!nb) {
-                free(b);
-                return NULL;
-            }
-            b = nb;
-        }
-        size_t got = fread(b + n, 1, 4096, f);
-        n += got;
-        if (n > max) {
-            free(b);
-            return NULL;
-        }
-        if (got < 4096) break;
-    }
-    b[n] = 0;
-    return b;
-}
-
-/* Text from --text, --file, or stdin; trailing whitespace is stripped for the prompt. */
-static char *get_text(const char *text, const char *file, int strip) {
-    char *t = NULL;
-    if (text) {
-        t = strdup(text);
-    } else if (file && strcmp(file, "-") != 0) {
-        FILE *f = fopen(file, "rb");
-        if (!f) {
-            fprintf(stderr, "error: cannot open text file '%s'\n", file);
-            return NULL;
-        }
-        t = slurp(f, 16u << 20);
-        fclose(f);
-        if (!t) fprintf(stderr, "error: cannot read '%s' (over 16 MiB?)\n", file);
-    } else {
-        if (isatty(0)) fprintf(stderr, "reading text from stdin (end with Ctrl-D)...\n");
-        t = slurp(stdin, 16u << 20);
-        if (!t) fprintf(stderr, "error: cannot read stdin\n");
-    }
-    if (t && strip) {
-        size_t n = strlen(t);
-        while (n && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' ' || t[n - 1] == '\t'))
-            t[--n] = 0;
-        size_t lead = strspn(t, " \t\r\n");
-        if (lead) memmove(t, t + lead, n - lead + 1);
-    }
-    return t;
-}
-
-static ct_model *load_model(const char *dir, const char *tok_dir, int f32) {
-    if (!dir) {
-        fprintf(stderr, "error: --model DIR is required\n");
-        return NULL;
-    }
-    ct_model_params mp = ct_model_params_default();
-    mp.tokenizer_dir = tok_dir;
-    mp.f32_weights = f32;
-    ct_model *m = NULL;
-    char err[1024];
-    ct_status st = ct_model_load(dir, &mp, &m, err, sizeof err);
-    if (st != CT_OK) {
-        fprintf(stderr, "error: %s\n", err);
-        return NULL;
-    }
-    return m;
 }
 
 /* ---- tokenize ----------------------------------------------------------------------- */
@@ -104,9 +31,9 @@ static int cmd_tokenize(int argc, char **argv) {
     int r = ct_args_parse(argc, argv, opts, "usage: codectalk tokenize -m DIR [--text TEXT | -f FILE]\n"
                                             "Prints the Qwen2 BPE token ids as a JSON array.");
     if (r) return r < 0 ? 2 : 0;
-    ct_model *m = load_model(model, tok, 0);
+    ct_model *m = ct_cli_load_model(model, tok, 0);
     if (!m) return 1;
-    char *t = get_text(text, file, 0);
+    char *t = ct_cli_get_text(text, file, 0);
     if (!t) {
         ct_model_free(m);
         return 1;
@@ -132,96 +59,42 @@ static int cmd_tokenize(int argc, char **argv) {
 
 /* ---- codes -------------------------------------------------------------------------- */
 
-typedef struct {
-    const char *model, *text, *file, *speaker, *language, *instruct, *out, *format, *tok, *xvec;
-    uint64_t seed;
-    int greedy, max_frames, max_new_tokens, streaming, non_streaming, f32, ctx, top_k, sub_top_k,
-        min_new_tokens, quiet, threads;
-    float temperature, top_p, rep, sub_temperature, sub_top_p;
-} codes_args;
-
-static int read_xvector(const char *path, int n, float *dst) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    size_t got = fread(dst, sizeof(float), (size_t)n + 1, f);
-    fclose(f);
-    return got == (size_t)n ? 0 : -2;
-}
-
 static int cmd_codes(int argc, char **argv) {
-    codes_args a;
-    memset(&a, 0, sizeof a);
-    a.max_frames = 0;
-    a.ctx = 2048;
-    a.temperature = a.top_p = a.rep = a.sub_temperature = a.sub_top_p = -1.0f;
-    a.top_k = a.sub_top_k = -1;
-    a.min_new_tokens = 2;
-    a.format = "json";
-    ct_opt opts[] = {
-        {"model", 'm', CT_OPT_STR, &a.model, "DIR", "model directory (config.json, model.safetensors, ...)"},
-        {"text", 't', CT_OPT_STR, &a.text, "TEXT", "text to speak (default: stdin)"},
-        {"file", 'f', CT_OPT_STR, &a.file, "FILE", "read the text from FILE ('-' = stdin)"},
-        {"speaker", 's', CT_OPT_STR, &a.speaker, "NAME", "CustomVoice speaker (e.g. vivian)"},
-        {"language", 'l', CT_OPT_STR, &a.language, "NAME", "language name or 'auto' (default auto)"},
-        {"instruct", 'i', CT_OPT_STR, &a.instruct, "TEXT", "voice instruction (VoiceDesign, 1.7B CustomVoice)"},
-        {"xvector", 0, CT_OPT_STR, &a.xvec, "FILE", "Base: raw float32 x-vector file (talker hidden values)"},
-        {"seed", 0, CT_OPT_U64, &a.seed, "N", "random seed (default 0); a seed replays exactly"},
-        {"greedy", 0, CT_OPT_FLAG, &a.greedy, NULL, "argmax decoding (parity checks; loops on real models)"},
-        {"temperature", 0, CT_OPT_FLOAT, &a.temperature, "T", "talker temperature (default: generation_config)"},
-        {"top-k", 0, CT_OPT_INT, &a.top_k, "K", "talker top-k (0 disables)"},
-        {"top-p", 0, CT_OPT_FLOAT, &a.top_p, "P", "talker top-p"},
-        {"repetition-penalty", 0, CT_OPT_FLOAT, &a.rep, "R", "talker repetition penalty"},
-        {"sub-temperature", 0, CT_OPT_FLOAT, &a.sub_temperature, "T", "code-predictor temperature"},
-        {"sub-top-k", 0, CT_OPT_INT, &a.sub_top_k, "K", "code-predictor top-k"},
-        {"sub-top-p", 0, CT_OPT_FLOAT, &a.sub_top_p, "P", "code-predictor top-p"},
-        {"min-new-tokens", 0, CT_OPT_INT, &a.min_new_tokens, "N", "frames before EOS is allowed (default 2)"},
-        {"max-frames", 0, CT_OPT_INT, &a.max_frames, "N", "stop after N frames"},
-        {"max-new-tokens", 0, CT_OPT_INT, &a.max_new_tokens, "N", "reference budget (N-1 frames; default: generation_config)"},
-        {"streaming-text", 0, CT_OPT_FLAG, &a.streaming, NULL, "use the streaming-text prompt layout"},
-        {"non-streaming-text", 0, CT_OPT_FLAG, &a.non_streaming, NULL, "use the non-streaming prompt layout"},
-        {"threads", 0, CT_OPT_INT, &a.threads, "N", "compute threads (default 0 = all CPUs)"},
-        {"context", 0, CT_OPT_INT, &a.ctx, "N", "talker KV positions to reserve (default 2048)"},
-        {"f32", 0, CT_OPT_FLAG, &a.f32, NULL, "convert weights to f32 at load (reference mode)"},
-        {"tokenizer", 0, CT_OPT_STR, &a.tok, "DIR", "tokenizer files directory (default: model dir)"},
-        {"format", 0, CT_OPT_STR, &a.format, "json|bin", "output format; bin = int32 LE [frames][16]"},
-        {"output", 'o', CT_OPT_STR, &a.out, "FILE", "write frames to FILE (default: stdout)"},
-        {"quiet", 'q', CT_OPT_FLAG, &a.quiet, NULL, "no progress line or summary"},
-        {NULL, 0, 0, NULL, NULL, NULL}};
+    ct_cli_gen a;
+    ct_cli_gen_init(&a);
+    const char *out = NULL, *format = "json";
+    ct_opt opts[64];
+    int n = ct_cli_gen_opts(&a, opts, 48);
+    opts[n++] = (ct_opt){"format", 0, CT_OPT_STR, &format, "json|bin", "output format; bin = int32 LE [frames][16]"};
+    opts[n++] = (ct_opt){"output", 'o', CT_OPT_STR, &out, "FILE", "write frames to FILE (default: stdout)"};
+    opts[n] = (ct_opt){NULL, 0, 0, NULL, NULL, NULL};
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk codes -m DIR [--text TEXT | -f FILE] [options]\n"
                           "Generates codec frames (16 codes per 80 ms) and prints them as JSON.");
     if (r) return r < 0 ? 2 : 0;
-    int bin = strcmp(a.format, "bin") == 0;
-    if (!bin && strcmp(a.format, "json") != 0) {
-        fprintf(stderr, "error: --format must be json or bin, got '%s'\n", a.format);
+    int bin = strcmp(format, "bin") == 0;
+    if (!bin && strcmp(format, "json") != 0) {
+        fprintf(stderr, "error: --format must be json or bin, got '%s'\n", format);
         return 2;
     }
     if (a.streaming && a.non_streaming) {
         fprintf(stderr, "error: --streaming-text and --non-streaming-text exclude each other\n");
         return 2;
     }
-    if (bin && !a.out && isatty(1)) {
+    if (bin && !out && isatty(1)) {
         fprintf(stderr, "error: refusing to write binary frames to a terminal; use -o FILE\n");
         return 2;
     }
-    ct_model *m = load_model(a.model, a.tok, a.f32);
+    ct_model *m = ct_cli_load_model(a.model, a.tok, a.f32);
     if (!m) return 1;
     ct_model_info info = ct_model_get_info(m);
-    char *text = get_text(a.text, a.file, 1);
+    char *text = ct_cli_get_text(a.text, a.file, 1);
     float *xv = NULL;
     int rc = 1;
     ct_session *s = NULL;
-    FILE *out = NULL;
+    FILE *fo = NULL;
     int32_t *frames = NULL;
-    if (!text) goto done;
-    if (a.xvec) {
-        xv = malloc((size_t)info.talker_hidden * sizeof(float));
-        if (!xv || read_xvector(a.xvec, info.talker_hidden, xv) != 0) {
-            fprintf(stderr, "error: --xvector '%s' must hold exactly %d float32 values\n", a.xvec,
-                    info.talker_hidden);
-            goto done;
-        }
-    }
+    if (!text || ct_cli_read_xvector(&a, m, &xv) != 0) goto done;
     ct_session_params sp = ct_session_params_default();
     sp.max_context = a.ctx;
     sp.n_threads = a.threads;
@@ -230,26 +103,8 @@ static int cmd_codes(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    ct_gen_params g = ct_gen_params_default();
-    g.text = text;
-    g.speaker = a.speaker;
-    g.language = a.language;
-    g.instruct = a.instruct;
-    g.xvector = xv;
-    g.xvector_len = xv ? info.talker_hidden : 0;
-    g.non_streaming = a.streaming ? 0 : a.non_streaming ? 1 : -1;
-    g.seed = a.seed;
-    g.greedy = a.greedy;
-    g.temperature = a.temperature;
-    g.top_k = a.top_k;
-    g.top_p = a.top_p;
-    g.repetition_penalty = a.rep;
-    g.sub_temperature = a.sub_temperature;
-    g.sub_top_k = a.sub_top_k;
-    g.sub_top_p = a.sub_top_p;
-    g.min_new_tokens = a.min_new_tokens;
-    g.max_frames = a.max_frames;
-    g.max_new_tokens = a.max_new_tokens;
+    ct_gen_params g;
+    ct_cli_gen_params(&a, &g, text, xv, m);
     double t0 = now_s();
     if (ct_session_start(s, &g) != CT_OK) {
         fprintf(stderr, "error: %s\n", ct_session_errmsg(s));
@@ -278,30 +133,30 @@ static int cmd_codes(int argc, char **argv) {
     }
     double wall = now_s() - t0;
     if (tty) fputc('\n', stderr);
-    out = a.out && strcmp(a.out, "-") != 0 ? fopen(a.out, bin ? "wb" : "w") : stdout;
-    if (!out) {
-        fprintf(stderr, "error: cannot open '%s' for writing\n", a.out);
+    fo = out && strcmp(out, "-") != 0 ? fopen(out, bin ? "wb" : "w") : stdout;
+    if (!fo) {
+        fprintf(stderr, "error: cannot open '%s' for writing\n", out);
         goto done;
     }
     if (bin) {
-        if (fwrite(frames, sizeof(int32_t) * G, (size_t)nf, out) != (size_t)nf) goto write_fail;
+        if (fwrite(frames, sizeof(int32_t) * G, (size_t)nf, fo) != (size_t)nf) goto write_fail;
     } else {
-        fprintf(out, "{\"frames\": [");
+        fprintf(fo, "{\"frames\": [");
         for (int f = 0; f < nf; f++) {
-            fprintf(out, f ? ",\n  [" : "\n  [");
-            for (int j = 0; j < G; j++) fprintf(out, j ? ", %d" : "%d", frames[(size_t)f * G + j]);
-            fputc(']', out);
+            fprintf(fo, f ? ",\n  [" : "\n  [");
+            for (int j = 0; j < G; j++) fprintf(fo, j ? ", %d" : "%d", frames[(size_t)f * G + j]);
+            fputc(']', fo);
         }
-        fprintf(out, "],\n \"n_frames\": %d, \"stop\": \"%s\", \"prompt_len\": %d, "
+        fprintf(fo, "],\n \"n_frames\": %d, \"stop\": \"%s\", \"prompt_len\": %d, "
                 "\"text_tokens\": %d, \"seed\": %llu}\n", nf,
                 ct_stop_reason_str(ct_session_stop_reason(s)), ri.prompt_len, ri.text_tokens,
                 (unsigned long long)a.seed);
     }
-    if (out != stdout ? fclose(out) != 0 : fflush(out) != 0) {
-        out = NULL;
+    if (fo != stdout ? fclose(fo) != 0 : fflush(fo) != 0) {
+        fo = NULL;
         goto write_fail;
     }
-    out = NULL;
+    fo = NULL;
     if (!a.quiet)
         fprintf(stderr, "%d frames (%.2f s of audio), stop: %s, prefill %.3f s, %.1f ms/frame, "
                 "wall %.2f s\n", nf, nf * 0.08, ct_stop_reason_str(ct_session_stop_reason(s)),
@@ -311,7 +166,7 @@ static int cmd_codes(int argc, char **argv) {
 write_fail:
     fprintf(stderr, "error: writing frames failed (disk full?)\n");
 done:
-    if (out && out != stdout) fclose(out);
+    if (fo && fo != stdout) fclose(fo);
     free(frames);
     free(xv);
     free(text);
@@ -373,7 +228,7 @@ static int cmd_info(int argc, char **argv) {
     int r = ct_args_parse(argc, argv, opts, "usage: codectalk info -m DIR\n"
                                             "Loads and validates a model and prints what it is.");
     if (r) return r < 0 ? 2 : 0;
-    ct_model *m = load_model(model, tok, 0);
+    ct_model *m = ct_cli_load_model(model, tok, 0);
     if (!m) return 1;
     ct_model_info i = ct_model_get_info(m);
     printf("kind: %s\nsize: %s\ntalker: %d layers, hidden %d\ncode predictor: %d layers, hidden %d\n"
@@ -392,6 +247,7 @@ static void usage(void) {
     printf("codectalk %s: Qwen3-TTS in plain C\n\n"
            "usage: codectalk COMMAND [options]   (COMMAND --help for its options)\n\n"
            "commands:\n"
+           "  synth        text -> 24 kHz speech (WAV, or raw s16le on stdout)\n"
            "  codes        text -> codec frames (16 codes per 80 ms frame)\n"
            "  tokenize     text -> Qwen2 BPE token ids (JSON)\n"
            "  make-model   write a random-weight model in the published layout\n"
@@ -418,6 +274,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
     if (!strcmp(c, "codes")) return cmd_codes(argc - 2, argv + 2);
+    if (!strcmp(c, "synth")) return ct_cli_synth(argc - 2, argv + 2);
     if (!strcmp(c, "make-model")) return cmd_make_model(argc - 2, argv + 2);
     if (!strcmp(c, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(c, "probe")) return ct_cli_probe(argc - 2, argv + 2);

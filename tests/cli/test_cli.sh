@@ -11,7 +11,7 @@ expect_rc() { local want=$1; shift; "$@" >"$WORK/out" 2>"$WORK/err"; local rc=$?
 has() { if grep -q -e "$1" "$2"; then ok; else bad "'$1' not in $2: $(head -c 400 "$2")"; fi; }
 
 expect_rc 0 "$BIN" --help;                     has "make-model" "$WORK/out"
-for c in codes tokenize make-model info; do
+for c in synth codes tokenize make-model info probe; do
   expect_rc 0 "$BIN" "$c" --help;              has "usage: codectalk $c" "$WORK/out"
 done
 expect_rc 0 "$BIN" codes --help
@@ -44,6 +44,23 @@ echo "Hello there." | "$BIN" codes -m "$M" -s vivian -l english --max-frames 10 
 if cmp -s "$WORK/a.json" "$WORK/c.json"; then ok; else bad "stdin text differs from --text"; fi
 expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivian --max-frames 7 --format bin -o "$WORK/a.bin"
 if [ "$(stat -c %s "$WORK/a.bin")" = $((7*16*4)) ]; then ok; else bad "binary size"; fi
+
+# synth: valid WAV with frames x 1920 samples; raw s16le on stdout; float WAV
+expect_rc 0 "$BIN" synth -m "$M" -t "One sentence. And another one!" -s vivian --max-frames 6 --seed 2 -o "$WORK/a.wav"
+has "time to first audio" "$WORK/err"
+python3 - "$WORK/a.wav" <<'PY' && ok || bad "synth wav invalid"
+import sys, wave
+w = wave.open(sys.argv[1]); n = w.getnframes()
+assert w.getnchannels() == 1 and w.getframerate() == 24000 and w.getsampwidth() == 2
+assert n > 0 and n % 1920 == 0 and n <= 2 * 6 * 1920, n
+PY
+"$BIN" synth -m "$M" -t "One sentence. And another one!" -s vivian --max-frames 6 --seed 2 -o - -q > "$WORK/a.raw" 2>"$WORK/err"
+if [ "$(stat -c %s "$WORK/a.raw")" = "$(( $(stat -c %s "$WORK/a.wav") - 44 ))" ] && \
+   cmp -s "$WORK/a.raw" <(tail -c +45 "$WORK/a.wav"); then ok; else bad "raw stdout differs from the WAV data"; fi
+expect_rc 0 "$BIN" synth -m "$M" -t "Float please." -s vivian --max-frames 3 --float -o "$WORK/f.wav"
+python3 -c "import sys;b=open(sys.argv[1],'rb').read();assert b[20:22]==b'\x03\x00' and len(b)==44+3*1920*4" "$WORK/f.wav" && ok || bad "float wav"
+expect_rc 2 "$BIN" synth -m "$M" -t "No output." -s vivian
+expect_rc 1 "$BIN" synth -m "$M" -t "Hi" -s nobody -o "$WORK/x.wav";  has "valid speakers" "$WORK/err"
 
 expect_rc 1 "$BIN" codes -m "$M" -t "Hi" -s nobody;        has "valid speakers" "$WORK/err"
 expect_rc 1 "$BIN" codes -m "$M" -t "Hi" -s ryan -l xx;    has "valid languages" "$WORK/err"

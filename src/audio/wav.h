@@ -1,0 +1,37 @@
+/* WAV (RIFF, PCM16 or float32, mono) and raw s16le writers that stream sample by sample. */
+#ifndef CT_WAV_H
+#define CT_WAV_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/status.h"
+
+typedef enum { CT_WAV_PCM16 = 0, CT_WAV_FLOAT32 = 1, CT_WAV_RAW_S16LE = 2 } ct_wav_format;
+
+typedef struct {
+    FILE *f;            /* borrowed */
+    ct_wav_format fmt;
+    int rate;
+    int seekable;       /* header sizes are patched on close when the file can seek */
+    uint64_t samples;
+    int failed;
+} ct_wav_writer;
+
+/* Starts a stream on f. For WAV formats a header is written now; on a pipe its sizes are set
+   to the streaming maximum (0xFFFFFFFF), which players accept. */
+ct_status ct_wav_begin(ct_wav_writer *w, FILE *f, int rate, ct_wav_format fmt);
+
+/* Appends n samples (float, clamped to [-1, 1] for PCM16). CT_ERR_IO on a short write. */
+ct_status ct_wav_write(ct_wav_writer *w, const float *pcm, size_t n);
+
+/* Flushes and, when seekable, writes the final sizes. Does not close f. */
+ct_status ct_wav_end(ct_wav_writer *w);
+
+/* Parses a WAV header in buf (for tests and reference-audio input): fills rate, channels,
+   bits, float flag and the data offset/length. CT_ERR_FORMAT naming the problem otherwise. */
+ct_status ct_wav_parse(const uint8_t *buf, size_t len, int *rate, int *channels, int *bits,
+                       int *is_float, size_t *data_off, size_t *data_len, char *err,
+                       size_t errcap);
+
+#endif

@@ -1,0 +1,162 @@
+/* Shared CLI helpers (see cli_common.h). */
+#include "cli/cli_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void ct_cli_gen_init(ct_cli_gen *a) {
+    memset(a, 0, sizeof *a);
+    a->ctx = 2048;
+    a->temperature = a->top_p = a->rep = a->sub_temperature = a->sub_top_p = -1.0f;
+    a->top_k = a->sub_top_k = -1;
+    a->min_new_tokens = 2;
+}
+
+int ct_cli_gen_opts(ct_cli_gen *a, ct_opt *o, int cap) {
+    const ct_opt all[] = {
+        {"model", 'm', CT_OPT_STR, &a->model, "DIR", "model directory (config.json, model.safetensors, ...)"},
+        {"text", 't', CT_OPT_STR, &a->text, "TEXT", "text to speak (default: stdin)"},
+        {"file", 'f', CT_OPT_STR, &a->file, "FILE", "read the text from FILE ('-' = stdin)"},
+        {"speaker", 's', CT_OPT_STR, &a->speaker, "NAME", "CustomVoice speaker (e.g. vivian)"},
+        {"language", 'l', CT_OPT_STR, &a->language, "NAME", "language name or 'auto' (default auto)"},
+        {"instruct", 'i', CT_OPT_STR, &a->instruct, "TEXT", "voice instruction (VoiceDesign, 1.7B CustomVoice)"},
+        {"xvector", 0, CT_OPT_STR, &a->xvec, "FILE", "Base: raw float32 x-vector file (talker hidden values)"},
+        {"seed", 0, CT_OPT_U64, &a->seed, "N", "random seed (default 0); a seed replays exactly"},
+        {"greedy", 0, CT_OPT_FLAG, &a->greedy, NULL, "argmax decoding (parity checks; loops on real models)"},
+        {"temperature", 0, CT_OPT_FLOAT, &a->temperature, "T", "talker temperature (default: generation_config)"},
+        {"top-k", 0, CT_OPT_INT, &a->top_k, "K", "talker top-k (0 disables)"},
+        {"top-p", 0, CT_OPT_FLOAT, &a->top_p, "P", "talker top-p"},
+        {"repetition-penalty", 0, CT_OPT_FLOAT, &a->rep, "R", "talker repetition penalty"},
+        {"sub-temperature", 0, CT_OPT_FLOAT, &a->sub_temperature, "T", "code-predictor temperature"},
+        {"sub-top-k", 0, CT_OPT_INT, &a->sub_top_k, "K", "code-predictor top-k"},
+        {"sub-top-p", 0, CT_OPT_FLOAT, &a->sub_top_p, "P", "code-predictor top-p"},
+        {"min-new-tokens", 0, CT_OPT_INT, &a->min_new_tokens, "N", "frames before EOS is allowed (default 2)"},
+        {"max-frames", 0, CT_OPT_INT, &a->max_frames, "N", "stop after N frames (per utterance)"},
+        {"max-new-tokens", 0, CT_OPT_INT, &a->max_new_tokens, "N", "reference budget (N-1 frames; default: generation_config)"},
+        {"streaming-text", 0, CT_OPT_FLAG, &a->streaming, NULL, "use the streaming-text prompt layout"},
+        {"non-streaming-text", 0, CT_OPT_FLAG, &a->non_streaming, NULL, "use the non-streaming prompt layout"},
+        {"threads", 0, CT_OPT_INT, &a->threads, "N", "compute threads (default 0 = all CPUs)"},
+        {"context", 0, CT_OPT_INT, &a->ctx, "N", "talker KV positions to reserve (default 2048)"},
+        {"f32", 0, CT_OPT_FLAG, &a->f32, NULL, "convert weights to f32 at load (reference mode)"},
+        {"tokenizer", 0, CT_OPT_STR, &a->tok, "DIR", "tokenizer files directory (default: model dir)"},
+        {"quiet", 'q', CT_OPT_FLAG, &a->quiet, NULL, "no progress line or summary"},
+    };
+    int n = (int)(sizeof all / sizeof *all);
+    if (n > cap) n = cap;
+    memcpy(o, all, sizeof(ct_opt) * (size_t)n);
+    return n;
+}
+
+void ct_cli_gen_params(const ct_cli_gen *a, ct_gen_params *g, const char *text, const float *xv,
+                       const ct_model *m) {
+    *g = ct_gen_params_default();
+    g->text = text;
+    g->speaker = a->speaker;
+    g->language = a->language;
+    g->instruct = a->instruct;
+    g->xvector = xv;
+    g->xvector_len = xv ? ct_model_get_info(m).talker_hidden : 0;
+    g->non_streaming = a->streaming ? 0 : a->non_streaming ? 1 : -1;
+    g->seed = a->seed;
+    g->greedy = a->greedy;
+    g->temperature = a->temperature;
+    g->top_k = a->top_k;
+    g->top_p = a->top_p;
+    g->repetition_penalty = a->rep;
+    g->sub_temperature = a->sub_temperature;
+    g->sub_top_k = a->sub_top_k;
+    g->sub_top_p = a->sub_top_p;
+    g->min_new_tokens = a->min_new_tokens;
+    g->max_frames = a->max_frames;
+    g->max_new_tokens = a->max_new_tokens;
+}
+
+int ct_cli_read_xvector(const ct_cli_gen *a, const ct_model *m, float **out) {
+    *out = NULL;
+    if (!a->xvec) return 0;
+    int n = ct_model_get_info(m).talker_hidden;
+    float *xv = malloc((size_t)n * sizeof(float) + sizeof(float));
+    FILE *f = xv ? fopen(a->xvec, "rb") : NULL;
+    size_t got = f ? fread(xv, sizeof(float), (size_t)n + 1, f) : 0;
+    if (f) fclose(f);
+    if (!f || got != (size_t)n) {
+        fprintf(stderr, "error: --xvector '%s' must hold exactly %d float32 values\n", a->xvec, n);
+        free(xv);
+        return -1;
+    }
+    *out = xv;
+    return 0;
+}
+
+static char *slurp(FILE *f, size_t max) {
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    if (!b) return NULL;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap *= 2;
+            char *nb = realloc(b, cap);
+            if (!nb) {
+                free(b);
+                return NULL;
+            }
+            b = nb;
+        }
+        size_t got = fread(b + n, 1, 4096, f);
+        n += got;
+        if (n > max) {
+            free(b);
+            return NULL;
+        }
+        if (got < 4096) break;
+    }
+    b[n] = 0;
+    return b;
+}
+
+char *ct_cli_get_text(const char *text, const char *file, int strip) {
+    char *t = NULL;
+    if (text) {
+        t = strdup(text);
+    } else if (file && strcmp(file, "-") != 0) {
+        FILE *f = fopen(file, "rb");
+        if (!f) {
+            fprintf(stderr, "error: cannot open text file '%s'\n", file);
+            return NULL;
+        }
+        t = slurp(f, 16u << 20);
+        fclose(f);
+        if (!t) fprintf(stderr, "error: cannot read '%s' (over 16 MiB?)\n", file);
+    } else {
+        if (isatty(0)) fprintf(stderr, "reading text from stdin (end with Ctrl-D)...\n");
+        t = slurp(stdin, 16u << 20);
+        if (!t) fprintf(stderr, "error: cannot read stdin\n");
+    }
+    if (t && strip) {
+        size_t n = strlen(t);
+        while (n && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' ' || t[n - 1] == '\t'))
+            t[--n] = 0;
+        size_t lead = strspn(t, " \t\r\n");
+        if (lead) memmove(t, t + lead, n - lead + 1);
+    }
+    return t;
+}
+
+ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32) {
+    if (!dir) {
+        fprintf(stderr, "error: --model DIR is required\n");
+        return NULL;
+    }
+    ct_model_params mp = ct_model_params_default();
+    mp.tokenizer_dir = tok_dir;
+    mp.f32_weights = f32;
+    ct_model *m = NULL;
+    char err[1024];
+    if (ct_model_load(dir, &mp, &m, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        return NULL;
+    }
+    return m;
+}

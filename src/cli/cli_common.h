@@ -1,0 +1,35 @@
+/* Shared CLI pieces: text input, model loading, and the generation flags common to `codes`,
+   `synth` and the benchmarks. */
+#ifndef CT_CLI_COMMON_H
+#define CT_CLI_COMMON_H
+
+#include <stdint.h>
+
+#include "cli/args.h"
+#include "codectalk.h"
+
+typedef struct {
+    const char *model, *text, *file, *speaker, *language, *instruct, *tok, *xvec;
+    uint64_t seed;
+    int greedy, max_frames, max_new_tokens, streaming, non_streaming, f32, ctx, top_k, sub_top_k,
+        min_new_tokens, quiet, threads;
+    float temperature, top_p, rep, sub_temperature, sub_top_p;
+} ct_cli_gen;
+
+void ct_cli_gen_init(ct_cli_gen *a);
+/* Writes the generation options into opts (at most cap entries, no terminator); returns count. */
+int ct_cli_gen_opts(ct_cli_gen *a, ct_opt *opts, int cap);
+/* Fills g from the parsed flags for text (xv may be NULL). */
+void ct_cli_gen_params(const ct_cli_gen *a, ct_gen_params *g, const char *text, const float *xv,
+                       const ct_model *m);
+/* Reads --xvector into a malloc'd buffer (*out stays NULL when not given); prints errors. */
+int ct_cli_read_xvector(const ct_cli_gen *a, const ct_model *m, float **out);
+
+/* Text from --text, --file, or stdin (malloc'd); strip trims surrounding whitespace. */
+char *ct_cli_get_text(const char *text, const char *file, int strip);
+/* Loads a model or prints the error and returns NULL. */
+ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32);
+
+int ct_cli_synth(int argc, char **argv);
+
+#endif
