@@ -153,6 +153,79 @@ typedef struct {
 
 ct_run_info ct_session_run_info(const ct_session *s);
 
+/* ---- codec decoder ------------------------------------------------------------------ */
+
+/* The codec decoder (speech_tokenizer/ of a model directory); immutable, shareable. */
+typedef struct ct_codec ct_codec;
+
+/* Loads model_dir/speech_tokenizer/{config.json, model.safetensors}. */
+ct_status ct_codec_load(const char *model_dir, ct_codec **out, char *err, size_t errcap);
+void ct_codec_free(ct_codec *c);
+int ct_codec_samples_per_frame(const ct_codec *c); /* 1920 */
+int ct_codec_sample_rate(const ct_codec *c);       /* 24000 */
+
+/* ---- streaming synthesis (stage threads) -------------------------------------------- */
+
+/* A streaming synthesiser: stage 0 (talker + code predictor) and stage 1 (codec decoder) run
+   on their own threads, joined by a bounded frame queue; PCM reaches a callback in chunks chosen
+   by a schedule. One request at a time per object; create one per concurrent stream. */
+typedef struct ct_synth ct_synth;
+
+typedef struct {
+    size_t size;
+    int max_context;         /* talker KV positions (default 2048) */
+    int talker_threads;      /* stage-0 compute threads (default 1) */
+    const int *talker_cpus;  /* optional pinning for stage 0 (borrowed until create returns) */
+    int n_talker_cpus;
+    int codec_threads;       /* stage-1 threads (default 1) */
+    const int *codec_cpus;   /* optional pinning for stage 1 */
+    int n_codec_cpus;
+    int queue_frames;        /* frame queue capacity (default 64); a full queue blocks stage 0 */
+    const char *schedule;    /* "exact" (default), "fixed:F,S", "ramp:2,4,8,16,25", "dynamic",
+                                "adaptive" (see docs/STREAMING.md) */
+    int windowed;            /* 1: stateless windowed decode with left context (the exportable
+                                form); 0: exact stateful decoder (default) */
+    int context_frames;      /* windowed left context (default 72) */
+    int max_chunk_frames;    /* largest chunk any schedule may ask for (default 64) */
+} ct_synth_params;
+
+ct_synth_params ct_synth_params_default(void);
+
+/* PCM sink, called on the stage-1 thread: n samples (mono f32 at the codec rate) of chunk
+   `index`. Return 0 to continue, non-zero to cancel the request. A slow sink blocks stage 1,
+   which back-pressures stage 0 through the queue: audio is never dropped or reordered. */
+typedef int (*ct_pcm_sink)(void *ud, const float *pcm, int n, int index);
+
+ct_status ct_synth_create(const ct_model *m, const ct_codec *c, const ct_synth_params *p,
+                          ct_synth **out, char *err, size_t errcap);
+void ct_synth_free(ct_synth *s);
+
+/* Runs one request to completion (blocking the caller). Returns CT_ERR_ABORTED when cancelled
+   (by ct_synth_cancel or the sink) — both stages stop within one frame. */
+ct_status ct_synth_run(ct_synth *s, const ct_gen_params *g, ct_pcm_sink sink, void *ud);
+
+/* Requests cancellation of the running request; safe from any thread (also a signal-free
+   no-op when idle). */
+void ct_synth_cancel(ct_synth *s);
+
+const char *ct_synth_errmsg(const ct_synth *s);
+
+/* Per-request facts of the last run. */
+typedef struct {
+    int frames, chunks;
+    double t_first_frame_ms;  /* stage 0: prefill + first frame ready */
+    double t_first_audio_ms;  /* first PCM handed to the sink (TTFA) */
+    double t_done_ms;
+    ct_stop_reason stop;
+    double stage0_ms, stage1_ms; /* busy time per stage */
+} ct_synth_stats;
+
+ct_synth_stats ct_synth_get_stats(const ct_synth *s);
+
+/* Chunk arrival timeline of the last run: t_ms since ct_synth_run began and samples per chunk.
+   Returns the number of chunks; fills up to cap entries. */
+int ct_synth_timeline(const ct_synth *s, double *t_ms, int *samples, int cap);
+
 #ifdef __cplusplus
 }
 #endif

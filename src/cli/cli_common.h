@@ -31,5 +31,6 @@ char *ct_cli_get_text(const char *text, const char *file, int strip);
 ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32);
 
 int ct_cli_synth(int argc, char **argv);
+int ct_cli_bench(int argc, char **argv);
 
 #endif

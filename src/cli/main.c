@@ -252,6 +252,7 @@ static void usage(void) {
            "  tokenize     text -> Qwen2 BPE token ids (JSON)\n"
            "  make-model   write a random-weight model in the published layout\n"
            "  info         load, validate and describe a model directory\n"
+           "  bench        model | roofline benchmarks\n"
            "  probe        describe this machine (ISA, cores, clusters, memory, accelerators)\n"
            "  profile      materialise the layered deploy profile (--auto --explain)\n"
            "  calibrate    derive chunk schedules from measured chunk arrivals\n",
@@ -275,6 +276,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "tokenize")) return cmd_tokenize(argc - 2, argv + 2);
     if (!strcmp(c, "codes")) return cmd_codes(argc - 2, argv + 2);
     if (!strcmp(c, "synth")) return ct_cli_synth(argc - 2, argv + 2);
+    if (!strcmp(c, "bench")) return ct_cli_bench(argc - 2, argv + 2);
     if (!strcmp(c, "make-model")) return cmd_make_model(argc - 2, argv + 2);
     if (!strcmp(c, "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(c, "probe")) return ct_cli_probe(argc - 2, argv + 2);

@@ -94,7 +94,6 @@ ct_status ct_pool_create(int n_threads, const int *cpus, int n_cpus, ct_pool **o
         }
         for (int i = 0; i < n_cpus; i++) p->cpus[i] = cpus[i];
         p->n_cpus = n_cpus;
-        if (pin_self(p->cpus, p->n_cpus, 0)) p->pinned++;
     }
     p->threads = calloc((size_t)n_threads, sizeof(pthread_t));
     if (!p->threads) {
@@ -142,6 +141,12 @@ void ct_pool_run(ct_pool *p, ct_pool_job job, void *ctx) {
     if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen);
     job(ctx, 0, p->n);
     while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) cpu_relax();
+}
+
+int ct_pool_pin_caller(ct_pool *p) {
+    if (!p || !pin_self(p->cpus, p->n_cpus, 0)) return 0;
+    __atomic_fetch_add(&p->pinned, 1, __ATOMIC_RELAXED);
+    return 1;
 }
 
 void ct_pool_split(int n, int ith, int nth, int align, int *lo, int *hi) {

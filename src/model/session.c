@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "model/session_internal.h"
 
 ct_session_params ct_session_params_default(void) {
@@ -166,6 +167,7 @@ ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
     s->running = 0;
     s->stop = CT_STOP_NONE;
     s->frames = s->n_generated = s->pos = 0;
+    s->t_pred_ms = s->t_talker_ms = 0;
     ct_gen_params g = *gp;
     s->tcfg.do_sample = g.greedy ? 0 : c->do_sample;
     s->tcfg.temperature = pick(g.temperature, c->temperature);
@@ -228,7 +230,10 @@ ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got) {
     }
     const ct_config *c = &s->m->cfg;
     const int H = c->talker.hidden;
+    double t0 = ct_now_ms();
     ct_predict_frame(s, s->h, s->c0, NULL, codes, NULL);
+    double t1 = ct_now_ms();
+    s->t_pred_ms += t1 - t0;
     s->frames++;
     *got = 1;
     if (s->frames >= s->frame_limit) {
@@ -248,6 +253,7 @@ ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got) {
         return CT_ERR_INTERNAL;
     }
     s->c0 = c0;
+    s->t_talker_ms += ct_now_ms() - t1;
     if (c0 == c->codec_eos) {
         s->running = 0;
         s->stop = CT_STOP_EOS;

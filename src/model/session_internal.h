@@ -39,6 +39,7 @@ struct ct_session {
     ct_sample_cfg tcfg, scfg;
     int min_new_tokens;
     ct_rng trng, srng;
+    double t_pred_ms, t_talker_ms; /* accumulated stage times of this run */
     char err[1024];
 };
 

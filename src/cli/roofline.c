@@ -1,0 +1,163 @@
+/* Roofline probes: a streaming read over a large buffer and a register-resident FMA loop, on
+   1 and N threads of a pinned pool. Vector code is selected at run time by target attributes. */
+#include "cli/roofline.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/pool.h"
+#include "kernels/cpu.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    const float *buf;
+    size_t n;       /* floats */
+    int wide;       /* 2 = avx512, 1 = avx2, 0 = scalar */
+    float sink[64];
+    long fma_iters;
+} job;
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static float read512(const float *p, size_t n) {
+    __m512 a = _mm512_setzero_ps(), b = a, c = a, d = a;
+    for (size_t i = 0; i + 64 <= n; i += 64) {
+        a = _mm512_add_ps(a, _mm512_loadu_ps(p + i));
+        b = _mm512_add_ps(b, _mm512_loadu_ps(p + i + 16));
+        c = _mm512_add_ps(c, _mm512_loadu_ps(p + i + 32));
+        d = _mm512_add_ps(d, _mm512_loadu_ps(p + i + 48));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
+}
+
+__attribute__((target("avx2,fma"))) static float read256(const float *p, size_t n) {
+    __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a;
+    for (size_t i = 0; i + 32 <= n; i += 32) {
+        a = _mm256_add_ps(a, _mm256_loadu_ps(p + i));
+        b = _mm256_add_ps(b, _mm256_loadu_ps(p + i + 8));
+        c = _mm256_add_ps(c, _mm256_loadu_ps(p + i + 16));
+        d = _mm256_add_ps(d, _mm256_loadu_ps(p + i + 24));
+    }
+    float t[8];
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
+    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+
+/* 10 independent FMA chains of 16 lanes: 320 flops per iteration. */
+__attribute__((target("avx512f"))) static float fma512(long iters) {
+    __m512 acc[10], m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
+    for (int i = 0; i < 10; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 10; i++) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+    __m512 s = acc[0];
+    for (int i = 1; i < 10; i++) s = _mm512_add_ps(s, acc[i]);
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static float fma256(long iters) {
+    __m256 acc[10], m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+    for (int i = 0; i < 10; i++) acc[i] = _mm256_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 10; i++) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+    float t[8];
+    __m256 s = acc[0];
+    for (int i = 1; i < 10; i++) s = _mm256_add_ps(s, acc[i]);
+    _mm256_storeu_ps(t, s);
+    return t[0] + t[7];
+}
+#endif
+
+static float read_scalar(const float *p, size_t n) {
+    float a[8] = {0};
+    for (size_t i = 0; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) a[j] += p[i + j];
+    return a[0] + a[7];
+}
+
+static void read_job(void *ctx, int ith, int nth) {
+    job *j = ctx;
+    int lo, hi;
+    ct_pool_split((int)(j->n / 4096), ith, nth, 1, &lo, &hi);
+    const float *p = j->buf + (size_t)lo * 4096;
+    size_t n = (size_t)(hi - lo) * 4096;
+    float r;
+#if defined(__x86_64__)
+    if (j->wide == 2) r = read512(p, n);
+    else if (j->wide == 1) r = read256(p, n);
+    else
+#endif
+        r = read_scalar(p, n);
+    j->sink[ith & 63] = r;
+}
+
+static void fma_job(void *ctx, int ith, int nth) {
+    job *j = ctx;
+    (void)nth;
+    float r = 0;
+#if defined(__x86_64__)
+    if (j->wide == 2) r = fma512(j->fma_iters);
+    else if (j->wide == 1) r = fma256(j->fma_iters);
+#endif
+    j->sink[ith & 63] = r;
+}
+
+static double run_read(ct_pool *p, job *j) {
+    double best = 0;
+    for (int rep = 0; rep < 4; rep++) {
+        double t = now_s();
+        ct_pool_run(p, read_job, j);
+        double gbs = (double)j->n * 4 / (now_s() - t) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    return best;
+}
+
+static double run_fma(ct_pool *p, job *j, int nth) {
+    double best = 0;
+    int lanes = j->wide == 2 ? 16 : 8;
+    for (int rep = 0; rep < 3; rep++) {
+        double t = now_s();
+        ct_pool_run(p, fma_job, j);
+        double gf = (double)j->fma_iters * 10 * lanes * 2 * nth / (now_s() - t) / 1e9;
+        if (gf > best) best = gf;
+    }
+    return best;
+}
+
+void ct_roofline_measure(int n_threads, int buf_mib, ct_roofline *out) {
+    memset(out, 0, sizeof *out);
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    job j;
+    memset(&j, 0, sizeof j);
+    j.wide = ct_isa_supported(CT_ISA_AVX512, &f) ? 2 : ct_isa_supported(CT_ISA_AVX2, &f) ? 1 : 0;
+    out->isa = j.wide == 2 ? "avx512" : j.wide == 1 ? "avx2" : "scalar";
+    out->n_threads = n_threads;
+    j.n = (size_t)buf_mib << 18; /* floats */
+    float *buf = malloc(j.n * sizeof(float));
+    if (!buf) return;
+    for (size_t i = 0; i < j.n; i++) buf[i] = (float)(i & 7);
+    j.buf = buf;
+    j.fma_iters = 20000000;
+    ct_pool *p1 = NULL, *pn = NULL;
+    ct_pool_create(1, NULL, 0, &p1);
+    ct_pool_create(n_threads, NULL, 0, &pn);
+    out->read_gbs_1t = run_read(p1, &j);
+    out->read_gbs_nt = run_read(pn, &j);
+    if (j.wide) {
+        out->fma_gflops_1t = run_fma(p1, &j, 1);
+        out->fma_gflops_nt = run_fma(pn, &j, n_threads);
+    }
+    ct_pool_free(p1);
+    ct_pool_free(pn);
+    free(buf);
+}
