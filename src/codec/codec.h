@@ -2,13 +2,15 @@
  * of 24 kHz mono PCM in [-1, 1] (MODEL.md 5.2). F32 throughout. Three entry points share
  * one implementation: a one-shot decode, an exact stateful streaming decoder (per-conv
  * history tails, KV ring per transformer layer, absolute RoPE positions) and a stateless
- * windowed decode (the seed's exportable form, EDGE.md 8.3). */
+ * windowed decode (the seed's exportable form, EDGE.md 8.3). Kernels follow the process-wide
+ * dispatched ISA (ct_kernels()); an optional ct_pool splits the heavy stages over threads. */
 #ifndef CT_CODEC_H
 #define CT_CODEC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/pool.h"
 #include "core/status.h"
 
 typedef struct ct_codec ct_codec;               /* immutable after load, shareable */
@@ -39,6 +41,12 @@ int ct_codec_n_groups(const ct_codec *c);          /* codebooks per frame: 16 */
 ct_status ct_codec_decode(const ct_codec *c, const int32_t *codes, int n_frames, float *pcm,
                           char *err, size_t errcap);
 
+/* One-shot decode as ct_codec_decode, with the heavy stages split over pool's threads
+ * (pool may be NULL = calling thread only). The output does not depend on the thread
+ * count (bit-identical). The pool must not be running another job during the call. */
+ct_status ct_codec_decode_pool(const ct_codec *c, ct_pool *pool, const int32_t *codes, int n_frames,
+                               float *pcm, char *err, size_t errcap);
+
 /* Streaming: the state is sized up front for up to max_chunk (>= 1) frames per push;
  * nothing allocates per push. CT_ERR_INVALID_ARG, CT_ERR_NOMEM. */
 ct_status ct_codec_stream_create(const ct_codec *c, int max_chunk, ct_codec_stream **out,
@@ -51,6 +59,12 @@ ct_status ct_codec_stream_create(const ct_codec *c, int max_chunk, ct_codec_stre
  * frames were pushed before. */
 ct_status ct_codec_stream_push(ct_codec_stream *s, const int32_t *codes, int n_frames, float *pcm,
                                char *err, size_t errcap);
+
+/* Makes later pushes run the heavy stages (GEMMs, SnakeBeta) on pool's threads; NULL goes
+ * back to the calling thread only. The pool is borrowed (must outlive its use by the
+ * stream, and not be running another job during a push). Output is bit-identical for every
+ * thread count. CT_ERR_INVALID_ARG when s is NULL. */
+ct_status ct_codec_stream_set_pool(ct_codec_stream *s, ct_pool *pool);
 
 /* Back to the start-of-stream state (zero history, position 0). */
 void ct_codec_stream_reset(ct_codec_stream *s);
@@ -66,5 +80,9 @@ void ct_codec_stream_free(ct_codec_stream *s);
 ct_status ct_codec_decode_window(const ct_codec *c, const int32_t *ctx_codes, int n_ctx,
                                  const int32_t *chunk_codes, int n_chunk, float *pcm,
                                  char *err, size_t errcap);
+/* The same with a pool (NULL = calling thread only). */
+ct_status ct_codec_decode_window_pool(const ct_codec *c, ct_pool *pool, const int32_t *ctx_codes, int n_ctx,
+                                      const int32_t *chunk_codes, int n_chunk, float *pcm, char *err,
+                                      size_t errcap);
 
 #endif

@@ -7,6 +7,11 @@
 
 ct_status ct_codec_decode(const ct_codec *c, const int32_t *codes, int n_frames, float *pcm,
                           char *err, size_t errcap) {
+    return ct_codec_decode_pool(c, NULL, codes, n_frames, pcm, err, errcap);
+}
+
+ct_status ct_codec_decode_pool(const ct_codec *c, ct_pool *pool, const int32_t *codes, int n_frames,
+                               float *pcm, char *err, size_t errcap) {
     if (!c || n_frames < 0 || (n_frames > 0 && (!codes || !pcm)))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "ct_codec_decode: NULL argument or negative frame count");
     if (n_frames == 0) return CT_OK;
@@ -18,6 +23,7 @@ ct_status ct_codec_decode(const ct_codec *c, const int32_t *codes, int n_frames,
     ct_codec_stream *s = NULL;
     st = ct_codec_stream_create(c, piece, &s, err, errcap);
     if (st != CT_OK) return st;
+    ct_codec_stream_set_pool(s, pool);
     for (int f = 0; f < n_frames; f += piece) {
         int n = n_frames - f < piece ? n_frames - f : piece;
         ct_codec_run_chunk(s, codes + (size_t)f * (size_t)c->n_q, n, pcm + (size_t)f * (size_t)c->spf);

@@ -15,6 +15,18 @@
 #define CT_CODEC_PRE_K 3      /* pre_conv kernel */
 #define CT_CODEC_ONESHOT_PIECE 64 /* frames per internal push of the one-shot path */
 
+/* Per-stage timers (ct_codec_stream_profile): rvq+pre_conv, transformer, ConvNeXt upsample,
+ * decoder.0, blocks 0..MAX_BLOCKS-1, final snake+conv. */
+enum {
+    CT_CODEC_PROF_PRE = 0,
+    CT_CODEC_PROF_TX,
+    CT_CODEC_PROF_UP,
+    CT_CODEC_PROF_DEC0,
+    CT_CODEC_PROF_BLOCK0,
+    CT_CODEC_PROF_FIN = CT_CODEC_PROF_BLOCK0 + CT_CODEC_MAX_BLOCKS,
+    CT_CODEC_PROF_N
+};
+
 /* SnakeBeta parameters, precomputed: ea = exp(alpha), ib = 1 / (exp(beta) + 1e-9). */
 typedef struct {
     float *ea, *ib; /* [C] */
@@ -101,6 +113,9 @@ struct ct_codec {
  * convs, ceil(k/s)-1 for transposed convs); work buffers A/B/X are shared scratch. */
 struct ct_codec_stream {
     const ct_codec *c;
+    ct_cv_exec ex;               /* kernel variants (dispatched ISA) + pool (NULL = 1 thread) */
+    int prof_on;                 /* accumulate prof[] when set */
+    double prof[CT_CODEC_PROF_N]; /* seconds per stage since the last profile call */
     int max_chunk;
     int64_t pos;                 /* absolute frame position of the next pushed frame */
     int ring;                    /* KV ring slots = window - 1 + max_chunk */
@@ -116,6 +131,8 @@ struct ct_codec_stream {
     float *t_ru[CT_CODEC_MAX_BLOCKS][CT_CODEC_N_RU]; /* [6*dil][cout] residual conv1 input tail */
     float *t_fin;                            /* [6][C] final conv input tail */
 
+    int piece[CT_CODEC_MAX_BLOCKS];          /* block input rows per sub-piece (cache blocking) */
+    float *O[CT_CODEC_MAX_BLOCKS];           /* [piece[b] * rate][cout] block output of one sub-piece */
     size_t work;                 /* floats in each of A, B, X */
     float *A, *B, *X;            /* shared work buffers (with history headroom) */
     /* transformer scratch, rows = max_chunk */
@@ -128,6 +145,13 @@ struct ct_codec_stream {
 /* Checks every code in codes[n][n_q] is in [0, codebook_size). */
 ct_status ct_codec_check_codes(const ct_codec *c, const int32_t *codes, int n, int frame0,
                                char *err, size_t errcap);
+
+/* Test/bench hook: enable (1) or disable (0) the per-stage timers and zero them. */
+void ct_codec_stream_profile(ct_codec_stream *s, int enable);
+
+/* Test/bench hook: use kernel variants for ISA level isa (keeps the pool). Returns CT_OK or
+ * CT_ERR_UNSUPPORTED when this build or CPU lacks them. */
+ct_status ct_codec_stream_set_isa(ct_codec_stream *s, ct_isa isa);
 
 /* Decodes n (1..max_chunk) already-checked frames, advancing the state. */
 void ct_codec_run_chunk(ct_codec_stream *s, const int32_t *codes, int n, float *pcm);

@@ -1,9 +1,12 @@
 /* Stateful streaming codec decoder: every stage of MODEL.md 5.2 run on a chunk of new
  * frames, with per-causal-op history tails, a KV ring per transformer layer masked to the
- * sliding window, and absolute RoPE positions. All memory is sized at create time. */
+ * sliding window, and absolute RoPE positions. All memory is sized at create time. GEMMs and
+ * SnakeBeta go through the stream's ct_cv_exec (dispatched SIMD variant + optional pool);
+ * decoder blocks after the first run on time sub-pieces so their activations stay in cache. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codec/codec_internal.h"
 #include "kernels/ops.h"
@@ -14,8 +17,30 @@
 
 static size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
 
+/* Output floats of one decoder-block sub-piece: later blocks run on time slices of their
+ * input so their activations stay in cache (exact: the same as streaming smaller chunks). */
+#define BLOCK_PIECE_FLOATS (192 * 1024)
+
+/* Sub-piece sizes (block input rows) for chunks of up to n frames. Block 0 takes the whole
+ * chunk (its weights are the largest, streaming them once per chunk matters more). */
+static void block_pieces(const ct_codec *c, int n, int *piece) {
+    int m = n;
+    for (int u = 0; u < c->n_up; u++) m *= c->up[u].ratio;
+    for (int b = 0; b < c->n_blocks; b++) {
+        const ct_codec_block *bl = &c->blocks[b];
+        if (b == 0) {
+            piece[b] = m;
+        } else {
+            int in_max = piece[b - 1] * c->blocks[b - 1].rate;
+            int p = BLOCK_PIECE_FLOATS / (bl->rate * bl->cout);
+            if (p < 1) p = 1;
+            piece[b] = p < in_max ? p : in_max;
+        }
+    }
+}
+
 /* Floats needed by each of the shared work buffers A, B, X for n frames per chunk. */
-static size_t work_floats(const ct_codec *c, int n) {
+static size_t work_floats(const ct_codec *c, int n, const int *piece) {
     size_t N = (size_t)n, w = 0, Lt = (size_t)c->latent;
     w = zmax(w, (HPRE + N) * (size_t)c->vq_dim);
     w = zmax(w, N * Lt);
@@ -33,6 +58,7 @@ static size_t work_floats(const ct_codec *c, int n) {
     for (int b = 0; b < c->n_blocks; b++) {
         const ct_codec_block *bl = &c->blocks[b];
         size_t h = (size_t)ct_cv_tconv_history(2 * bl->rate, bl->rate);
+        m = (size_t)piece[b];
         w = zmax(w, (h + m) * (size_t)bl->cin);
         m *= (size_t)bl->rate;
         w = zmax(w, (H7 * 9 + m) * (size_t)bl->cout);
@@ -56,6 +82,7 @@ void ct_codec_stream_free(ct_codec_stream *s) {
         for (int j = 0; j < CT_CODEC_N_RU; j++) free(s->t_ru[b][j]);
     }
     free(s->t_fin);
+    for (int b = 0; b < CT_CODEC_MAX_BLOCKS; b++) free(s->O[b]);
     free(s->A);
     free(s->B);
     free(s->X);
@@ -115,6 +142,7 @@ ct_status ct_codec_stream_create(const ct_codec *c, int max_chunk, ct_codec_stre
     ct_codec_stream *s = calloc(1, sizeof *s);
     if (!s) return ct_errf(err, errcap, CT_ERR_NOMEM, "ct_codec_stream_create: out of memory");
     s->c = c;
+    ct_cv_exec_init(&s->ex, NULL);
     s->max_chunk = max_chunk;
     s->ring = c->window - 1 + max_chunk;
     const size_t N = (size_t)max_chunk, H = (size_t)c->hidden;
@@ -129,7 +157,10 @@ ct_status ct_codec_stream_create(const ct_codec *c, int max_chunk, ct_codec_stre
     tail_ref tails[MAX_TAILS];
     int nt = list_tails(s, tails);
     for (int i = 0; i < nt; i++) ok &= (*tails[i].p = fz(tails[i].n)) != NULL;
-    s->work = work_floats(c, max_chunk);
+    block_pieces(c, max_chunk, s->piece);
+    for (int b = 0; b < c->n_blocks; b++)
+        ok &= (s->O[b] = fz((size_t)s->piece[b] * (size_t)c->blocks[b].rate * (size_t)c->blocks[b].cout)) != NULL;
+    s->work = work_floats(c, max_chunk, s->piece);
     ok &= (s->A = fz(s->work)) != NULL;
     ok &= (s->B = fz(s->work)) != NULL;
     ok &= (s->X = fz(s->work)) != NULL;
@@ -153,6 +184,42 @@ ct_status ct_codec_stream_create(const ct_codec *c, int max_chunk, ct_codec_stre
     }
     *out = s;
     return CT_OK;
+}
+
+ct_status ct_codec_stream_set_pool(ct_codec_stream *s, ct_pool *pool) {
+    if (!s) return CT_ERR_INVALID_ARG;
+    s->ex.pool = pool;
+    return CT_OK;
+}
+
+ct_status ct_codec_stream_set_isa(ct_codec_stream *s, ct_isa isa) {
+    if (!s) return CT_ERR_INVALID_ARG;
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    ct_cv_exec ex;
+    if (!ct_isa_supported(isa, &f) || ct_cv_exec_init_isa(&ex, s->ex.pool, isa) != 0) return CT_ERR_UNSUPPORTED;
+    s->ex = ex;
+    return CT_OK;
+}
+
+void ct_codec_stream_profile(ct_codec_stream *s, int enable) {
+    if (!s) return;
+    s->prof_on = enable;
+    memset(s->prof, 0, sizeof s->prof);
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Adds the time since *t0 to stage i when profiling, and restarts the clock. */
+static void prof_mark(ct_codec_stream *s, int i, double *t0) {
+    if (!s->prof_on) return;
+    double t = now_s();
+    s->prof[i] += t - *t0;
+    *t0 = t;
 }
 
 void ct_codec_stream_reset(ct_codec_stream *s) {
@@ -208,7 +275,7 @@ static void transformer(ct_codec_stream *s, const float *in, int n, float *out_r
     const int qd = nh * hd, kvd = nkv * hd, grp = nh / nkv, R = s->ring, W = c->window;
     const float scale = 1.0f / sqrtf((float)hd);
     float *x = s->tx, *h = s->th;
-    ct_cv_linear(x, in, n, &c->in_proj, c->in_proj_b, 0);
+    ct_cv_linear_ex(&s->ex, x, in, n, &c->in_proj, c->in_proj_b, 0);
     for (int t = 0; t < n; t++)
         ct_rope_angles((int)(s->pos + t), hd, c->rope_theta, s->rc + (size_t)t * hh, s->rs + (size_t)t * hh);
     for (int l = 0; l < c->n_layers; l++) {
@@ -216,9 +283,9 @@ static void transformer(ct_codec_stream *s, const float *in, int n, float *out_r
         float *kr = s->kv_k + (size_t)l * (size_t)R * (size_t)kvd;
         float *vr = s->kv_v + (size_t)l * (size_t)R * (size_t)kvd;
         for (int t = 0; t < n; t++) ct_rmsnorm(h + (size_t)t * H, x + (size_t)t * H, ly->ln1, H, c->rms_eps);
-        ct_cv_linear(s->tq, h, n, &ly->q, NULL, 0);
-        ct_cv_linear(s->tk, h, n, &ly->k, NULL, 0);
-        ct_cv_linear(s->tv, h, n, &ly->v, NULL, 0);
+        ct_cv_linear_ex(&s->ex, s->tq, h, n, &ly->q, NULL, 0);
+        ct_cv_linear_ex(&s->ex, s->tk, h, n, &ly->k, NULL, 0);
+        ct_cv_linear_ex(&s->ex, s->tv, h, n, &ly->v, NULL, 0);
         for (int t = 0; t < n; t++) {
             const float *cs = s->rc + (size_t)t * hh, *sn = s->rs + (size_t)t * hh;
             for (int i = 0; i < nh; i++) ct_rope_apply(s->tq + (size_t)t * qd + (size_t)i * hd, cs, sn, hd);
@@ -249,25 +316,70 @@ static void transformer(ct_codec_stream *s, const float *in, int n, float *out_r
                 }
             }
         }
-        ct_cv_linear(s->tt, s->ta, n, &ly->o, NULL, 0);
+        ct_cv_linear_ex(&s->ex, s->tt, s->ta, n, &ly->o, NULL, 0);
         for (size_t r = 0; r < (size_t)n; r++)
             for (int e = 0; e < H; e++) x[r * H + e] += ly->ls_attn[e] * s->tt[r * H + e];
         for (int t = 0; t < n; t++) ct_rmsnorm(h + (size_t)t * H, x + (size_t)t * H, ly->ln2, H, c->rms_eps);
-        ct_cv_linear(s->tg, h, n, &ly->gate, NULL, 0);
-        ct_cv_linear(s->tu, h, n, &ly->up, NULL, 0);
+        ct_cv_linear_ex(&s->ex, s->tg, h, n, &ly->gate, NULL, 0);
+        ct_cv_linear_ex(&s->ex, s->tu, h, n, &ly->up, NULL, 0);
         ct_swiglu(s->tg, s->tg, s->tu, n * c->ffn);
-        ct_cv_linear(s->tt, s->tg, n, &ly->down, NULL, 0);
+        ct_cv_linear_ex(&s->ex, s->tt, s->tg, n, &ly->down, NULL, 0);
         for (size_t r = 0; r < (size_t)n; r++)
             for (int e = 0; e < H; e++) x[r * H + e] += ly->ls_mlp[e] * s->tt[r * H + e];
     }
     for (int t = 0; t < n; t++) ct_rmsnorm(h + (size_t)t * H, x + (size_t)t * H, c->norm, H, c->rms_eps);
-    ct_cv_linear(out_rows, h, n, &c->out_proj, c->out_proj_b, 0);
+    ct_cv_linear_ex(&s->ex, out_rows, h, n, &c->out_proj, c->out_proj_b, 0);
+}
+
+/* Decoder block b (and everything after it) on m rows of its input `in`, in sub-pieces of
+ * s->piece[b] rows; writes m * (product of the remaining rates) samples to pcm. */
+static void run_blocks(ct_codec_stream *s, int b, const float *in, int m, float *pcm, double *t0) {
+    const ct_codec *c = s->c;
+    if (b >= c->n_blocks || b >= CT_CODEC_MAX_BLOCKS) {
+        /* 11. final SnakeBeta, conv k7 -> 1 channel, clamp */
+        const int cf = c->decoder_dim >> c->n_blocks;
+        float *a = hist_in(s->A, s->t_fin, H7, cf);
+        ct_cv_snake_ex(&s->ex, a, in, m, cf, c->fin_snake.ea, c->fin_snake.ib);
+        ct_cv_conv_causal_ex(&s->ex, pcm, a, m, &c->fin, 1, c->fin_b);
+        hist_save(s->t_fin, a, m, H7, cf);
+        for (int i = 0; i < m; i++) {
+            if (pcm[i] > 1.0f) pcm[i] = 1.0f;
+            else if (pcm[i] < -1.0f) pcm[i] = -1.0f;
+        }
+        prof_mark(s, CT_CODEC_PROF_FIN, t0);
+        return;
+    }
+    const ct_codec_block *bl = &c->blocks[b];
+    size_t spr = 1; /* samples per input row of this block */
+    for (int j = b; j < c->n_blocks; j++) spr *= (size_t)c->blocks[j].rate;
+    float *o = s->O[b];
+    for (int p0 = 0; p0 < m; p0 += s->piece[b]) {
+        const int n = m - p0 < s->piece[b] ? m - p0 : s->piece[b];
+        float *a = hist_in(s->A, s->t_tc[b], s->h_tc[b], bl->cin);
+        ct_cv_snake_ex(&s->ex, a, in + (size_t)p0 * (size_t)bl->cin, n, bl->cin, bl->snake.ea, bl->snake.ib);
+        ct_cv_tconv_causal_ex(&s->ex, o, a, n, &bl->tconv, bl->rate, bl->tconv_b);
+        hist_save(s->t_tc[b], a, n, s->h_tc[b], bl->cin);
+        const int mo = n * bl->rate;
+        for (int j = 0; j < CT_CODEC_N_RU; j++) {
+            const ct_codec_ru *ru = &bl->ru[j];
+            const int hr = H7 * ru->dil;
+            a = hist_in(s->A, s->t_ru[b][j], hr, bl->cout);
+            ct_cv_snake_ex(&s->ex, a, o, mo, bl->cout, ru->a1.ea, ru->a1.ib);
+            ct_cv_conv_causal_ex(&s->ex, s->B, a, mo, &ru->c1, ru->dil, ru->c1_b);
+            hist_save(s->t_ru[b][j], a, mo, hr, bl->cout);
+            ct_cv_snake_ex(&s->ex, s->B, s->B, mo, bl->cout, ru->a2.ea, ru->a2.ib);
+            ct_cv_linear_ex(&s->ex, o, s->B, mo, &ru->c2, ru->c2_b, 1);
+        }
+        prof_mark(s, CT_CODEC_PROF_BLOCK0 + b, t0);
+        run_blocks(s, b + 1, o, mo, pcm + (size_t)p0 * spr, t0);
+    }
 }
 
 void ct_codec_run_chunk(ct_codec_stream *s, const int32_t *codes, int n, float *pcm) {
     const ct_codec *c = s->c;
     const int D = c->entry_dim, O = c->vq_dim, Lt = c->latent, nq = c->n_q;
     const size_t cbs = (size_t)c->codebook_size * (size_t)D;
+    double t0 = s->prof_on ? now_s() : 0.0;
 
     /* 1. split RVQ dequant -> pre_conv input */
     for (int t = 0; t < n; t++) {
@@ -281,30 +393,32 @@ void ct_codec_run_chunk(ct_codec_stream *s, const int32_t *codes, int n, float *
         }
     }
     float *a = hist_in(s->A, s->t_pre, HPRE, O);
-    ct_cv_linear(a, s->e0, n, &c->proj_first, NULL, 0);
-    ct_cv_linear(a, s->er, n, &c->proj_rest, NULL, 1);
+    ct_cv_linear_ex(&s->ex, a, s->e0, n, &c->proj_first, NULL, 0);
+    ct_cv_linear_ex(&s->ex, a, s->er, n, &c->proj_rest, NULL, 1);
     /* 2. pre_conv */
-    ct_cv_conv_causal(s->B, a, n, &c->pre_conv, 1, c->pre_conv_b);
+    ct_cv_conv_causal_ex(&s->ex, s->B, a, n, &c->pre_conv, 1, c->pre_conv_b);
     hist_save(s->t_pre, a, n, HPRE, O);
+    prof_mark(s, CT_CODEC_PROF_PRE, &t0);
 
     /* 3. transformer -> input of the first upsample stage */
     a = hist_in(s->A, s->t_up_in[0], s->h_up[0], Lt);
     transformer(s, s->B, n, a);
+    prof_mark(s, CT_CODEC_PROF_TX, &t0);
 
     /* 4-5. ConvNeXt upsample stages */
     int m = n;
     for (int u = 0; u < c->n_up; u++) {
         const ct_codec_up *up = &c->up[u];
         float *bx = hist_in(s->B, s->t_dw[u], H7, Lt);
-        ct_cv_tconv_causal(bx, a, m, &up->tconv, up->ratio, up->tconv_b);
+        ct_cv_tconv_causal_ex(&s->ex, bx, a, m, &up->tconv, up->ratio, up->tconv_b);
         hist_save(s->t_up_in[u], a, m, s->h_up[u], Lt);
         m *= up->ratio;
         ct_cv_dwconv_causal(s->X, bx, m, Lt, K7, up->dw, up->dw_b);
         hist_save(s->t_dw[u], bx, m, H7, Lt);
         ct_cv_layernorm(s->X, s->X, m, Lt, up->ln_w, up->ln_b, 1e-6f);
-        ct_cv_linear(s->A, s->X, m, &up->pw1, up->pw1_b, 0);
+        ct_cv_linear_ex(&s->ex, s->A, s->X, m, &up->pw1, up->pw1_b, 0);
         ct_cv_gelu_erf(s->A, (size_t)m * 4 * (size_t)Lt);
-        ct_cv_linear(s->X, s->A, m, &up->pw2, up->pw2_b, 0);
+        ct_cv_linear_ex(&s->ex, s->X, s->A, m, &up->pw2, up->pw2_b, 0);
         int last = u + 1 == c->n_up;
         a = hist_in(s->A, last ? s->t_dec0 : s->t_up_in[u + 1], last ? H7 : s->h_up[u + 1], Lt);
         for (size_t r = 0; r < (size_t)m; r++)
@@ -312,39 +426,13 @@ void ct_codec_run_chunk(ct_codec_stream *s, const int32_t *codes, int n, float *
                 a[r * Lt + e] = bx[r * Lt + e] + up->gamma[e] * s->X[r * Lt + e];
     }
 
+    prof_mark(s, CT_CODEC_PROF_UP, &t0);
     /* 6. decoder.0 */
-    ct_cv_conv_causal(s->X, a, m, &c->dec0, 1, c->dec0_b);
+    ct_cv_conv_causal_ex(&s->ex, s->X, a, m, &c->dec0, 1, c->dec0_b);
     hist_save(s->t_dec0, a, m, H7, Lt);
+    prof_mark(s, CT_CODEC_PROF_DEC0, &t0);
 
-    /* 7-10. decoder blocks */
-    for (int b = 0; b < c->n_blocks; b++) {
-        const ct_codec_block *bl = &c->blocks[b];
-        a = hist_in(s->A, s->t_tc[b], s->h_tc[b], bl->cin);
-        ct_cv_snake(a, s->X, m, bl->cin, bl->snake.ea, bl->snake.ib);
-        ct_cv_tconv_causal(s->X, a, m, &bl->tconv, bl->rate, bl->tconv_b);
-        hist_save(s->t_tc[b], a, m, s->h_tc[b], bl->cin);
-        m *= bl->rate;
-        for (int j = 0; j < CT_CODEC_N_RU; j++) {
-            const ct_codec_ru *ru = &bl->ru[j];
-            const int hr = H7 * ru->dil;
-            a = hist_in(s->A, s->t_ru[b][j], hr, bl->cout);
-            ct_cv_snake(a, s->X, m, bl->cout, ru->a1.ea, ru->a1.ib);
-            ct_cv_conv_causal(s->B, a, m, &ru->c1, ru->dil, ru->c1_b);
-            hist_save(s->t_ru[b][j], a, m, hr, bl->cout);
-            ct_cv_snake(s->B, s->B, m, bl->cout, ru->a2.ea, ru->a2.ib);
-            ct_cv_linear(s->X, s->B, m, &ru->c2, ru->c2_b, 1);
-        }
-    }
-
-    /* 11. final SnakeBeta, conv k7 -> 1 channel, clamp */
-    const int cf = c->decoder_dim >> c->n_blocks;
-    a = hist_in(s->A, s->t_fin, H7, cf);
-    ct_cv_snake(a, s->X, m, cf, c->fin_snake.ea, c->fin_snake.ib);
-    ct_cv_conv_causal(pcm, a, m, &c->fin, 1, c->fin_b);
-    hist_save(s->t_fin, a, m, H7, cf);
-    for (int i = 0; i < m; i++) {
-        if (pcm[i] > 1.0f) pcm[i] = 1.0f;
-        else if (pcm[i] < -1.0f) pcm[i] = -1.0f;
-    }
+    /* 7-11. decoder blocks and the final conv, on sub-pieces */
+    run_blocks(s, 0, s->X, m, pcm, &t0);
     s->pos += n;
 }

@@ -8,6 +8,12 @@
 ct_status ct_codec_decode_window(const ct_codec *c, const int32_t *ctx_codes, int n_ctx,
                                  const int32_t *chunk_codes, int n_chunk, float *pcm,
                                  char *err, size_t errcap) {
+    return ct_codec_decode_window_pool(c, NULL, ctx_codes, n_ctx, chunk_codes, n_chunk, pcm, err, errcap);
+}
+
+ct_status ct_codec_decode_window_pool(const ct_codec *c, ct_pool *pool, const int32_t *ctx_codes, int n_ctx,
+                                      const int32_t *chunk_codes, int n_chunk, float *pcm, char *err,
+                                      size_t errcap) {
     if (!c || !chunk_codes || !pcm || n_chunk < 1 || n_ctx < 0 || (n_ctx > 0 && !ctx_codes))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
                        "ct_codec_decode_window: NULL argument or bad frame counts (context %d, chunk %d)", n_ctx,
@@ -27,7 +33,7 @@ ct_status ct_codec_decode_window(const ct_codec *c, const int32_t *ctx_codes, in
     }
     if (n_ctx) memcpy(codes, ctx_codes, (size_t)n_ctx * nq * sizeof *codes);
     memcpy(codes + (size_t)n_ctx * nq, chunk_codes, (size_t)n_chunk * nq * sizeof *codes);
-    st = ct_codec_decode(c, codes, (int)tot, wav, err, errcap);
+    st = ct_codec_decode_pool(c, pool, codes, (int)tot, wav, err, errcap);
     if (st == CT_OK) memcpy(pcm, wav + (size_t)n_ctx * spf, (size_t)n_chunk * spf * sizeof *pcm);
     free(codes);
     free(wav);

@@ -140,7 +140,11 @@ void ct_pool_run(ct_pool *p, ct_pool_job job, void *ctx) {
     atomic_fetch_add(&p->gen, 1);
     if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen);
     job(ctx, 0, p->n);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) cpu_relax();
+    /* spin briefly, then yield so an oversubscribed machine still makes progress */
+    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+        if (spins < SPIN_ITERS) cpu_relax();
+        else sched_yield();
+    }
 }
 
 int ct_pool_pin_caller(ct_pool *p) {

@@ -1,0 +1,308 @@
+/* Codec-decoder SIMD kernels: every GEMM / SnakeBeta variant this CPU runs (AVX2, AVX-512)
+ * against the scalar reference on edge shapes (partial panels, 1..17 rows, K longer than a
+ * K block, several taps with history, accumulate, NULL bias), with stated tolerances:
+ *   GEMM:  |y - y_ref| <= 1e-5 * (|y0| + |bias| + sum |x w|) per element (FMA vs mul+add);
+ *   Snake: |y - y_ref| <= 2e-6 * (|inv_beta| + |x|) + 1e-7 per element (polynomial sine);
+ * then bit-exactness of every variant across row / panel partitions and pool thread counts
+ * 1, 2, 3 (GEMM, transposed conv, SnakeBeta), and on the tiny random decoder: streaming
+ * (1-frame and ramp pushes) == one-shot and threads 1 == 2 == 3, bit for bit, per variant,
+ * with variants agreeing to NMSE < 1e-9. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codec/codec.h"
+#include "codec/codec_internal.h"
+#include "codec/conv.h"
+#include "core/pool.h"
+#include "ct_test.h"
+#include "kernels/cpu.h"
+#include "model/make_model.h"
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static uint32_t rnd32(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+static float rndf(void) { return (float)(rnd32() & 0xFFFFFF) / (float)0x800000 - 1.0f; }
+
+/* The variants to test: scalar + those this CPU and build support. */
+static int n_isas;
+static ct_isa isas[4];
+static void find_isas(void) {
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    static const ct_isa cand[3] = {CT_ISA_SCALAR, CT_ISA_AVX2, CT_ISA_AVX512};
+    for (int i = 0; i < 3; i++) {
+        ct_cv_exec ex;
+        if (ct_isa_supported(cand[i], &f) && ct_cv_exec_init_isa(&ex, NULL, cand[i]) == 0) isas[n_isas++] = cand[i];
+    }
+}
+
+/* Multi-tap GEMM of (cin, cout, k taps at dilation dil, n rows) for every variant. */
+static void test_gemm(int cin, int cout, int k, int dil, int n, int accumulate, int with_bias, ct_pool **pools) {
+    const int H = (k - 1) * dil;
+    ct_cv_packed W;
+    CHECK(ct_cv_packed_alloc(&W, k, cin, cout) == 0);
+    float *src = malloc(sizeof(float) * (size_t)cout * cin * k);
+    for (size_t i = 0; i < (size_t)cout * cin * k; i++) src[i] = rndf();
+    ct_cv_pack_conv(&W, src);
+    float *x = malloc(sizeof(float) * (size_t)(H + n) * cin), *bias = malloc(sizeof(float) * (size_t)cout);
+    for (size_t i = 0; i < (size_t)(H + n) * cin; i++) x[i] = rndf();
+    for (int i = 0; i < cout; i++) bias[i] = rndf();
+    const float *x0 = x + (size_t)H * cin;
+    int tap[16], off[16];
+    for (int j = 0; j < k; j++) {
+        tap[j] = j;
+        off[j] = -(k - 1 - j) * dil;
+    }
+    const size_t ny = (size_t)n * cout;
+    float *y0 = malloc(sizeof(float) * ny), *ref = malloc(sizeof(float) * ny), *y = malloc(sizeof(float) * ny),
+          *y2 = malloc(sizeof(float) * ny), *bound = malloc(sizeof(float) * ny);
+    for (size_t i = 0; i < ny; i++) y0[i] = rndf();
+    for (int r = 0; r < n; r++)
+        for (int o = 0; o < cout; o++) {
+            double b = (accumulate ? fabs(y0[r * cout + o]) : 0) + (with_bias ? fabs(bias[o]) : 0);
+            for (int j = 0; j < k; j++)
+                for (int i = 0; i < cin; i++)
+                    b += fabs((double)x0[(r + off[j]) * cin + i] * src[((size_t)o * cin + i) * k + j]);
+            bound[r * cout + o] = (float)(1e-5 * b + 1e-30);
+        }
+    ct_cv_gemm_args a = {ref, (size_t)cout, x0, (size_t)cin, n, &W, k, tap, off, with_bias ? bias : NULL, accumulate};
+    memcpy(ref, y0, sizeof(float) * ny);
+    ct_cv_gemm_range_scalar(&a, 0, W.nb, 0, n);
+    for (int v = 0; v < n_isas; v++) {
+        ct_cv_exec ex;
+        ct_cv_exec_init_isa(&ex, NULL, isas[v]);
+        a.Y = y;
+        memcpy(y, y0, sizeof(float) * ny);
+        ex.gemm(&a, 0, W.nb, 0, n);
+        int bad = 0;
+        for (size_t i = 0; i < ny; i++)
+            if (!(fabsf(y[i] - ref[i]) <= bound[i])) bad++;
+        CHECKF(bad == 0, "gemm %s cin %d cout %d k %d dil %d n %d acc %d bias %d: %d elements off", ct_isa_name(isas[v]),
+               cin, cout, k, dil, n, accumulate, with_bias, bad);
+        /* partition invariance: a grid of panel x row ranges */
+        a.Y = y2;
+        memcpy(y2, y0, sizeof(float) * ny);
+        int pcut = W.nb > 1 ? 1 + (int)(rnd32() % (uint32_t)(W.nb - 1)) : W.nb;
+        int rcut = n > 1 ? 1 + (int)(rnd32() % (uint32_t)(n - 1)) : n;
+        ex.gemm(&a, 0, pcut, 0, rcut);
+        ex.gemm(&a, pcut, W.nb, 0, rcut);
+        ex.gemm(&a, 0, pcut, rcut, n);
+        ex.gemm(&a, pcut, W.nb, rcut, n);
+        CHECKF(memcmp(y, y2, sizeof(float) * ny) == 0, "gemm %s cin %d cout %d n %d: partition (%d, %d) differs",
+               ct_isa_name(isas[v]), cin, cout, n, pcut, rcut);
+        /* thread-count invariance through the pool */
+        for (int t = 0; t < 2; t++) {
+            ct_cv_exec_init_isa(&ex, pools[t], isas[v]);
+            memcpy(y2, y0, sizeof(float) * ny);
+            ct_cv_gemm_taps_ex(&ex, y2, (size_t)cout, x0, (size_t)cin, n, &W, k, tap, off, with_bias ? bias : NULL,
+                               accumulate);
+            CHECKF(memcmp(y, y2, sizeof(float) * ny) == 0, "gemm %s cin %d cout %d n %d: %d threads differ",
+                   ct_isa_name(isas[v]), cin, cout, n, ct_pool_threads(pools[t]));
+        }
+    }
+    ct_cv_packed_free(&W);
+    free(src), free(x), free(bias), free(y0), free(ref), free(y), free(y2), free(bound);
+}
+
+/* Causal transposed conv through the pool == one thread, per variant. */
+static void test_tconv_threads(int cin, int cout, int k, int s, int n, ct_pool **pools) {
+    const int H = ct_cv_tconv_history(k, s);
+    ct_cv_packed W;
+    CHECK(ct_cv_packed_alloc(&W, k, cin, cout) == 0);
+    float *src = malloc(sizeof(float) * (size_t)cout * cin * k);
+    for (size_t i = 0; i < (size_t)cout * cin * k; i++) src[i] = rndf();
+    ct_cv_pack_tconv(&W, src);
+    float *x = malloc(sizeof(float) * (size_t)(H + n) * cin), *bias = malloc(sizeof(float) * (size_t)cout);
+    for (size_t i = 0; i < (size_t)(H + n) * cin; i++) x[i] = rndf();
+    for (int i = 0; i < cout; i++) bias[i] = rndf();
+    const size_t ny = (size_t)n * s * cout;
+    float *ref = malloc(sizeof(float) * ny), *y = malloc(sizeof(float) * ny), *y2 = malloc(sizeof(float) * ny);
+    ct_cv_exec ex;
+    ct_cv_exec_init_isa(&ex, NULL, CT_ISA_SCALAR);
+    ct_cv_tconv_causal_ex(&ex, ref, x + (size_t)H * cin, n, &W, s, bias);
+    for (int v = 0; v < n_isas; v++) {
+        ct_cv_exec_init_isa(&ex, NULL, isas[v]);
+        ct_cv_tconv_causal_ex(&ex, y, x + (size_t)H * cin, n, &W, s, bias);
+        double e = ct_nmse(y, ref, ny);
+        CHECKF(e < 1e-12, "tconv %s cin %d cout %d k %d s %d: nmse vs scalar %g", ct_isa_name(isas[v]), cin, cout, k, s, e);
+        for (int t = 0; t < 2; t++) {
+            ct_cv_exec_init_isa(&ex, pools[t], isas[v]);
+            ct_cv_tconv_causal_ex(&ex, y2, x + (size_t)H * cin, n, &W, s, bias);
+            CHECKF(memcmp(y, y2, sizeof(float) * ny) == 0, "tconv %s: %d threads differ", ct_isa_name(isas[v]),
+                   ct_pool_threads(pools[t]));
+        }
+    }
+    ct_cv_packed_free(&W);
+    free(src), free(x), free(bias), free(ref), free(y), free(y2);
+}
+
+static void test_snake(int n, int c, ct_pool **pools) {
+    const size_t N = (size_t)n * c;
+    float *x = malloc(sizeof(float) * N), *ea = malloc(sizeof(float) * (size_t)c), *ib = malloc(sizeof(float) * (size_t)c);
+    float *ref = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N), *y2 = malloc(sizeof(float) * N);
+    for (size_t i = 0; i < N; i++) x[i] = 20.0f * rndf();
+    for (int i = 0; i < c; i++) {
+        ea[i] = expf(2.0f * rndf());
+        ib[i] = 1.0f / (expf(2.0f * rndf()) + 1e-9f);
+    }
+    if (N > 8) {
+        x[3] = 30000.0f; /* |ea x| beyond the reduction range: libm fallback */
+        x[5] = -1e7f;
+        x[7] = 0.0f;
+    }
+    ct_cv_snake_rows_scalar(ref, x, 0, n, c, ea, ib);
+    for (int v = 0; v < n_isas; v++) {
+        ct_cv_exec ex;
+        ct_cv_exec_init_isa(&ex, NULL, isas[v]);
+        ex.snake(y, x, 0, n, c, ea, ib);
+        int bad = 0;
+        for (size_t i = 0; i < N; i++) {
+            float tol = 2e-6f * (fabsf(ib[i % (size_t)c]) + fabsf(x[i])) + 1e-7f;
+            if (!(fabsf(y[i] - ref[i]) <= tol)) bad++;
+        }
+        CHECKF(bad == 0, "snake %s n %d c %d: %d elements off", ct_isa_name(isas[v]), n, c, bad);
+        for (int t = 0; t < 2; t++) {
+            ct_cv_exec_init_isa(&ex, pools[t], isas[v]);
+            ct_cv_snake_ex(&ex, y2, x, n, c, ea, ib);
+            CHECKF(memcmp(y, y2, sizeof(float) * N) == 0, "snake %s: %d threads differ", ct_isa_name(isas[v]),
+                   ct_pool_threads(pools[t]));
+        }
+    }
+    /* in place */
+    if (n_isas > 1) {
+        ct_cv_exec ex;
+        ct_cv_exec_init_isa(&ex, NULL, isas[n_isas - 1]);
+        ex.snake(y, x, 0, n, c, ea, ib);
+        memcpy(y2, x, sizeof(float) * N);
+        ex.snake(y2, y2, 0, n, c, ea, ib);
+        CHECK(memcmp(y, y2, sizeof(float) * N) == 0);
+    }
+    /* non-finite input propagates */
+    float xi[16], yi[16], e1[16], i1[16];
+    for (int i = 0; i < 16; i++) xi[i] = (float)i, e1[i] = 1.0f, i1[i] = 1.0f;
+    xi[2] = NAN;
+    xi[9] = INFINITY;
+    for (int v = 0; v < n_isas; v++) {
+        ct_cv_exec ex;
+        ct_cv_exec_init_isa(&ex, NULL, isas[v]);
+        ex.snake(yi, xi, 0, 1, 16, e1, i1);
+        CHECKF(isnan(yi[2]) && !isfinite(yi[9]) && isfinite(yi[3]), "snake %s non-finite handling", ct_isa_name(isas[v]));
+    }
+    free(x), free(ea), free(ib), free(ref), free(y), free(y2);
+}
+
+/* Tiny decoder: per variant, streaming == one-shot and threads 1 == 2 == 3 bit for bit. */
+static void test_decoder(const char *dir, ct_pool **pools) {
+    char err[512];
+    ct_codec *c = NULL;
+    ct_status st = ct_codec_load(dir, &c, err, sizeof err);
+    CHECKF(st == CT_OK, "load: %s", err);
+    if (st != CT_OK) return;
+    enum { NF = 40 };
+    const int G = ct_codec_n_groups(c), SPF = ct_codec_samples_per_frame(c);
+    int32_t *codes = malloc(sizeof(int32_t) * NF * (size_t)G);
+    for (int i = 0; i < NF * G; i++) codes[i] = (int32_t)(rnd32() % 2048u);
+    const size_t ns = (size_t)NF * SPF;
+    float *base = malloc(sizeof(float) * ns), *ref = malloc(sizeof(float) * ns), *out = malloc(sizeof(float) * ns);
+    for (int v = 0; v < n_isas; v++) {
+        ct_pool *pl[3] = {NULL, pools[0], pools[1]};
+        for (int t = 0; t < 3; t++) {
+            static const int one[1] = {1}, ramp[6] = {1, 2, 4, 8, 16, 25};
+            static const int pats[3] = {2, 0, 1}; /* the single push first: the reference */
+            for (int pi = 0; pi < 3; pi++) {
+                const int pat = pats[pi];
+                ct_codec_stream *s = NULL;
+                CHECK(ct_codec_stream_create(c, pat == 2 ? NF : 25, &s, err, sizeof err) == CT_OK);
+                if (!s) continue;
+                CHECK(ct_codec_stream_set_isa(s, isas[v]) == CT_OK);
+                CHECK(ct_codec_stream_set_pool(s, pl[t]) == CT_OK);
+                float *dst = (t == 0 && pat == 2) ? ref : out;
+                int f = 0, k = 0;
+                while (f < NF) {
+                    int m = pat == 0 ? one[0] : pat == 1 ? ramp[k++ % 6] : NF;
+                    if (m > NF - f) m = NF - f;
+                    CHECK(ct_codec_stream_push(s, codes + (size_t)f * G, m, dst + (size_t)f * SPF, err, sizeof err) ==
+                          CT_OK);
+                    f += m;
+                }
+                ct_codec_stream_free(s);
+                if (dst == out)
+                    CHECKF(memcmp(out, ref, sizeof(float) * ns) == 0, "decoder %s threads %d pattern %d differs (nmse %g)",
+                           ct_isa_name(isas[v]), t == 0 ? 1 : ct_pool_threads(pl[t]), pat, ct_nmse(out, ref, ns));
+            }
+        }
+        if (v == 0) memcpy(base, ref, sizeof(float) * ns);
+        else {
+            double e = ct_nmse(ref, base, ns);
+            printf("decoder %s vs scalar: nmse %g\n", ct_isa_name(isas[v]), e);
+            CHECKF(e < 1e-9, "decoder %s vs scalar nmse %g", ct_isa_name(isas[v]), e);
+        }
+    }
+    /* one-shot with a pool == without */
+    CHECK(ct_codec_decode(c, codes, NF, ref, err, sizeof err) == CT_OK);
+    CHECK(ct_codec_decode_pool(c, pools[0], codes, NF, out, err, sizeof err) == CT_OK);
+    CHECK(memcmp(out, ref, sizeof(float) * ns) == 0);
+    CHECK(ct_codec_stream_set_pool(NULL, NULL) == CT_ERR_INVALID_ARG);
+    free(codes), free(base), free(ref), free(out);
+    ct_codec_free(c);
+}
+
+int main(void) {
+    find_isas();
+    printf("variants:");
+    for (int i = 0; i < n_isas; i++) printf(" %s", ct_isa_name(isas[i]));
+    printf("\n");
+    ct_pool *pools[2] = {NULL, NULL};
+    CHECK(ct_pool_create(2, NULL, 0, &pools[0]) == CT_OK);
+    CHECK(ct_pool_create(3, NULL, 0, &pools[1]) == CT_OK);
+    if (!pools[0] || !pools[1]) return ct_test_finish();
+
+    static const int couts[] = {1, 5, 16, 17, 33, 48, 64, 80, 96, 100, 130};
+    for (size_t i = 0; i < sizeof couts / sizeof couts[0]; i++) {
+        test_gemm(7, couts[i], 3, 1, 13, 0, 1, pools);
+        test_gemm(17, couts[i], 1, 1, 1, 1, 1, pools);
+    }
+    static const int rows[] = {1, 2, 3, 5, 6, 7, 8, 9, 12, 13, 16, 17, 31};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        test_gemm(24, 64, 7, 2, rows[i], 0, 1, pools);
+        test_gemm(24, 48, 2, 1, rows[i], 1, 0, pools);
+        test_gemm(9, 32, 1, 1, rows[i], 0, 0, pools);
+    }
+    test_gemm(200, 96, 7, 3, 40, 0, 1, pools);  /* K = 1400: several K blocks */
+    test_gemm(160, 80, 7, 9, 23, 1, 1, pools);  /* K blocks ending mid-tap */
+    test_gemm(1, 20, 7, 1, 300, 0, 1, pools);   /* cin 1, > row block */
+    test_gemm(96, 1, 7, 1, 400, 0, 1, pools);   /* final conv shape */
+    test_gemm(64, 256, 1, 1, 70, 0, 1, pools);  /* enough panels for the panel split */
+    test_gemm(300, 192, 1, 1, 2, 1, 1, pools);  /* few rows, many panels */
+    test_tconv_threads(24, 12, 16, 8, 9, pools);
+    test_tconv_threads(40, 20, 6, 3, 30, pools);
+    test_tconv_threads(64, 64, 2, 2, 5, pools);
+    test_snake(37, 19, pools);
+    test_snake(300, 96, pools);
+    test_snake(3, 1, pools);
+
+    char tmp[] = "/tmp/ct_codec_kernels_XXXXXX";
+    if (!mkdtemp(tmp)) {
+        CHECKF(0, "mkdtemp failed");
+    } else {
+        char dir[1024], err[512] = "";
+        snprintf(dir, sizeof dir, "%s/tiny", tmp);
+        ct_status st = ct_make_model("tiny", 11, dir, CT_SRC_DIR "/assets/qwen3-tokenizer", 1, NULL, NULL, err, sizeof err);
+        CHECKF(st == CT_OK, "make_model: %s", err);
+        if (st == CT_OK) test_decoder(dir, pools);
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    }
+    ct_pool_free(pools[0]);
+    ct_pool_free(pools[1]);
+    return ct_test_finish();
+}
