@@ -39,6 +39,11 @@ typedef struct {
     size_t size;               /* sizeof(ct_model_params), set by the default */
     const char *tokenizer_dir; /* NULL: the model directory holds vocab.json etc. */
     int f32_weights;           /* 1: convert every weight to f32 at load (reference mode) */
+    const char *weights;       /* transformer weight format, converted at load: NULL/"bf16" =
+                                  as stored, "int8" (per-row scales), "int4" (group-32
+                                  scales; lm heads int8), "mixed" (talker int8, predictor
+                                  attention int8 + MLP int4); embeddings and norms stay as
+                                  stored. Ignored when f32_weights is set. */
 } ct_model_params;
 
 ct_model_params ct_model_params_default(void);

@@ -32,5 +32,7 @@ ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32);
 
 int ct_cli_synth(int argc, char **argv);
 int ct_cli_bench(int argc, char **argv);
+int ct_cli_bench_stream(int argc, char **argv);
+int ct_cli_bench_threads(int argc, char **argv);
 
 #endif

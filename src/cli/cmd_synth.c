@@ -1,52 +1,90 @@
-/* `codectalk synth`: text -> frames -> 24 kHz audio, decoded frame by frame as the talker
-   produces them, written as WAV (PCM16 or float) or raw s16le to stdout. */
+/* `codectalk synth`: text -> frames -> 24 kHz audio through the streaming pipeline (talker and
+   codec on their own threads; the codec decodes as frames arrive), written as WAV (PCM16 or
+   float) or raw s16le to stdout. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "audio/wav.h"
 #include "cli/args.h"
 #include "cli/cli_common.h"
-#include "codec/codec.h"
 #include "codectalk.h"
+#include "core/clock.h"
+#include "edge/derive.h"
 #include "text/sentences.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+typedef struct {
+    ct_wav_writer *w;
+    int failed;
+    long samples;
+    double t_start, ttfa;
+    int tty, utt, n_utt, rate;
+} sink_state;
+
+static void progress(const sink_state *st) {
+    enum { W = 30 };
+    double audio = (double)st->samples / st->rate, wall = (ct_now_ms() - st->t_start) / 1e3;
+    int fill = (int)(W * (double)st->utt / (st->n_utt ? st->n_utt : 1));
+    char bar[W + 1];
+    for (int i = 0; i < W; i++) bar[i] = i < fill ? '#' : '.';
+    bar[W] = 0;
+    fprintf(stderr, "\r[%s] utterance %d/%d  %.2f s audio  RTF %.2f ", bar, st->utt, st->n_utt, audio,
+            audio > 0 ? wall / audio : 0.0);
 }
 
-static void progress(double audio_s, double wall, int utt, int n_utt) {
-    int width = 30, fill = 0;
-    double rtf = audio_s > 0 ? wall / audio_s : 0;
-    fill = (int)(width * (double)utt / (n_utt ? n_utt : 1));
-    char bar[64];
-    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
-    bar[width] = 0;
-    fprintf(stderr, "\r[%s] utterance %d/%d  %.2f s audio  RTF %.2f ", bar, utt, n_utt, audio_s, rtf);
+static int sink(void *ud, const float *pcm, int n, int index) {
+    sink_state *st = ud;
+    (void)index;
+    if (ct_wav_write(st->w, pcm, (size_t)n) != CT_OK) {
+        st->failed = 1;
+        return 1;
+    }
+    if (st->ttfa < 0) {
+        fflush(st->w->f);
+        st->ttfa = ct_now_ms() - st->t_start;
+    }
+    st->samples += n;
+    if (st->tty) progress(st);
+    return 0;
+}
+
+/* Parses a CPU list flag ("0-2,5") into cpus[cap]; returns the count or -1 (message printed). */
+static int cpus_flag(const char *flag, const char *v, int *cpus, int cap) {
+    if (!v) return 0;
+    int n = 0;
+    char err[256];
+    if (ct_cpu_range_parse(v, cpus, cap, &n, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s: %s\n", flag, err);
+        return -1;
+    }
+    return n;
 }
 
 int ct_cli_synth(int argc, char **argv) {
     ct_cli_gen a;
     ct_cli_gen_init(&a);
-    const char *out = NULL;
-    int use_float = 0, max_bytes = 300;
+    const char *out = NULL, *schedule = "exact", *tcpus = NULL, *ccpus = NULL;
+    int use_float = 0, max_bytes = 300, windowed = 0, context = 72, codec_threads = 1;
     ct_opt extra[] = {
         {"output", 'o', CT_OPT_STR, &out, "FILE", "output WAV file, or '-' for raw s16le on stdout"},
         {"float", 0, CT_OPT_FLAG, &use_float, NULL, "write 32-bit float WAV instead of 16-bit PCM"},
         {"utterance-bytes", 0, CT_OPT_INT, &max_bytes, "N", "split long text into utterances of about N bytes (default 300)"},
+        {"schedule", 0, CT_OPT_STR, &schedule, "SPEC", "chunk schedule: exact | fixed:IC,S | ramp:2,4,8,16,25 | dynamic | adaptive"},
+        {"windowed", 0, CT_OPT_FLAG, &windowed, NULL, "stateless windowed codec decode (the exported form)"},
+        {"context", 0, CT_OPT_INT, &context, "N", "windowed decode left context in frames (default 72)"},
+        {"codec-threads", 0, CT_OPT_INT, &codec_threads, "N", "codec decoder threads (default 1)"},
+        {"talker-cpus", 0, CT_OPT_STR, &tcpus, "LIST", "pin stage 0 (talker) to CPUs, e.g. 0-2"},
+        {"codec-cpus", 0, CT_OPT_STR, &ccpus, "LIST", "pin stage 1 (codec) to CPUs, e.g. 3"},
         {NULL, 0, 0, NULL, NULL, NULL}};
     ct_opt opts[64];
     int n = ct_cli_gen_opts(&a, opts, 48);
     for (int i = 0; extra[i].name; i++) opts[n++] = extra[i];
-    opts[n] = extra[3];
+    opts[n] = (ct_opt){NULL, 0, 0, NULL, NULL, NULL};
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk synth -m DIR [--text TEXT | -f FILE] [options] -o out.wav\n"
-                          "Synthesises 24 kHz speech; the codec decodes each frame as it is generated.");
+                          "Synthesises 24 kHz speech; the codec decodes frames as they are generated.");
     if (r) return r < 0 ? 2 : 0;
     if (!out) {
         fprintf(stderr, "error: -o FILE (or -o - for raw s16le on stdout) is required\n");
@@ -61,17 +99,19 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: --utterance-bytes must be in [16, 100000]\n");
         return 2;
     }
+    int tc[256], cc[256];
+    int ntc = cpus_flag("--talker-cpus", tcpus, tc, 256), ncc = cpus_flag("--codec-cpus", ccpus, cc, 256);
+    if (ntc < 0 || ncc < 0) return 2;
     ct_model *m = NULL;
     ct_codec *codec = NULL;
-    ct_session *s = NULL;
-    ct_codec_stream *cs = NULL;
+    ct_synth *sy = NULL;
     char *text = NULL;
     FILE *f = NULL;
     ct_span *spans = NULL;
-    float *pcm = NULL, *xv = NULL;
+    float *xv = NULL;
     int rc = 1;
     char err[1024];
-    double t0 = now_s();
+    double t_load = ct_now_ms();
     m = ct_cli_load_model(a.model, a.tok, a.f32);
     if (!m) goto done;
     if (ct_codec_load(a.model, &codec, err, sizeof err) != CT_OK) {
@@ -98,33 +138,37 @@ int ct_cli_synth(int argc, char **argv) {
         else
             spans[nu++] = spans[i];
     }
-    ct_session_params sp = ct_session_params_default();
+    ct_synth_params sp = ct_synth_params_default();
     sp.max_context = a.ctx;
-    sp.n_threads = a.threads;
-    if (ct_session_create(m, &sp, &s, err, sizeof err) != CT_OK ||
-        ct_codec_stream_create(codec, 1, &cs, err, sizeof err) != CT_OK) {
+    sp.talker_threads = a.threads;
+    sp.codec_threads = codec_threads;
+    sp.schedule = schedule;
+    sp.windowed = windowed;
+    sp.context_frames = context;
+    sp.talker_cpus = ntc ? tc : NULL;
+    sp.n_talker_cpus = ntc;
+    sp.codec_cpus = ncc ? cc : NULL;
+    sp.n_codec_cpus = ncc;
+    if (ct_synth_create(m, codec, &sp, &sy, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    const int spf = ct_codec_samples_per_frame(codec), rate = ct_codec_sample_rate(codec);
-    pcm = malloc(sizeof(float) * (size_t)spf);
-    if (!pcm) goto done;
     f = raw ? stdout : fopen(out, "wb");
     if (!f) {
         fprintf(stderr, "error: cannot open '%s' for writing\n", out);
         goto done;
     }
     ct_wav_writer w;
+    int rate = ct_codec_sample_rate(codec);
     if (ct_wav_begin(&w, f, rate, raw ? CT_WAV_RAW_S16LE : use_float ? CT_WAV_FLOAT32 : CT_WAV_PCM16) !=
         CT_OK) {
         fprintf(stderr, "error: cannot write '%s'\n", out);
         goto done;
     }
-    double t_start = now_s(), ttfa = -1;
-    long frames = 0;
-    int tty = isatty(2) && !a.quiet;
+    sink_state st = {&w, 0, 0, ct_now_ms(), -1, isatty(2) && !a.quiet, 0, (int)nu, rate};
+    t_load = st.t_start - t_load;
     int stops[5] = {0};
-    char *utt = malloc((size_t)max_bytes * 2 + len + 1);
+    char *utt = malloc(len + 1);
     if (!utt) goto done;
     for (size_t u = 0; u < nu; u++) {
         memcpy(utt, text + spans[u].off, spans[u].len);
@@ -132,64 +176,41 @@ int ct_cli_synth(int argc, char **argv) {
         ct_gen_params g;
         ct_cli_gen_params(&a, &g, utt, xv, m);
         g.seed = a.seed + u; /* each utterance its own reproducible stream */
-        if (ct_session_start(s, &g) != CT_OK) {
-            fprintf(stderr, "%serror: utterance %zu: %s\n", tty ? "\n" : "", u + 1, ct_session_errmsg(s));
+        st.utt = (int)u;
+        ct_status rs = ct_synth_run(sy, &g, sink, &st);
+        if (rs != CT_OK) {
+            if (st.failed)
+                fprintf(stderr, "%serror: writing audio failed (disk full or pipe closed)\n", st.tty ? "\n" : "");
+            else
+                fprintf(stderr, "%serror: utterance %zu: %s\n", st.tty ? "\n" : "", u + 1, ct_synth_errmsg(sy));
             free(utt);
             goto done;
         }
-        ct_codec_stream_reset(cs);
-        for (;;) {
-            int32_t codes[64];
-            int got = 0;
-            if (ct_session_next_frame(s, codes, &got) != CT_OK) {
-                fprintf(stderr, "%serror: %s\n", tty ? "\n" : "", ct_session_errmsg(s));
-                free(utt);
-                goto done;
-            }
-            if (!got) break;
-            if (ct_codec_stream_push(cs, codes, 1, pcm, err, sizeof err) != CT_OK) {
-                fprintf(stderr, "%serror: codec: %s\n", tty ? "\n" : "", err);
-                free(utt);
-                goto done;
-            }
-            if (ct_wav_write(&w, pcm, (size_t)spf) != CT_OK) {
-                fprintf(stderr, "%serror: writing audio failed (disk full or pipe closed)\n", tty ? "\n" : "");
-                free(utt);
-                goto done;
-            }
-            if (ttfa < 0) {
-                fflush(f);
-                ttfa = now_s() - t_start;
-            }
-            frames++;
-            if (tty && frames % 5 == 0) progress(frames * (double)spf / rate, now_s() - t_start, (int)u, (int)nu);
-        }
-        stops[ct_session_stop_reason(s)]++;
+        stops[ct_synth_get_stats(sy).stop]++;
     }
     free(utt);
     if (ct_wav_end(&w) != CT_OK) {
-        fprintf(stderr, "%serror: finishing '%s' failed\n", tty ? "\n" : "", out);
+        fprintf(stderr, "%serror: finishing '%s' failed\n", st.tty ? "\n" : "", out);
         goto done;
     }
-    double wall = now_s() - t_start, audio = frames * (double)spf / rate;
-    if (tty) {
-        progress(audio, wall, (int)nu, (int)nu);
+    double wall = (ct_now_ms() - st.t_start) / 1e3, audio = (double)st.samples / rate;
+    if (st.tty) {
+        st.utt = (int)nu;
+        progress(&st);
         fputc('\n', stderr);
     }
     if (!a.quiet)
         fprintf(stderr, "%s: %.2f s of audio in %.2f s (RTF %.3f), time to first audio %.3f s, "
-                "%zu utterance(s), %ld frames, stops: eos %d, max_frames %d, budget %d (load %.2f s)\n",
-                raw ? "stdout" : out, audio, wall, audio > 0 ? wall / audio : 0.0, ttfa, nu, frames,
-                stops[CT_STOP_EOS], stops[CT_STOP_MAX_FRAMES], stops[CT_STOP_BUDGET], t_start - t0);
+                "%zu utterance(s), stops: eos %d, max_frames %d, budget %d (load %.2f s)\n",
+                raw ? "stdout" : out, audio, wall, audio > 0 ? wall / audio : 0.0, st.ttfa / 1e3, nu,
+                stops[CT_STOP_EOS], stops[CT_STOP_MAX_FRAMES], stops[CT_STOP_BUDGET], t_load / 1e3);
     rc = 0;
 done:
     if (f && f != stdout) fclose(f);
-    free(pcm);
     free(spans);
     free(text);
     free(xv);
-    ct_codec_stream_free(cs);
-    ct_session_free(s);
+    ct_synth_free(sy);
     ct_codec_free(codec);
     ct_model_free(m);
     return rc;

@@ -1,6 +1,7 @@
 /* Talker and code-predictor steps on a session's caches (the per-frame hot path; no allocation). */
 #include <string.h>
 
+#include "core/stepstats.h"
 #include "model/session_internal.h"
 
 void ct_talker_run(ct_session *s, const float *x, int n) {
@@ -39,6 +40,7 @@ void ct_predict_frame(ct_session *s, const float *h, int c0, const int32_t *forc
     memset(s->ptmp, 0, (size_t)H * sizeof(float));
     ct_embed_codec_add(m, c0, s->ptmp);
     pred_input(s, s->ptmp, s->px + PH);
+    double t_frame = CT_STATS_T0(), t_sub = t_frame;
     ct_stack_forward(&m->pred, &s->pkv, &s->ps, 0, 2, s->px);
     const float *hid = s->px + PH;
     for (int g = 1; g < G; g++) {
@@ -49,10 +51,14 @@ void ct_predict_frame(ct_session *s, const float *h, int c0, const int32_t *forc
             code = forced[g];
         } else {
             if (lg != s->plogits) memcpy(s->plogits, lg, (size_t)V * sizeof(float));
+            double t_s = CT_STATS_T0();
             code = ct_sample_plain(s->plogits, V, &s->scfg, &s->srng, s->samp_scratch);
+            CT_STATS_ADD_SINCE("sampler.sub_talker_ms", t_s);
             if (code < 0) code = 0; /* all logits non-finite: cannot happen with finite weights */
         }
         codes[g] = code;
+        CT_STATS_ADD_SINCE("predictor.substep_ms", t_sub);
+        t_sub = CT_STATS_T0();
         if (g == G - 1) break;
         memset(s->ptmp, 0, (size_t)H * sizeof(float));
         ct_embed_group_add(m, g, code, s->ptmp);
@@ -60,6 +66,7 @@ void ct_predict_frame(ct_session *s, const float *h, int c0, const int32_t *forc
         ct_stack_forward(&m->pred, &s->pkv, &s->ps, g + 1, 1, s->px);
         hid = s->px;
     }
+    CT_STATS_ADD_SINCE("predictor.frame_ms", t_frame);
 }
 
 void ct_frame_embedding(const ct_session *s, const int32_t *codes, const float *overlay,

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/stepstats.h"
 #include "model/session_internal.h"
 
 ct_session_params ct_session_params_default(void) {
@@ -144,9 +145,11 @@ ct_run_info ct_session_run_info(const ct_session *s) {
 static int sample_c0(ct_session *s) {
     const ct_config *c = &s->m->cfg;
     ct_talker_logits(s, s->logits);
+    double t_s = CT_STATS_T0();
     int id = ct_sample_talker(s->logits, c->talker.vocab, &s->tcfg, s->seen, s->n_generated,
                               s->min_new_tokens, c->codec_eos, c->pred.vocab, c->talker.vocab - 1,
                               &s->trng, s->samp_scratch);
+    CT_STATS_ADD_SINCE("sampler.talker_ms", t_s);
     if (id < 0) {
         ct_errf(s->err, sizeof s->err, CT_ERR_INTERNAL, "talker logits are all non-finite at frame %d",
                 s->frames);
@@ -254,6 +257,7 @@ ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got) {
     }
     s->c0 = c0;
     s->t_talker_ms += ct_now_ms() - t1;
+    if (ct_stats_enabled()) ct_stats_add("talker.step_ms", ct_now_ms() - t1);
     if (c0 == c->codec_eos) {
         s->running = 0;
         s->stop = CT_STOP_EOS;

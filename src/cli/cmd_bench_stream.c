@@ -1,0 +1,411 @@
+/* `codectalk bench stream` and `bench threads`: what a listener hears. Runs prompts through the
+   streaming pipeline and scores each chunk timeline (TTFA, playback start, stalls, RTF, gaps),
+   writing the schema-1 JSON; `threads` repeats it over talker/codec CPU splits. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli_common.h"
+#include "cli/cli_profile.h"
+#include "core/clock.h"
+#include "core/fileio.h"
+#include "core/stepstats.h"
+#include "stream/metrics.h"
+
+static const char *default_prompts[] = {
+    "Hello! This is a streaming latency test of the speech engine.",
+    "The weather today is mild, with a light breeze from the west and a few clouds.",
+    "Please remember to bring your ticket and a valid identity card to the station.",
+    "Numbers like 3.14 and 2048 should be read clearly, one digit at a time if needed.",
+    NULL};
+
+typedef struct {
+    const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language;
+    int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, ctx;
+    uint64_t seed;
+} bench_args;
+
+typedef struct {
+    ct_chunk_rec *recs;
+    int n, cap;
+} rec_sink;
+
+static int discard_sink(void *ud, const float *pcm, int n, int index) {
+    (void)ud;
+    (void)pcm;
+    (void)n;
+    (void)index;
+    return 0;
+}
+
+/* Loads one prompt per line (UTF-8, non-empty lines). Returns count or -1. */
+static int load_prompts(const char *path, char ***out) {
+    char *buf = NULL, err[512];
+    size_t len = 0;
+    if (ct_read_file(path, 16u << 20, &buf, &len, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: --prompts: %s\n", err);
+        return -1;
+    }
+    /* validate UTF-8 */
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)buf[i];
+        int k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        int ok = k > 0 && i + (size_t)k <= len;
+        for (int j = 1; ok && j < k; j++) ok = ((unsigned char)buf[i + j] >> 6) == 2;
+        if (!ok) {
+            fprintf(stderr, "error: --prompts '%s' is not UTF-8 (byte %zu)\n", path, i);
+            free(buf);
+            return -1;
+        }
+        i += (size_t)k;
+    }
+    int n = 0, cap = 16;
+    char **p = malloc(sizeof(char *) * (size_t)cap);
+    for (char *line = strtok(buf, "\r\n"); line && p; line = strtok(NULL, "\r\n")) {
+        while (*line == ' ' || *line == '\t') line++;
+        if (!*line) continue;
+        if (n == cap) {
+            cap *= 2;
+            char **np = realloc(p, sizeof(char *) * (size_t)cap);
+            if (!np) break;
+            p = np;
+        }
+        p[n++] = strdup(line);
+    }
+    free(buf);
+    if (n == 0) {
+        fprintf(stderr, "error: --prompts '%s' has no non-empty line\n", path);
+        free(p);
+        return -1;
+    }
+    *out = p;
+    return n;
+}
+
+static void git_sha(char *out, size_t cap) {
+#ifdef CT_GIT_SHA
+    snprintf(out, cap, "%s", CT_GIT_SHA);
+#else
+    snprintf(out, cap, "unknown");
+#endif
+}
+
+/* One bench run with params sp; writes the JSON and prints the summary. Returns 0 on success
+   and fills *summary_out when non-NULL. */
+static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth_params sp,
+                     const char *deploy_tag, int argc, char **argv, ct_stream_summary *summary_out,
+                     json_t **attribution_out) {
+    char err[1024];
+    char **prompts = NULL;
+    int n_prompts = 0, own_prompts = 0;
+    if (a->prompts) {
+        n_prompts = load_prompts(a->prompts, &prompts);
+        if (n_prompts < 0) return -1;
+        own_prompts = 1;
+    } else {
+        prompts = (char **)default_prompts;
+        while (default_prompts[n_prompts]) n_prompts++;
+    }
+    char stats_dir[1200] = "";
+    if (a->step_stats) {
+        snprintf(stats_dir, sizeof stats_dir, "%s/step_stats/%ld_%d", a->out, (long)time(NULL), (int)getpid());
+        ct_stats_reset();
+        if (ct_stats_configure(stats_dir, err, sizeof err) != CT_OK) {
+            fprintf(stderr, "error: --step-stats: %s\n", err);
+            return -1;
+        }
+    }
+    double t_init = ct_now_ms();
+    ct_synth *sy = NULL;
+    if (ct_synth_create(m, codec, &sp, &sy, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        return -1;
+    }
+    double init_s = (ct_now_ms() - t_init) / 1e3;
+    int total = (a->warmup + a->repeat * n_prompts);
+    ct_stream_request *reqs = calloc((size_t)total, sizeof *reqs);
+    ct_chunk_rec **recs = calloc((size_t)total, sizeof *recs);
+    char (*ids)[32] = calloc((size_t)total, 32);
+    double *tl = malloc(sizeof(double) * 8192);
+    int *ns = malloc(sizeof(int) * 8192);
+    int rc = -1, k = 0;
+    if (!reqs || !recs || !ids || !tl || !ns) goto done;
+    for (int pass = 0; pass < a->warmup + a->repeat; pass++) {
+        int warm = pass < a->warmup;
+        for (int i = 0; i < (warm ? 1 : n_prompts); i++) {
+            const char *text = prompts[warm ? pass % n_prompts : i];
+            ct_gen_params g = ct_gen_params_default();
+            g.text = text;
+            g.speaker = a->speaker;
+            g.language = a->language;
+            g.seed = a->seed + (uint64_t)k;
+            g.max_frames = a->max_frames;
+            if (ct_synth_run(sy, &g, discard_sink, NULL) != CT_OK) {
+                fprintf(stderr, "error: request %d: %s\n", k, ct_synth_errmsg(sy));
+                goto done;
+            }
+            int nc = ct_synth_timeline(sy, tl, ns, 8192);
+            if (nc > 8192) nc = 8192;
+            recs[k] = malloc(sizeof(ct_chunk_rec) * (size_t)(nc ? nc : 1));
+            for (int c = 0; c < nc; c++) {
+                recs[k][c].t_ms = tl[c];
+                recs[k][c].samples = ns[c];
+            }
+            if (warm) snprintf(ids[k], 32, "w%d", pass);
+            else snprintf(ids[k], 32, "r%d_%d", pass - a->warmup, i);
+            ct_stream_request *r = &reqs[k];
+            r->request_id = ids[k];
+            r->text = text;
+            r->warmup = warm;
+            r->sample_rate = ct_codec_sample_rate(codec);
+            r->chunks = recs[k];
+            r->n_chunks = nc;
+            r->t_final_ms = ct_synth_get_stats(sy).t_done_ms;
+            r->tail_audio_s = 0;
+            if (ct_stream_request_score(r, err, sizeof err) != CT_OK) {
+                fprintf(stderr, "error: scoring %s: %s\n", ids[k], err);
+                goto done;
+            }
+            k++;
+        }
+    }
+    ct_stream_summary sum;
+    if (ct_stream_summarize(reqs, k, &sum, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        goto done;
+    }
+    json_t *stats = NULL;
+    if (a->step_stats) {
+        ct_stats_dump(NULL, err, sizeof err);
+        stats = ct_stats_snapshot();
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    char sha[64], ts[32];
+    git_sha(sha, sizeof sha);
+    time_t now = time(NULL);
+    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
+    json_t *bargs = json_pack("{s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:s?,s:s?}", "schedule", sp.schedule,
+                              "profile", a->profile, "windowed", sp.windowed, "context", sp.context_frames,
+                              "talker_threads", sp.talker_threads, "codec_threads", sp.codec_threads,
+                              "warmup", a->warmup, "repeat", a->repeat, "speaker", a->speaker,
+                              "language", a->language);
+    ct_bench_meta meta;
+    memset(&meta, 0, sizeof meta);
+    meta.model = a->model;
+    meta.deploy_config = a->profile;
+    meta.query_type = ct_model_get_info(m).kind;
+    meta.txt_prompts = a->prompts;
+    meta.git_sha = sha;
+    meta.engine_version = ct_version();
+    meta.timestamp = ts;
+    meta.argc = argc;
+    meta.argv = argv;
+    meta.bench_args = bargs;
+    meta.warmup = a->warmup;
+    meta.repeat = a->repeat;
+    meta.init_s = init_s;
+    meta.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
+    json_t *doc = ct_bench_json(&meta, reqs, k, stats, err, sizeof err);
+    char path[2048];
+    if (!doc || ct_bench_result_path(a->out, a->model, deploy_tag, ts, a->tag, path, sizeof path, err,
+                                     sizeof err) != CT_OK ||
+        ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: writing results: %s\n", err);
+        json_decref(doc);
+        json_decref(bargs);
+        json_decref(stats);
+        goto done;
+    }
+    printf("%s: %d requests (+%d warm-up), schedule %s%s\n", path, sum.n_requests, a->warmup,
+           sp.schedule ? sp.schedule : "exact", sp.windowed ? " (windowed)" : "");
+    printf("| metric | p50 | p90 | max | mean |\n|---|---|---|---|---|\n");
+    const struct {
+        const char *name;
+        const ct_summary *s;
+    } rows[] = {{"ttfa_ms", &sum.ttfa_ms}, {"playback_start_ms", &sum.playback_start_ms},
+                {"stall_at_ttfa_ms", &sum.stall_at_ttfa_ms}, {"rtf_streamed", &sum.rtf_streamed},
+                {"rtf_total", &sum.rtf_total}, {"gap_ms", &sum.gap_ms}};
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
+        printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", rows[r].name, rows[r].s->p50, rows[r].s->p90,
+               rows[r].s->max, rows[r].s->mean);
+    printf("peak RSS %.0f MiB, init %.2f s, audio %.1f s in %.1f s\n", (double)meta.peak_rss_bytes / 1048576.0,
+           init_s, sum.total_audio_s, sum.total_wall_s);
+    if (stats) {
+        json_t *merged = json_pack("{s:O,s:O}", "roles", json_object_get(stats, "roles"), "attribution",
+                                   json_object_get(stats, "attribution"));
+        char *md = merged ? ct_stats_markdown(merged, 12) : NULL;
+        if (md) printf("%s", md);
+        free(md);
+        if (attribution_out) *attribution_out = json_incref(json_object_get(stats, "attribution"));
+        json_decref(merged);
+    }
+    if (summary_out) *summary_out = sum;
+    json_decref(doc);
+    json_decref(bargs);
+    json_decref(stats);
+    rc = 0;
+done:
+    if (a->step_stats) ct_stats_configure(NULL, err, sizeof err);
+    for (int i = 0; i < total && recs; i++) free(recs[i]);
+    free(recs);
+    free(reqs);
+    free(ids);
+    free(tl);
+    free(ns);
+    if (own_prompts) {
+        for (int i = 0; i < n_prompts; i++) free(prompts[i]);
+        free(prompts);
+    }
+    ct_synth_free(sy);
+    return rc;
+}
+
+static int parse_common(int argc, char **argv, bench_args *a, const char *usage, int sweep) {
+    memset(a, 0, sizeof *a);
+    a->warmup = 1;
+    a->repeat = 1;
+    a->context = 72;
+    a->threads = 1;
+    a->codec_threads = 1;
+    a->out = "results";
+    a->ctx = 2048;
+    a->max_frames = 0;
+    ct_opt opts[] = {
+        {"model", 'm', CT_OPT_STR, &a->model, "DIR", "model directory"},
+        {"prompts", 0, CT_OPT_STR, &a->prompts, "FILE", "prompts, one per line (default: 4 built-in)"},
+        {"warmup", 0, CT_OPT_INT, &a->warmup, "N", "warm-up requests (default 1)"},
+        {"repeat", 0, CT_OPT_INT, &a->repeat, "N", "passes over the prompts (default 1)"},
+        {"profile", 0, CT_OPT_STR, &a->profile, "auto|FILE", "deploy profile (threads, CPUs, schedule)"},
+        {"schedule", 0, CT_OPT_STR, &a->schedule, "SPEC", "exact | fixed:IC,S | ramp:... | dynamic | adaptive (overrides the profile)"},
+        {"windowed", 0, CT_OPT_FLAG, &a->windowed, NULL, "windowed stateless codec decode"},
+        {"context", 0, CT_OPT_INT, &a->context, "N", "windowed left context (default 72)"},
+        {"threads", 0, CT_OPT_INT, &a->threads, "N", "talker threads (default 1)"},
+        {"codec-threads", 0, CT_OPT_INT, &a->codec_threads, "N", "codec threads (default 1)"},
+        {"speaker", 's', CT_OPT_STR, &a->speaker, "NAME", "speaker (default: the model's first)"},
+        {"language", 'l', CT_OPT_STR, &a->language, "NAME", "language (default auto)"},
+        {"seed", 0, CT_OPT_U64, &a->seed, "N", "base seed"},
+        {"max-frames", 0, CT_OPT_INT, &a->max_frames, "N", "cap frames per request"},
+        {"step-stats", 0, CT_OPT_FLAG, &a->step_stats, NULL, "collect per-step attribution"},
+        {"tag", 0, CT_OPT_STR, &a->tag, "NAME", "suffix for the result file name"},
+        {"output", 'o', CT_OPT_STR, &a->out, "DIR", "results directory (default results/)"},
+        {NULL, 0, 0, NULL, NULL, NULL}};
+    int r = ct_args_parse(argc, argv, opts, usage);
+    (void)sweep;
+    if (r) return r < 0 ? 2 : 1;
+    if (!a->model) {
+        fprintf(stderr, "error: --model DIR is required\n");
+        return 2;
+    }
+    if (a->warmup < 0 || a->warmup > 100 || a->repeat < 1 || a->repeat > 1000) {
+        fprintf(stderr, "error: --warmup must be in [0, 100] and --repeat in [1, 1000]\n");
+        return 2;
+    }
+    return 0;
+}
+
+static int setup(const bench_args *a, ct_model **m, ct_codec **c) {
+    char err[1024];
+    *m = ct_cli_load_model(a->model, NULL, 0);
+    if (!*m) return -1;
+    if (ct_codec_load(a->model, c, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        ct_model_free(*m);
+        return -1;
+    }
+    return 0;
+}
+
+int ct_cli_bench_stream(int argc, char **argv) {
+    bench_args a;
+    int r = parse_common(argc, argv, &a, "usage: codectalk bench stream -m DIR [--prompts FILE] [--warmup N --repeat N] "
+                         "[--profile auto|FILE] [--schedule SPEC] [--step-stats] -o results/\n"
+                         "Measures TTFA, playback start, stalls, RTF and gaps per request.", 0);
+    if (r) return r == 1 ? 0 : r;
+    ct_model *m;
+    ct_codec *c;
+    if (setup(&a, &m, &c) != 0) return 1;
+    if (!a.speaker && ct_model_get_info(m).n_speakers) a.speaker = ct_model_speaker(m, 0);
+    ct_synth_params sp = ct_synth_params_default();
+    sp.talker_threads = a.threads;
+    sp.codec_threads = a.codec_threads;
+    sp.max_context = a.ctx;
+    ct_cli_profile prof;
+    int rc = 1;
+    if (a.profile && ct_cli_apply_profile(a.profile, a.model, &sp, &prof) != 0) goto out;
+    if (a.profile) printf("%s\n", prof.desc);
+    if (a.schedule) sp.schedule = a.schedule;
+    if (a.windowed) {
+        sp.windowed = 1;
+        sp.context_frames = a.context;
+    }
+    const char *tag = a.profile ? (strcmp(a.profile, "auto") == 0 ? "profile_auto" : a.profile) : NULL;
+    rc = run_bench(&a, m, c, sp, tag, argc, argv, NULL, NULL) == 0 ? 0 : 1;
+out:
+    ct_codec_free(c);
+    ct_model_free(m);
+    return rc;
+}
+
+int ct_cli_bench_threads(int argc, char **argv) {
+    bench_args a;
+    int r = parse_common(argc, argv, &a, "usage: codectalk bench threads -m DIR [options]\n"
+                         "Runs the stream bench over talker+codec CPU splits (1+1, 2+1, ...).", 1);
+    if (r) return r == 1 ? 0 : r;
+    ct_model *m;
+    ct_codec *c;
+    if (setup(&a, &m, &c) != 0) return 1;
+    if (!a.speaker && ct_model_get_info(m).n_speakers) a.speaker = ct_model_speaker(m, 0);
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    json_t *rows = json_array();
+    printf("| split (talker+codec) | TTFA p50 ms | playback start p50 ms | stall at TTFA p50 ms | RTF p50 |\n");
+    printf("|---|---|---|---|---|\n");
+    char line[4096] = "";
+    size_t off = 0;
+    for (int t = 1; t < ncpu || (ncpu == 1 && t == 1); t++) {
+        int cc = ncpu - t >= 1 ? 1 : 0;
+        int tc[256], ccpu[1];
+        for (int i = 0; i < t && i < 256; i++) tc[i] = i;
+        ccpu[0] = t < ncpu ? t : 0;
+        ct_synth_params sp = ct_synth_params_default();
+        sp.talker_threads = t;
+        sp.talker_cpus = tc;
+        sp.n_talker_cpus = t;
+        sp.codec_threads = 1;
+        sp.codec_cpus = ccpu;
+        sp.n_codec_cpus = cc ? 1 : 0;
+        sp.max_context = a.ctx;
+        if (a.schedule) sp.schedule = a.schedule;
+        sp.windowed = a.windowed;
+        sp.context_frames = a.context;
+        char tag[64];
+        snprintf(tag, sizeof tag, "threads_%d+%d", t, cc);
+        ct_stream_summary s;
+        json_t *attr = NULL;
+        bench_args aa = a;
+        aa.tag = tag;
+        if (run_bench(&aa, m, c, sp, "threads", argc, argv, &s, &attr) != 0) break;
+        off += (size_t)snprintf(line + off, sizeof line - off, "| %d+%d | %.1f | %.1f | %.1f | %.3f |\n", t, cc,
+                                s.ttfa_ms.p50, s.playback_start_ms.p50, s.stall_at_ttfa_ms.p50, s.rtf_streamed.p50);
+        json_array_append_new(rows, json_pack("{s:i,s:i,s:f,s:f,s:f,s:f,s:o*}", "talker_threads", t,
+                                              "codec_threads", cc, "ttfa_p50_ms", s.ttfa_ms.p50,
+                                              "playback_start_p50_ms", s.playback_start_ms.p50,
+                                              "stall_at_ttfa_p50_ms", s.stall_at_ttfa_ms.p50,
+                                              "rtf_p50", s.rtf_streamed.p50, "attribution", attr));
+        if (ncpu == 1) break;
+    }
+    printf("%s", line);
+    char path[1200], err[512];
+    snprintf(path, sizeof path, "%s/threads_sweep.json", a.out);
+    json_t *doc = json_pack("{s:s,s:s,s:o}", "model", a.model, "kind", "thread_sweep", "sweep", rows);
+    if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) fprintf(stderr, "error: %s\n", err);
+    else printf("sweep written to %s\n", path);
+    json_decref(doc);
+    ct_codec_free(c);
+    ct_model_free(m);
+    return 0;
+}
