@@ -56,8 +56,8 @@ int ct_cli_apply_profile(const char *spec, const char *model_dir, ct_synth_param
                  (int)p.v[CT_PK_STREAM_CHUNK_FRAMES].i);
     }
     sp->schedule = cp->schedule;
-    snprintf(cp->desc, sizeof cp->desc, "profile %s: talker cpus '%s', codec cpus '%s', context %d, "
-             "schedule %s, left context %d", spec, tc->s, cc->s, sp->max_context, cp->schedule,
-             sp->context_frames);
+    snprintf(cp->desc, sizeof cp->desc, "profile %.200s: talker cpus '%.200s', codec cpus '%.200s', "
+             "context %d, schedule %.100s, left context %d", spec, tc->s, cc->s, sp->max_context,
+             cp->schedule, sp->context_frames);
     return 0;
 }

@@ -9,7 +9,7 @@ typedef struct {
     int talker_cpus[256], n_talker_cpus;
     int codec_cpus[256], n_codec_cpus;
     char schedule[128];
-    char desc[512]; /* one line saying what the profile set */
+    char desc[1024]; /* one line saying what the profile set */
 } ct_cli_profile;
 
 /* Resolves spec ("auto" or a YAML file) for model_dir and writes the values into *sp (CPU
