@@ -34,5 +34,6 @@ int ct_cli_synth(int argc, char **argv);
 int ct_cli_bench(int argc, char **argv);
 int ct_cli_bench_stream(int argc, char **argv);
 int ct_cli_bench_threads(int argc, char **argv);
+int ct_cli_bench_emulate(int argc, char **argv);
 
 #endif

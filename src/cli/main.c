@@ -280,6 +280,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "synth")) return ct_cli_synth(argc - 2, argv + 2);
     if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "stream")) return ct_cli_bench_stream(argc - 3, argv + 3);
     if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "threads")) return ct_cli_bench_threads(argc - 3, argv + 3);
+    if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "emulate")) return ct_cli_bench_emulate(argc - 3, argv + 3);
     if (!strcmp(c, "bench")) return ct_cli_bench(argc - 2, argv + 2);
     if (!strcmp(c, "make-model")) return cmd_make_model(argc - 2, argv + 2);
     if (!strcmp(c, "info")) return cmd_info(argc - 2, argv + 2);
