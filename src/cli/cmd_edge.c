@@ -1,6 +1,7 @@
 /* `codectalk probe`, `codectalk profile` and `codectalk calibrate`: thin wrappers printing the
    hardware probe, the materialised layered profile and the chunk calibration. */
 #include "cli/cmd_edge.h"
+#include "codectalk.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,59 @@ done:
     return rc;
 }
 
+/* One measured streaming request (exact schedule: one chunk per frame as it is produced). */
+static int measure_request(const char *model, ct_chunk_rec **chunks, int *nc, int *sr) {
+    char err[1024];
+    ct_model *m = NULL;
+    ct_codec *c = NULL;
+    ct_synth *sy = NULL;
+    int rc = -1;
+    double *t = NULL;
+    int *ns = NULL;
+    if (ct_model_load(model, NULL, &m, err, sizeof err) != CT_OK ||
+        ct_codec_load(model, &c, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        goto done;
+    }
+    ct_synth_params sp = ct_synth_params_default();
+    if (ct_synth_create(m, c, &sp, &sy, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        goto done;
+    }
+    ct_gen_params g = ct_gen_params_default();
+    g.text = "Calibration request: a sentence of ordinary length, spoken at an even pace.";
+    if (ct_model_get_info(m).n_speakers) g.speaker = ct_model_speaker(m, 0);
+    if (strcmp(ct_model_get_info(m).kind, "voice_design") == 0) g.instruct = "A calm voice.";
+    g.max_frames = 50;
+    g.min_new_tokens = 50;
+    if (ct_synth_run(sy, &g, NULL, NULL) != CT_OK) {
+        fprintf(stderr, "error: measured request: %s\n", ct_synth_errmsg(sy));
+        goto done;
+    }
+    int n = ct_synth_timeline(sy, NULL, NULL, 0);
+    t = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    ns = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    *chunks = malloc(sizeof(ct_chunk_rec) * (size_t)(n ? n : 1));
+    if (!t || !ns || !*chunks) goto done;
+    ct_synth_timeline(sy, t, ns, n);
+    for (int i = 0; i < n; i++) {
+        (*chunks)[i].t_ms = t[i];
+        (*chunks)[i].samples = ns[i];
+    }
+    *nc = n;
+    *sr = ct_codec_sample_rate(c);
+    fprintf(stderr, "measured request: %d chunks, first audio at %.1f ms, done at %.1f ms\n", n,
+            n ? t[0] : 0.0, ct_synth_get_stats(sy).t_done_ms);
+    rc = 0;
+done:
+    free(t);
+    free(ns);
+    ct_synth_free(sy);
+    ct_codec_free(c);
+    ct_model_free(m);
+    return rc;
+}
+
 int ct_cli_calibrate(int argc, char **argv) {
     int json = 0, dry = 0;
     const char *model = NULL, *timeline = NULL, *root = NULL, *cache = NULL;
@@ -222,11 +276,11 @@ int ct_cli_calibrate(int argc, char **argv) {
         {"dry-run", 0, CT_OPT_FLAG, &dry, NULL, "do not write the cache"},
         {NULL, 0, CT_OPT_FLAG, NULL, NULL, NULL},
     };
-    int r = ct_args_parse(argc, argv, opts, "usage: codectalk calibrate -m DIR --timeline FILE [--json] [--dry-run]");
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk calibrate -m DIR [--timeline FILE] [--json] [--dry-run]\n"
+                                            "Without --timeline, runs one measured streaming request on the model.");
     if (r) return r > 0 ? 0 : 2;
-    if (!timeline) {
-        fprintf(stderr, "error: a live measured request needs the streaming pipeline, which is not built "
-                        "yet; pass --timeline FILE (a recorded chunk timeline)\n");
+    if (!timeline && !model) {
+        fprintf(stderr, "error: give -m DIR (one measured streaming request) or --timeline FILE\n");
         return 2;
     }
     char err[1024];
@@ -235,18 +289,22 @@ int ct_cli_calibrate(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    char *buf = NULL;
-    size_t n = 0;
-    if (ct_read_file(timeline, 64u << 20, &buf, &n, err, sizeof err) != CT_OK) {
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
-    }
     ct_chunk_rec *chunks = NULL;
     int nc = 0, sr = 0;
-    ct_status st = ct_cal_parse_timeline(buf, n, timeline, &chunks, &nc, &sr, err, sizeof err);
-    free(buf);
-    if (st != CT_OK) {
-        fprintf(stderr, "error: %s\n", err);
+    if (timeline) {
+        char *buf = NULL;
+        size_t n = 0;
+        if (ct_read_file(timeline, 64u << 20, &buf, &n, err, sizeof err) != CT_OK) {
+            fprintf(stderr, "error: %s\n", err);
+            return 1;
+        }
+        ct_status st = ct_cal_parse_timeline(buf, n, timeline, &chunks, &nc, &sr, err, sizeof err);
+        free(buf);
+        if (st != CT_OK) {
+            fprintf(stderr, "error: %s\n", err);
+            return 1;
+        }
+    } else if (measure_request(model, &chunks, &nc, &sr) != 0) {
         return 1;
     }
     ct_calibration cal;
