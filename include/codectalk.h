@@ -158,6 +158,25 @@ typedef struct {
 
 ct_run_info ct_session_run_info(const ct_session *s);
 
+/* ---- batched decode ----------------------------------------------------------------- */
+
+/* Advances several sessions together: one weight pass per layer for all of them. */
+typedef struct ct_batch ct_batch;
+
+/* Reserves scratch for up to max_streams sessions whose max_context is at most max_context,
+   and a pool of n_threads compute threads. */
+ct_status ct_batch_create(const ct_model *m, int max_streams, int max_context, int n_threads,
+                          ct_batch **out, char *err, size_t errcap);
+void ct_batch_free(ct_batch *b);
+
+/* Produces the next frame of every running session in sessions[n] (started with
+   ct_session_start; finished or NULL entries are skipped): codes[i*n_groups..] and got[i] = 1
+   when session i produced a frame. A session's codes are identical to what
+   ct_session_next_frame would give it alone. The sessions must not be used elsewhere during
+   the call. CT_ERR_INVALID_ARG for a session of another model, with a larger max_context, or
+   more running sessions than max_streams. */
+ct_status ct_batch_step(ct_batch *b, ct_session *const *sessions, int n, int32_t *codes, int *got);
+
 /* ---- codec decoder ------------------------------------------------------------------ */
 
 /* The codec decoder (speech_tokenizer/ of a model directory); immutable, shareable. */

@@ -2,7 +2,7 @@
 # Installs the Debian packages codectalk needs to build and test (skips what is present).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
-      libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev curl)
+      libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev curl librsvg2-bin)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,7 +9,9 @@
 #include "cli/args.h"
 #include "cli/cli_common.h"
 #include "cli/cmd_edge.h"
+#include "cli/cmd_serve.h"
 #include "cli/cmd_stats.h"
+#include "cli/cmd_summarize.h"
 #include "codectalk.h"
 #include "model/make_model.h"
 
@@ -253,7 +255,8 @@ static void usage(void) {
            "  tokenize     text -> Qwen2 BPE token ids (JSON)\n"
            "  make-model   write a random-weight model in the published layout\n"
            "  info         load, validate and describe a model directory\n"
-           "  bench        model | roofline | stream | threads benchmarks\n"
+           "  serve        OpenAI-compatible streaming HTTP server (POST /v1/audio/speech)\n"
+           "  bench        model | roofline | kernels | stream | threads | emulate | serve | summarize\n"
            "  stats        merge step-stats dumps into the attribution table\n"
            "  probe        describe this machine (ISA, cores, clusters, memory, accelerators)\n"
            "  profile      materialise the layered deploy profile (--auto --explain)\n"
@@ -281,9 +284,12 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "stream")) return ct_cli_bench_stream(argc - 3, argv + 3);
     if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "threads")) return ct_cli_bench_threads(argc - 3, argv + 3);
     if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "emulate")) return ct_cli_bench_emulate(argc - 3, argv + 3);
+    if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "summarize")) return ct_cli_summarize(argc - 3, argv + 3);
+    if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "serve")) return ct_cli_bench_serve(argc - 3, argv + 3);
     if (!strcmp(c, "bench")) return ct_cli_bench(argc - 2, argv + 2);
     if (!strcmp(c, "make-model")) return cmd_make_model(argc - 2, argv + 2);
     if (!strcmp(c, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(c, "serve")) return ct_cli_serve(argc - 2, argv + 2);
     if (!strcmp(c, "stats")) return ct_cli_stats(argc - 2, argv + 2);
     if (!strcmp(c, "probe")) return ct_cli_probe(argc - 2, argv + 2);
     if (!strcmp(c, "profile")) return ct_cli_profile(argc - 2, argv + 2);

@@ -142,9 +142,8 @@ ct_run_info ct_session_run_info(const ct_session *s) {
 }
 
 /* Samples c0 from s->h; returns the code or -1 (error set). */
-static int sample_c0(ct_session *s) {
+int ct_session_sample_c0(ct_session *s) {
     const ct_config *c = &s->m->cfg;
-    ct_talker_logits(s, s->logits);
     double t_s = CT_STATS_T0();
     int id = ct_sample_talker(s->logits, c->talker.vocab, &s->tcfg, s->seen, s->n_generated,
                               s->min_new_tokens, c->codec_eos, c->pred.vocab, c->talker.vocab - 1,
@@ -212,11 +211,42 @@ ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
     ct_rng_init(&s->srng, g.seed, 1);
     memset(s->seen, 0, (size_t)c->talker.vocab);
     ct_talker_run(s, s->prompt, s->prompt_len);
-    int c0 = sample_c0(s);
+    ct_talker_logits(s, s->logits);
+    int c0 = ct_session_sample_c0(s);
     if (c0 < 0) return CT_ERR_INTERNAL;
     s->c0 = c0;
     s->running = 1;
     if (c0 == c->codec_eos) { /* only possible when min_new_tokens is 0 */
+        s->running = 0;
+        s->stop = CT_STOP_EOS;
+    }
+    return CT_OK;
+}
+
+int ct_session_frame_done(ct_session *s) {
+    s->frames++;
+    if (s->frames >= s->frame_limit) {
+        s->running = 0;
+        s->stop = s->limit_is_budget ? CT_STOP_BUDGET : CT_STOP_MAX_FRAMES;
+        return 0;
+    }
+    return 1;
+}
+
+const float *ct_session_overlay(const ct_session *s) {
+    int step = s->frames - 1;
+    return step < s->n_trailing ? s->trailing + (size_t)step * s->m->cfg.talker.hidden : s->pad_row;
+}
+
+ct_status ct_session_take_c0(ct_session *s) {
+    int c0 = ct_session_sample_c0(s);
+    if (c0 < 0) {
+        s->running = 0;
+        s->stop = CT_STOP_ABORTED;
+        return CT_ERR_INTERNAL;
+    }
+    s->c0 = c0;
+    if (c0 == s->m->cfg.codec_eos) {
         s->running = 0;
         s->stop = CT_STOP_EOS;
     }
@@ -231,36 +261,19 @@ ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got) {
             return ct_errf(s->err, sizeof s->err, CT_ERR_STATE, "next_frame before a successful start");
         return CT_OK;
     }
-    const ct_config *c = &s->m->cfg;
-    const int H = c->talker.hidden;
+    const int H = s->m->cfg.talker.hidden;
     double t0 = ct_now_ms();
     ct_predict_frame(s, s->h, s->c0, NULL, codes, NULL);
     double t1 = ct_now_ms();
     s->t_pred_ms += t1 - t0;
-    s->frames++;
     *got = 1;
-    if (s->frames >= s->frame_limit) {
-        s->running = 0;
-        s->stop = s->limit_is_budget ? CT_STOP_BUDGET : CT_STOP_MAX_FRAMES;
-        return CT_OK;
-    }
-    int step = s->frames - 1;
-    const float *overlay = step < s->n_trailing ? s->trailing + (size_t)step * H : s->pad_row;
-    ct_frame_embedding(s, codes, overlay, s->x);
+    if (!ct_session_frame_done(s)) return CT_OK;
+    ct_frame_embedding(s, codes, ct_session_overlay(s), s->x);
     memcpy(s->ptmp, s->x, (size_t)H * sizeof(float));
     ct_talker_run(s, s->ptmp, 1);
-    int c0 = sample_c0(s);
-    if (c0 < 0) {
-        s->running = 0;
-        s->stop = CT_STOP_ABORTED;
-        return CT_ERR_INTERNAL;
-    }
-    s->c0 = c0;
+    ct_talker_logits(s, s->logits);
+    ct_status st = ct_session_take_c0(s);
     s->t_talker_ms += ct_now_ms() - t1;
     if (ct_stats_enabled()) ct_stats_add("talker.step_ms", ct_now_ms() - t1);
-    if (c0 == c->codec_eos) {
-        s->running = 0;
-        s->stop = CT_STOP_EOS;
-    }
-    return CT_OK;
+    return st;
 }

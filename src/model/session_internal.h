@@ -63,4 +63,15 @@ void ct_predict_frame(ct_session *s, const float *h, int c0, const int32_t *forc
 void ct_frame_embedding(const ct_session *s, const int32_t *codes, const float *overlay,
                         float *out);
 
+/* Samples c0 from s->logits (already computed) with the talker chain; marks it seen.
+   Returns the id or -1 (error message set). */
+int ct_session_sample_c0(ct_session *s);
+/* Counts a produced frame; returns 0 (and sets the stop reason) when the frame limit is hit,
+   1 when a talker step must follow. */
+int ct_session_frame_done(ct_session *s);
+/* Text overlay row for the talker input of the frame just counted. */
+const float *ct_session_overlay(const ct_session *s);
+/* After a talker step left logits in s->logits: samples the next c0, handles EOS. */
+ct_status ct_session_take_c0(ct_session *s);
+
 #endif

@@ -3,6 +3,10 @@
 
 #include "kernels/cpu.h"
 
+#ifndef CT_ROW_ALIGN
+#define CT_ROW_ALIGN 4 /* row split granularity of the matmul kernels */
+#endif
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +67,10 @@ ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *c, int 
     s->scores = malloc((size_t)s->n_threads * (size_t)cap * sizeof(float));
     s->cosv = malloc(n * (c->head_dim / 2) * sizeof(float));
     s->sinv = malloc(n * (c->head_dim / 2) * sizeof(float));
+    s->kvs = malloc(n * sizeof(ct_kv *));
+    s->pos = malloc(n * sizeof(int));
     if (!s->h || !s->q || !s->k || !s->v || !s->att || !s->proj || !s->g || !s->u || !s->scores ||
-        !s->cosv || !s->sinv) {
+        !s->cosv || !s->sinv || !s->kvs || !s->pos) {
         ct_stack_scratch_free(s);
         return CT_ERR_NOMEM;
     }
@@ -83,6 +89,8 @@ void ct_stack_scratch_free(ct_stack_scratch *s) {
     free(s->scores);
     free(s->cosv);
     free(s->sinv);
+    free(s->kvs);
+    free(s->pos);
     memset(s, 0, sizeof *s);
 }
 
@@ -124,7 +132,7 @@ static void attend(const ct_stack_cfg *c, const float *kc, const float *vc, int 
     }
 }
 
-/* Up to three independent matmuls in one pool dispatch, each split by rows (aligned to 4 so
+/* Up to three independent matmuls in one pool dispatch, each split by rows (aligned to CT_ROW_ALIGN so
    the SIMD kernels' row grouping, and so the arithmetic, is the same for any thread count). */
 typedef struct {
     int k;
@@ -139,7 +147,7 @@ static void mm_run(void *ctx, int ith, int nth) {
     const ct_matmul_rows_fn fn = ct_kernels()->matmul_rows;
     for (int i = 0; i < j->k; i++) {
         int lo, hi;
-        ct_pool_split(j->w[i]->rows, ith, nth, 4, &lo, &hi);
+        ct_pool_split(j->w[i]->rows, ith, nth, CT_ROW_ALIGN, &lo, &hi);
         if (lo < hi) fn(j->w[i], NULL, j->x[i], j->y[i], j->n, lo, hi);
     }
 }
@@ -154,7 +162,7 @@ typedef struct {
 static void mm1_run(void *ctx, int ith, int nth) {
     const mm1_job *j = ctx;
     int lo, hi;
-    ct_pool_split(j->w->rows, ith, nth, 4, &lo, &hi);
+    ct_pool_split(j->w->rows, ith, nth, CT_ROW_ALIGN, &lo, &hi);
     if (lo < hi) ct_kernels()->matmul_rows(j->w, j->b, j->x, j->y, j->n, lo, hi);
 }
 
@@ -172,8 +180,9 @@ static void matmuls(ct_stack_scratch *s, int n, int k, const ct_mat *w0, float *
 
 typedef struct {
     const ct_stack_cfg *c;
-    const ct_kv *kv;
-    int layer, pos0, n;
+    ct_kv *const *kvs; /* [n] cache of each token */
+    const int *pos;    /* [n] position of each token */
+    int layer, n;
     ct_stack_scratch *s;
 } att_job;
 
@@ -184,18 +193,29 @@ static void att_run(void *ctx, int ith, int nth) {
     int lo, hi;
     ct_pool_split(c->kv_heads, ith, nth, 1, &lo, &hi);
     float *scores = j->s->scores + (size_t)ith * j->s->cap;
-    for (int t = 0; t < j->n; t++)
-        attend(c, j->kv->k[j->layer], j->kv->v[j->layer], j->kv->cap, j->s->q + (size_t)t * qd,
-               j->s->att + (size_t)t * qd, j->pos0 + t, scores, lo, hi, group);
+    for (int t = 0; t < j->n; t++) {
+        const ct_kv *kv = j->kvs[t];
+        attend(c, kv->k[j->layer], kv->v[j->layer], kv->cap, j->s->q + (size_t)t * qd,
+               j->s->att + (size_t)t * qd, j->pos[t], scores, lo, hi, group);
+    }
 }
 
 void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
                       float *x) {
+    for (int t = 0; t < n; t++) {
+        s->kvs[t] = kv;
+        s->pos[t] = pos0 + t;
+    }
+    ct_stack_forward_multi(w, s->kvs, s->pos, n, s, x);
+}
+
+void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *pos, int n,
+                            ct_stack_scratch *s, float *x) {
     const ct_stack_cfg *c = w->cfg;
     const int H = c->hidden, hd = c->head_dim, half = hd / 2;
     const int qd = c->heads * hd, kd = c->kv_heads * hd;
     for (int t = 0; t < n; t++)
-        ct_rope_angles(pos0 + t, hd, c->rope_theta, s->cosv + (size_t)t * half,
+        ct_rope_angles(pos[t], hd, c->rope_theta, s->cosv + (size_t)t * half,
                        s->sinv + (size_t)t * half);
     for (int l = 0; l < c->layers; l++) {
         const ct_layer_w *L = &w->layers[l];
@@ -213,17 +233,18 @@ void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int p
                 ct_rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, L->k_norm, hd, c->eps);
                 ct_rope_apply(k + (size_t)h * hd, cs, sn, hd);
             }
-            /* append K/V at position pos0 + t of layer l */
-            int pos = pos0 + t;
+            /* append K/V at the token's position in its own cache, layer l */
+            ct_kv *kv = kvs[t];
+            const int p = pos[t];
             const float *v = s->v + (size_t)t * kd;
             for (int h = 0; h < c->kv_heads; h++) {
-                memcpy(kv->k[l] + ((size_t)h * kv->cap + pos) * hd, k + (size_t)h * hd,
+                memcpy(kv->k[l] + ((size_t)h * kv->cap + p) * hd, k + (size_t)h * hd,
                        (size_t)hd * sizeof(float));
-                memcpy(kv->v[l] + ((size_t)h * kv->cap + pos) * hd, v + (size_t)h * hd,
+                memcpy(kv->v[l] + ((size_t)h * kv->cap + p) * hd, v + (size_t)h * hd,
                        (size_t)hd * sizeof(float));
             }
         }
-        att_job aj = {c, kv, l, pos0, n, s};
+        att_job aj = {c, kvs, pos, l, n, s};
         ct_pool_run(s->pool, att_run, &aj);
         matmuls(s, n, 1, &L->o, s->att, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];

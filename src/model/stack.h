@@ -43,6 +43,8 @@ typedef struct {
     float *g;      /* [n_max][F] */
     float *u;      /* [n_max][F] */
     float *scores; /* [n_threads][cap] */
+    ct_kv **kvs;   /* [n_max] per-token cache (filled by ct_stack_forward) */
+    int *pos;      /* [n_max] per-token position */
     ct_pool *pool; /* borrowed; NULL = single thread */
     int n_threads;
     float *cosv;   /* [n_max][hd/2] */
@@ -67,6 +69,14 @@ void ct_stack_scratch_free(ct_stack_scratch *s);
    depend on the pool's thread count (rows and heads are partitioned, never reductions). */
 void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
                       float *x);
+
+/* Like ct_stack_forward, but token t belongs to its own sequence: it appends to kvs[t] at
+   pos[t] and attends to kvs[t] positions 0..pos[t]. Tokens of several streams share every
+   weight pass (batched decode); tokens of one sequence may also be mixed in (consecutive
+   positions, same cache). Each token's result is independent of the others in the batch as long
+   as the matmul kernels' per-token arithmetic does not depend on n. */
+void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *pos, int n,
+                            ct_stack_scratch *s, float *x);
 
 /* ct_matmul split by rows over pool (NULL = inline); same result for any thread count. */
 void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,

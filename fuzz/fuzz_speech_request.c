@@ -1,0 +1,49 @@
+/* Fuzz target: arbitrary bytes as a POST /v1/audio/speech body. The parser must never crash;
+   an accepted request must satisfy every documented invariant, a refused one must carry a
+   4xx/5xx error that renders as OpenAI error JSON. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "serve/request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static const char *const voices[] = {"vivian", "ryan", "uncle_fu"};
+    static const char *const langs[] = {"english", "chinese"};
+    ct_speech_ctx ctx = {"tiny", voices, 3, langs, 2, 64, 4096};
+    ct_speech_request r;
+    ct_api_error e;
+    memset(&e, 0, sizeof e);
+    ct_status st = ct_speech_request_parse((const char *)data, size, &ctx, &r, &e);
+    if (st != CT_OK) {
+        if (r.input || r.instructions) __builtin_trap();
+        if (e.http_status < 400 || e.http_status > 599 || !memchr(e.message, 0, sizeof e.message) || !e.message[0])
+            __builtin_trap();
+        char *js = ct_api_error_json(&e);
+        if (js) {
+            json_error_t je;
+            json_t *j = json_loads(js, 0, &je);
+            if (!j || !json_is_string(json_object_get(json_object_get(j, "error"), "message"))) __builtin_trap();
+            json_decref(j);
+            free(js);
+        }
+        return 0;
+    }
+    if (!r.input || r.input_chars == 0 || r.input_chars > 64 || ct_utf8_count(r.input, strlen(r.input)) !=
+                                                                     (long)r.input_chars)
+        __builtin_trap();
+    int vi = 0;
+    for (int i = 0; i < 3; i++) vi |= strcmp(r.voice, voices[i]) == 0;
+    if (!vi) __builtin_trap();
+    if (strcmp(r.language, "auto") && strcmp(r.language, "english") && strcmp(r.language, "chinese")) __builtin_trap();
+    if (r.max_new_tokens < 0 || r.max_new_tokens > 4096 || r.initial_chunk_frames < -1 || r.top_k < -1 ||
+        (r.format != CT_RESP_WAV && r.format != CT_RESP_PCM) || r.mode > CT_MODE_SSE || r.non_streaming < -1 ||
+        r.non_streaming > 1 || (r.top_p >= 0 && r.top_p > 1) || r.temperature > 10)
+        __builtin_trap();
+    ct_speech_request_free(&r);
+    return 0;
+}

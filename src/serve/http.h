@@ -1,0 +1,43 @@
+/* HTTP front end of the server (libmicrohttpd, thread per connection): POST /v1/audio/speech
+   (whole WAV/PCM, chunked raw audio, or SSE events), GET /v1/models, GET /v1/audio/voices,
+   GET /health, GET /metrics; bearer-token auth on every route but /health; OpenAI error JSON.
+   Routes, fields and status codes: docs/SERVE.md. */
+#ifndef CT_SERVE_HTTP_H
+#define CT_SERVE_HTTP_H
+
+#include <stddef.h>
+
+#include "codectalk.h"
+#include "serve/engine.h"
+
+typedef struct ct_http ct_http;
+
+typedef struct {
+    size_t size;
+    const char *host;          /* numeric IPv4 address to bind (default "127.0.0.1") */
+    int port;                  /* 0 = any free port (see ct_http_port) */
+    const char *api_key;       /* NULL or "" = no auth */
+    const char *model_id;      /* served id for /v1/models and the `model` field (required) */
+    int max_connections;       /* concurrent connections (default 64) */
+    int connection_timeout_s;  /* idle connection timeout, slow-loris guard (default 30) */
+    size_t max_body_bytes;     /* request body limit -> 413 (default 65536) */
+    int max_input_chars;       /* `input` limit (default CT_SPEECH_MAX_INPUT_CHARS) */
+    int default_initial_frames;/* first-chunk frames when the request says null (default 1) */
+} ct_http_params;
+
+ct_http_params ct_http_params_default(void);
+
+/* Binds and starts serving. The engine and model are borrowed (must outlive the server).
+   Errors: CT_ERR_INVALID_ARG (bad host/params), CT_ERR_IO (bind/listen failed: the message
+   names the address and errno), CT_ERR_INTERNAL (the HTTP library refused to start). */
+ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out,
+                        char *err, size_t errcap);
+
+/* The bound TCP port. */
+int ct_http_port(const ct_http *h);
+
+/* Stops accepting, ends every connection (their jobs are released) and frees h. NULL is fine.
+   Call before ct_engine_free. */
+void ct_http_stop(ct_http *h);
+
+#endif

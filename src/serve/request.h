@@ -1,0 +1,90 @@
+/* POST /v1/audio/speech request body (EDGE.md 9.4): strict JSON parsing and validation into a
+   ct_speech_request, and the OpenAI error object {"error":{message,type,param,code}} used for
+   every 4xx/5xx the server sends. Pure functions (jansson), no I/O. */
+#ifndef CT_SERVE_REQUEST_H
+#define CT_SERVE_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+#define CT_SPEECH_MAX_INPUT_CHARS 4096   /* default limit on `input` (Unicode code points) */
+#define CT_SPEECH_MAX_INSTRUCT_CHARS 4096
+
+typedef enum { CT_RESP_WAV = 0, CT_RESP_PCM = 1 } ct_resp_format;
+
+/* How the audio goes back: whole clip, chunked raw audio bytes, or SSE events. */
+typedef enum { CT_MODE_FULL = 0, CT_MODE_AUDIO = 1, CT_MODE_SSE = 2 } ct_resp_mode;
+
+/* An OpenAI-style API error and the HTTP status it is sent with. */
+typedef struct {
+    int http_status;   /* 400, 401, 404, 405, 413, 500, 503 */
+    char message[512];
+    char type[48];     /* "invalid_request_error", "authentication_error", "server_error", ... */
+    char param[64];    /* offending field, "" = null */
+    char code[48];     /* machine-readable code, "" = null */
+} ct_api_error;
+
+/* What the parser checks against: the served model. Arrays are borrowed. */
+typedef struct {
+    const char *model_id;           /* `model`, when given, must equal this (NULL = any) */
+    const char *const *voices;      /* [n_voices] lower-case speaker names of the model */
+    int n_voices;
+    const char *const *languages;   /* [n_languages] lower-case language names ("auto" implied) */
+    int n_languages;
+    int max_input_chars;            /* <= 0: CT_SPEECH_MAX_INPUT_CHARS */
+    int max_new_tokens_cap;         /* upper bound for max_new_tokens (<= 0: 1 << 20) */
+} ct_speech_ctx;
+
+/* A validated request. Strings are owned (free with ct_speech_request_free). */
+typedef struct {
+    char *input;                 /* UTF-8, non-empty, <= max_input_chars code points */
+    size_t input_chars;
+    char voice[64];              /* a name from ctx->voices (lower case), "" when the model has none */
+    char language[64];           /* "auto" or a name from ctx->languages */
+    char *instructions;          /* NULL when absent */
+    ct_resp_format format;
+    ct_resp_mode mode;
+    int has_seed;
+    uint64_t seed;               /* int64 as given, reinterpreted */
+    int max_new_tokens;          /* 0 = model default */
+    int initial_chunk_frames;    /* -1 = null (engine default), else >= 0 */
+    float temperature;           /* < 0: model default; 0: greedy */
+    float top_p;                 /* < 0: default */
+    int top_k;                   /* < 0: default; 0 disables */
+    float repetition_penalty;    /* < 0: default */
+    int non_streaming;           /* -1 = null (model default), 0, 1 */
+} ct_speech_request;
+
+/* Parses and validates body[len] (need not be NUL-terminated). On success fills *out (caller
+   frees with ct_speech_request_free) and returns CT_OK. On failure returns CT_ERR_INVALID_ARG
+   (or CT_ERR_UNSUPPORTED for a valid but unsupported value, CT_ERR_LIMIT for input over the
+   limit, CT_ERR_NOMEM) with *e filled (http_status 400 and the field in e->param); *out is
+   left empty. Rules (docs/SERVE.md): the body is one JSON object; every known field has a fixed
+   type (wrong type -> 400 naming it); unknown fields -> 400 "unknown field"; `input` required;
+   `voice` (alias `speaker`) is a string or {"id": string}; an unknown voice or language -> 400
+   listing the valid ones; response_format wav|pcm (flac/mp3/opus/aac -> 400 unsupported). */
+ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_ctx *ctx,
+                                  ct_speech_request *out, ct_api_error *e);
+
+/* Frees the owned strings and zeroes *r (NULL is fine). */
+void ct_speech_request_free(ct_speech_request *r);
+
+/* Fills *e (message formatted like printf). Returns e. */
+ct_api_error *ct_api_error_set(ct_api_error *e, int http_status, const char *type,
+                               const char *param, const char *code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+
+/* The error as {"error":{"message","type","param","code"}} (param/code null when empty).
+   malloc'd, NUL-terminated; NULL on OOM. */
+char *ct_api_error_json(const ct_api_error *e);
+
+/* Number of Unicode code points in s[len] if it is valid UTF-8 (no overlongs, surrogates or
+   values above U+10FFFF), else -1. */
+long ct_utf8_count(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,475 @@
+/* The HTTP server end to end over real loopback sockets with a tiny random model: the three
+   response modes byte for byte against the session + streaming-codec path that `synth` uses
+   (written by the WAV writer), two concurrent streams equal their solo runs, the SSE event
+   sequence, /metrics, auth, malformed / oversized / unknown-voice requests, 404/405, a client
+   that disconnects mid-stream frees its slot, and 503 + Retry-After under a full queue. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "audio/wav.h"
+#include "codec/codec.h"
+#include "codectalk.h"
+#include "ct_test.h"
+#include "serve/client.h"
+#include "serve/engine.h"
+#include "serve/http.h"
+#include "test_models.h"
+
+static ct_model *M;
+static ct_codec *C;
+static const char *KEY_HDR = "Authorization: Bearer s3cret\r\n";
+static const char *TEXT = "Serving must match the synth path, byte for byte.";
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* WAV bytes (PCM16, exact header) of the synth path: session frames, each decoded by the
+   exact streaming codec as it is produced, written by the WAV writer. */
+static unsigned char *reference_wav(uint64_t seed, int max_new_tokens, const char *speaker, size_t *len,
+                                    int *frames) {
+    ct_session *s = NULL;
+    ct_codec_stream *cs = NULL;
+    char err[512];
+    ct_session_params sp = ct_session_params_default();
+    if (ct_session_create(M, &sp, &s, err, sizeof err) != CT_OK) return NULL;
+    if (ct_codec_stream_create(C, 1, &cs, err, sizeof err) != CT_OK) return NULL;
+    ct_gen_params g = ct_gen_params_default();
+    g.text = TEXT;
+    g.speaker = speaker;
+    g.language = "auto";
+    g.seed = seed;
+    g.max_new_tokens = max_new_tokens;
+    FILE *f = tmpfile();
+    ct_wav_writer w;
+    float pcm[1920];
+    int32_t codes[16];
+    int got = 1, n = 0;
+    ct_wav_begin(&w, f, 24000, CT_WAV_PCM16);
+    if (ct_session_start(s, &g) != CT_OK) return NULL;
+    while (ct_session_next_frame(s, codes, &got) == CT_OK && got) {
+        if (ct_codec_stream_push(cs, codes, 1, pcm, err, sizeof err) != CT_OK) return NULL;
+        ct_wav_write(&w, pcm, 1920);
+        n++;
+    }
+    ct_wav_end(&w);
+    long sz = ftell(f);
+    unsigned char *b = malloc((size_t)sz);
+    rewind(f);
+    if (fread(b, 1, (size_t)sz, f) != (size_t)sz) return NULL;
+    fclose(f);
+    ct_session_free(s);
+    ct_codec_stream_free(cs);
+    *len = (size_t)sz;
+    *frames = n;
+    return b;
+}
+
+static int PORT;
+
+static ct_status post(int port, const char *hdr, const char *body, ct_http_on_data cb, void *ud, ct_http_resp *r) {
+    char err[256];
+    ct_status st = ct_http_request("127.0.0.1", port, "POST", "/v1/audio/speech", hdr, body, strlen(body), 30000,
+                                   cb, ud, r, err, sizeof err);
+    if (st != CT_OK) fprintf(stderr, "request failed: %s\n", err);
+    return st;
+}
+
+static ct_status get(int port, const char *path, const char *hdr, ct_http_resp *r) {
+    char err[256];
+    return ct_http_request("127.0.0.1", port, "GET", path, hdr, NULL, 0, 10000, NULL, NULL, r, err, sizeof err);
+}
+
+static size_t b64dec(const char *s, unsigned char *out) {
+    static int T[256];
+    static int init;
+    const char *A = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (!init) {
+        for (int i = 0; i < 256; i++) T[i] = -1;
+        for (int i = 0; i < 64; i++) T[(unsigned char)A[i]] = i;
+        init = 1;
+    }
+    size_t n = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (; *s && *s != '='; s++) {
+        int v = T[(unsigned char)*s];
+        if (v < 0) return (size_t)-1;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (unsigned char)(acc >> bits);
+        }
+    }
+    return n;
+}
+
+static int body_has_error(const ct_http_resp *r, const char *param, const char *needle) {
+    json_error_t je;
+    json_t *j = json_loadb((const char *)r->body, r->body_len, 0, &je);
+    json_t *e = json_object_get(j, "error");
+    int ok = json_is_object(e) && json_is_string(json_object_get(e, "message")) &&
+             json_is_string(json_object_get(e, "type")) && json_object_get(e, "code") &&
+             json_object_get(e, "param");
+    if (ok && param) ok = json_is_string(json_object_get(e, "param")) &&
+                          strcmp(json_string_value(json_object_get(e, "param")), param) == 0;
+    if (ok && needle) ok = strstr(json_string_value(json_object_get(e, "message")), needle) != NULL;
+    if (!ok) fprintf(stderr, "error body: %.*s\n", (int)r->body_len, r->body);
+    json_decref(j);
+    return ok;
+}
+
+/* ---- concurrency helpers ---------------------------------------------------------------- */
+
+typedef struct {
+    int port;
+    char body[512];
+    atomic_int *stop;     /* abort when set */
+    int slow_ms;          /* sleep per piece */
+    int hold;             /* 1: read nothing more until *stop is set, then disconnect */
+    ct_http_resp r;
+    ct_status st;
+    int abort_after;      /* > 0: disconnect after this many pieces */
+    int pieces;
+} client_job;
+
+static int client_cb(void *ud, const unsigned char *p, size_t n) {
+    client_job *c = ud;
+    (void)p, (void)n;
+    c->pieces++;
+    if (c->hold) {
+        while (!atomic_load(c->stop)) sleep_ms(5);
+        return 1;
+    }
+    if (c->slow_ms) sleep_ms(c->slow_ms);
+    if (c->abort_after && c->pieces >= c->abort_after) return 1;
+    return c->stop && atomic_load(c->stop);
+}
+
+static void *client_thread(void *arg) {
+    client_job *c = arg;
+    c->st = post(c->port, KEY_HDR, c->body, client_cb, c, &c->r);
+    return NULL;
+}
+
+static int wait_until(ct_engine *e, int active, int queued, int ms) {
+    for (int t = 0; t < ms; t += 5) {
+        ct_engine_counters k = ct_engine_get_counters(e);
+        if ((active < 0 || k.active == active) && (queued < 0 || k.queued == queued)) return 1;
+        sleep_ms(5);
+    }
+    return 0;
+}
+
+int main(void) {
+    const char *dir = ct_test_make("tiny", "serve-tiny", 5);
+    char err[1024];
+    CHECK(dir && ct_model_load(dir, NULL, &M, err, sizeof err) == CT_OK);
+    CHECK(dir && ct_codec_load(dir, &C, err, sizeof err) == CT_OK);
+    if (!M || !C) return ct_test_finish();
+    const char *voice = ct_model_speaker(M, 1);
+    CHECK(voice != NULL);
+
+    ct_engine_params ep = ct_engine_params_default();
+    ep.max_streams = 2;
+    ep.queue_cap = 2;
+    ep.max_context = 512;
+    ep.model_dir = dir;
+    ct_engine *E = NULL;
+    CHECKF(ct_engine_create(M, C, &ep, &E, err, sizeof err) == CT_OK, "%s", err);
+    ct_http_params hp = ct_http_params_default();
+    hp.port = 0;
+    hp.api_key = "s3cret";
+    hp.model_id = "tiny-test";
+    hp.connection_timeout_s = 5;
+    ct_http *H = NULL;
+    CHECKF(E && ct_http_start(E, M, &hp, &H, err, sizeof err) == CT_OK, "%s", err);
+    if (!E || !H) return ct_test_finish();
+    PORT = ct_http_port(H);
+    CHECK(PORT > 0);
+
+    ct_http_resp r;
+    int ready = 0;
+    for (int t = 0; t < 600 && !ready; t++) { /* /health needs no key; 503 until warm */
+        if (get(PORT, "/health", NULL, &r) == CT_OK) {
+            ready = r.status == 200;
+            CHECK(r.status == 200 || r.status == 503);
+            ct_http_resp_free(&r);
+        }
+        if (!ready) sleep_ms(50);
+    }
+    CHECK(ready);
+
+    const int MNT = 30; /* at most 29 frames */
+    size_t ref_len = 0;
+    int ref_frames = 0;
+    unsigned char *ref = reference_wav(7, MNT, voice, &ref_len, &ref_frames);
+    CHECK(ref && ref_frames > 2 && ref_len == 44 + (size_t)ref_frames * 1920 * 2);
+    if (!ref) return ct_test_finish();
+    char body[512];
+
+    /* 1. non-streaming WAV */
+    snprintf(body, sizeof body,
+             "{\"model\":\"tiny-test\",\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d}", TEXT,
+             voice, MNT);
+    CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK);
+    CHECKF(r.status == 200, "status %d", r.status);
+    CHECKF(r.body_len == ref_len && memcmp(r.body, ref, ref_len) == 0, "wav %zu vs %zu bytes", r.body_len, ref_len);
+    char hv[64];
+    CHECK(ct_http_resp_header(&r, "Content-Type", hv, sizeof hv) && strcmp(hv, "audio/wav") == 0);
+    CHECK(ct_http_resp_header(&r, "x-codectalk-output-tokens", hv, sizeof hv) && atoi(hv) == ref_frames);
+    ct_http_resp_free(&r);
+
+    /* 2. raw PCM stream (chunked), voice as {"id": ...} */
+    snprintf(body, sizeof body,
+             "{\"input\":\"%s\",\"voice\":{\"id\":\"%s\"},\"seed\":7,\"max_new_tokens\":%d,"
+             "\"response_format\":\"pcm\",\"stream\":true,\"stream_format\":\"audio\"}",
+             TEXT, voice, MNT);
+    CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 200);
+    CHECK(ct_http_resp_header(&r, "Transfer-Encoding", hv, sizeof hv));
+    CHECKF(r.body_len == ref_len - 44 && memcmp(r.body, ref + 44, ref_len - 44) == 0, "pcm %zu vs %zu", r.body_len,
+           ref_len - 44);
+    CHECK(r.n_events >= 1);
+    ct_http_resp_free(&r);
+
+    /* 2b. streamed WAV: streaming header, then the same samples */
+    snprintf(body, sizeof body,
+             "{\"input\":\"%s\",\"speaker\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,\"stream_format\":\"audio\"}",
+             TEXT, voice, MNT);
+    CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 200 && r.body_len == ref_len && memcmp(r.body, "RIFF", 4) == 0 &&
+          memcmp(r.body + 44, ref + 44, ref_len - 44) == 0 && r.body[40] == 0xDB && r.body[43] == 0xFF);
+    ct_http_resp_free(&r);
+
+    /* 3. SSE */
+    snprintf(body, sizeof body,
+             "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,\"response_format\":\"pcm\","
+             "\"stream\":true}",
+             TEXT, voice, MNT);
+    CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 200 && ct_http_resp_header(&r, "Content-Type", hv, sizeof hv) &&
+          strcmp(hv, "text/event-stream") == 0);
+    {
+        unsigned char *pcm = malloc(ref_len + 16);
+        size_t np = 0;
+        int n_delta = 0, n_done = 0, order_ok = 1, usage_ok = 0;
+        char *txt = (char *)r.body;
+        for (char *ev = txt; ev && *ev;) {
+            char *end = strstr(ev, "\n\n");
+            if (!end) {
+                order_ok = 0;
+                break;
+            }
+            *end = 0;
+            CHECK(strncmp(ev, "data: ", 6) == 0);
+            json_error_t je;
+            json_t *j = json_loads(ev + 6, 0, &je);
+            const char *type = json_string_value(json_object_get(j, "type"));
+            if (type && strcmp(type, "speech.audio.delta") == 0) {
+                if (n_done) order_ok = 0;
+                n_delta++;
+                const char *a = json_string_value(json_object_get(j, "audio"));
+                CHECK(a && strcmp(json_string_value(json_object_get(j, "response_format")), "pcm") == 0);
+                size_t k = a && np + strlen(a) * 3 / 4 <= ref_len ? b64dec(a, pcm + np) : (size_t)-1;
+                if (k == (size_t)-1) order_ok = 0;
+                else np += k;
+            } else if (type && strcmp(type, "speech.audio.done") == 0) {
+                n_done++;
+                json_t *u = json_object_get(j, "usage");
+                usage_ok = json_integer_value(json_object_get(u, "output_tokens")) == ref_frames &&
+                           json_integer_value(json_object_get(u, "input_tokens")) > 0 &&
+                           json_integer_value(json_object_get(u, "total_tokens")) ==
+                               json_integer_value(json_object_get(u, "input_tokens")) + ref_frames &&
+                           json_is_object(json_object_get(u, "input_token_details"));
+            } else {
+                order_ok = 0;
+            }
+            json_decref(j);
+            ev = end + 2;
+        }
+        CHECKF(n_delta >= 1 && n_done == 1 && order_ok && usage_ok, "deltas %d done %d order %d usage %d", n_delta,
+               n_done, order_ok, usage_ok);
+        CHECKF(np == ref_len - 44 && memcmp(pcm, ref + 44, np) == 0, "sse pcm %zu vs %zu", np, ref_len - 44);
+        free(pcm);
+    }
+    ct_http_resp_free(&r);
+
+    /* 4. two concurrent streams equal their solo runs */
+    {
+        client_job cj[2];
+        pthread_t th[2];
+        unsigned char *refs[2];
+        size_t rl[2];
+        int rf[2];
+        for (int i = 0; i < 2; i++) {
+            memset(&cj[i], 0, sizeof cj[i]);
+            cj[i].port = PORT;
+            snprintf(cj[i].body, sizeof cj[i].body,
+                     "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":%d,\"max_new_tokens\":%d,\"response_format\":"
+                     "\"pcm\",\"stream_format\":\"audio\",\"initial_codec_chunk_frames\":%d}",
+                     TEXT, voice, 11 + i, MNT, 3 * i);
+            refs[i] = reference_wav((uint64_t)(11 + i), MNT, voice, &rl[i], &rf[i]);
+        }
+        for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, client_thread, &cj[i]);
+        for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+        for (int i = 0; i < 2; i++) {
+            CHECK(cj[i].st == CT_OK && cj[i].r.status == 200);
+            CHECKF(refs[i] && cj[i].r.body_len == rl[i] - 44 && memcmp(cj[i].r.body, refs[i] + 44, rl[i] - 44) == 0,
+                   "stream %d: %zu vs %zu bytes", i, cj[i].r.body_len, rl[i] - 44);
+            ct_http_resp_free(&cj[i].r);
+            free(refs[i]);
+        }
+    }
+
+    /* 5. auth, bad input, limits, routes */
+    CHECK(post(PORT, NULL, "{\"input\":\"hi\"}", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 401 && body_has_error(&r, NULL, "API key"));
+    ct_http_resp_free(&r);
+    CHECK(post(PORT, "Authorization: Bearer wrong\r\n", "{\"input\":\"hi\"}", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 401);
+    ct_http_resp_free(&r);
+    CHECK(get(PORT, "/v1/models", NULL, &r) == CT_OK && r.status == 401);
+    ct_http_resp_free(&r);
+    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\",", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 400 && body_has_error(&r, NULL, "not valid JSON"));
+    ct_http_resp_free(&r);
+    CHECK(post(PORT, KEY_HDR, "{\"input\": 5}", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 400 && body_has_error(&r, "input", "must be a string"));
+    ct_http_resp_free(&r);
+    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"seed\": \"x\"}", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 400 && body_has_error(&r, "seed", NULL));
+    ct_http_resp_free(&r);
+    CHECK(post(PORT, KEY_HDR, "{\"input\": \"   \"}", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 400 && body_has_error(&r, "input", "empty"));
+    ct_http_resp_free(&r);
+    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"voice\": \"nobody\"}", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 400 && body_has_error(&r, "voice", voice));
+    ct_http_resp_free(&r);
+    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"language\": \"klingon\"}", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 400 && body_has_error(&r, "language", "auto"));
+    ct_http_resp_free(&r);
+    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"response_format\": \"mp3\"}", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 400 && body_has_error(&r, "response_format", "unsupported"));
+    ct_http_resp_free(&r);
+    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"model\": \"other\"}", NULL, NULL, &r) == CT_OK);
+    CHECK(r.status == 404 && body_has_error(&r, "model", NULL));
+    ct_http_resp_free(&r);
+    {
+        size_t big = 100 * 1024;
+        char *b = malloc(big + 64);
+        memset(b, 'a', big + 64);
+        memcpy(b, "{\"input\":\"", 10);
+        memcpy(b + big, "\"}", 3);
+        CHECK(post(PORT, KEY_HDR, b, NULL, NULL, &r) == CT_OK);
+        CHECKF(r.status == 413, "status %d", r.status);
+        ct_http_resp_free(&r);
+        /* 5000 characters: within the body limit, over the input limit */
+        memset(b, 'a', 6000);
+        memcpy(b, "{\"input\":\"", 10);
+        memcpy(b + 5010, "\"}", 3);
+        CHECK(post(PORT, KEY_HDR, b, NULL, NULL, &r) == CT_OK);
+        CHECK(r.status == 400 && body_has_error(&r, "input", "limit"));
+        ct_http_resp_free(&r);
+        free(b);
+    }
+    CHECK(get(PORT, "/nope", KEY_HDR, &r) == CT_OK && r.status == 404);
+    ct_http_resp_free(&r);
+    CHECK(get(PORT, "/v1/audio/speech", KEY_HDR, &r) == CT_OK && r.status == 405 &&
+          ct_http_resp_header(&r, "Allow", hv, sizeof hv) && strcmp(hv, "POST") == 0);
+    ct_http_resp_free(&r);
+    CHECK(get(PORT, "/v1/models", KEY_HDR, &r) == CT_OK && r.status == 200 && strstr((char *)r.body, "tiny-test"));
+    ct_http_resp_free(&r);
+
+    /* 6. disconnect mid-stream frees the slot within a step */
+    {
+        client_job cj;
+        memset(&cj, 0, sizeof cj);
+        cj.abort_after = 1;
+        ct_engine_counters k0 = ct_engine_get_counters(E);
+        CHECK(post(PORT, KEY_HDR,
+                   "{\"input\":\"A long request that the client abandons after the first piece of audio.\","
+                   "\"stream_format\":\"audio\",\"response_format\":\"pcm\",\"seed\":3,\"max_new_tokens\":400}",
+                   client_cb, &cj, &cj.r) == CT_OK);
+        CHECK(cj.r.aborted == 1);
+        ct_http_resp_free(&cj.r);
+        CHECK(wait_until(E, 0, 0, 3000));
+        ct_engine_counters k1 = ct_engine_get_counters(E);
+        CHECKF(k1.cancelled == k0.cancelled + 1 && k1.kv_bytes_in_use == 0, "cancelled %llu -> %llu",
+               (unsigned long long)k0.cancelled, (unsigned long long)k1.cancelled);
+    }
+
+    /* 7. metrics */
+    CHECK(get(PORT, "/metrics", KEY_HDR, &r) == CT_OK && r.status == 200);
+    {
+        const char *names[] = {"codectalk_streams_active 0", "codectalk_requests_admitted_total",
+                               "codectalk_requests_rejected_total 0", "codectalk_ttfa_seconds_bucket{le=\"+Inf\"}",
+                               "codectalk_rtf_count", "codectalk_underruns_total", "codectalk_kv_bytes_in_use 0",
+                               "codectalk_prefill_deferrals_total", "codectalk_http_responses_total{code=\"401\"} 3",
+                               "codectalk_requests_cancelled_total 1", "# TYPE codectalk_ttfa_seconds histogram"};
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+            CHECKF(r.body && strstr((char *)r.body, names[i]), "metrics lack '%s'", names[i]);
+        ct_engine_counters k = ct_engine_get_counters(E);
+        CHECKF(k.admitted == 7 && k.completed == 6, "admitted %llu completed %llu", (unsigned long long)k.admitted,
+               (unsigned long long)k.completed);
+    }
+    ct_http_resp_free(&r);
+    ct_http_stop(H);
+    ct_engine_free(E);
+
+    /* 8. 503 + Retry-After: one slot, queue of one, three long requests */
+    ep.max_streams = 1;
+    ep.queue_cap = 1;
+    ep.warmup = 0;
+    E = NULL;
+    H = NULL;
+    CHECK(ct_engine_create(M, C, &ep, &E, err, sizeof err) == CT_OK);
+    hp.api_key = NULL;
+    CHECK(E && ct_http_start(E, M, &hp, &H, err, sizeof err) == CT_OK);
+    if (E && H) {
+        atomic_int stop = 0;
+        client_job cj[2];
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+            memset(&cj[i], 0, sizeof cj[i]);
+            cj[i].port = ct_http_port(H);
+            cj[i].stop = &stop;
+            cj[i].hold = 1; /* a stalled reader keeps its slot (its stream pauses) */
+            snprintf(cj[i].body, sizeof cj[i].body,
+                     "{\"input\":\"%s\",\"stream\":true,\"seed\":%d,\"max_new_tokens\":400}", TEXT, i);
+        }
+        pthread_create(&th[0], NULL, client_thread, &cj[0]);
+        CHECK(wait_until(E, 1, 0, 5000));
+        pthread_create(&th[1], NULL, client_thread, &cj[1]);
+        CHECK(wait_until(E, 1, 1, 5000));
+        CHECK(post(ct_http_port(H), NULL, "{\"input\":\"third\"}", NULL, NULL, &r) == CT_OK);
+        CHECKF(r.status == 503 && ct_http_resp_header(&r, "Retry-After", hv, sizeof hv) && atoi(hv) >= 1,
+               "status %d", r.status);
+        CHECK(body_has_error(&r, NULL, "busy"));
+        ct_http_resp_free(&r);
+        atomic_store(&stop, 1);
+        for (int i = 0; i < 2; i++) {
+            pthread_join(th[i], NULL);
+            CHECK(cj[i].st == CT_OK && cj[i].r.status == 200);
+            ct_http_resp_free(&cj[i].r);
+        }
+        CHECK(wait_until(E, 0, 0, 3000));
+        ct_engine_counters k = ct_engine_get_counters(E);
+        CHECKF(k.rejected == 1 && k.queued_total >= 1, "rejected %llu", (unsigned long long)k.rejected);
+    }
+    ct_http_stop(H);
+    ct_engine_free(E);
+    free(ref);
+    ct_codec_free(C);
+    ct_model_free(M);
+    return ct_test_finish();
+}
