@@ -2,7 +2,8 @@
 # Installs the Debian packages codectalk needs to build and test (skips what is present).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
-      libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev curl librsvg2-bin)
+      libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev curl librsvg2-bin
+      python3 python3-venv protobuf-compiler libonnx-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

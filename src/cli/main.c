@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/cli_common.h"
 #include "cli/cmd_edge.h"
+#include "cli/cmd_export.h"
 #include "cli/cmd_serve.h"
 #include "cli/cmd_stats.h"
 #include "cli/cmd_summarize.h"
@@ -255,6 +256,7 @@ static void usage(void) {
            "  tokenize     text -> Qwen2 BPE token ids (JSON)\n"
            "  make-model   write a random-weight model in the published layout\n"
            "  info         load, validate and describe a model directory\n"
+           "  export       ONNX programs: talker/predictor decode steps, windowed codec, sanitize\n"
            "  serve        OpenAI-compatible streaming HTTP server (POST /v1/audio/speech)\n"
            "  bench        model | roofline | kernels | stream | threads | emulate | serve | summarize\n"
            "  stats        merge step-stats dumps into the attribution table\n"
@@ -289,6 +291,15 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "bench")) return ct_cli_bench(argc - 2, argv + 2);
     if (!strcmp(c, "make-model")) return cmd_make_model(argc - 2, argv + 2);
     if (!strcmp(c, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(c, "export")) return ct_cli_export(argc - 1, argv + 1);
+    if (!strcmp(c, "onnx-sanitize")) {
+        if (argc != 4) {
+            fprintf(stderr, "usage: codectalk onnx-sanitize IN.onnx OUT.onnx\n");
+            return 2;
+        }
+        char *av[] = {(char *)"export", (char *)"sanitize", argv[2], (char *)"-o", argv[3], NULL};
+        return ct_cli_export(5, av);
+    }
     if (!strcmp(c, "serve")) return ct_cli_serve(argc - 2, argv + 2);
     if (!strcmp(c, "stats")) return ct_cli_stats(argc - 2, argv + 2);
     if (!strcmp(c, "probe")) return ct_cli_probe(argc - 2, argv + 2);
