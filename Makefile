@@ -29,7 +29,7 @@ test: build
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCT_WERROR=ON -DCT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
-	cd $(ASAN_BUILD) && CT_CODEC_PARITY_SKIP_FULL=1 ctest --output-on-failure -j$(JOBS) -LE heavy
+	cd $(ASAN_BUILD) && CT_CODEC_PARITY_SKIP_FULL=1 ctest --output-on-failure -j$(JOBS) -LE "heavy|onnx"
 
 test-all: test test-asan
 
