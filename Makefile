@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 DEMO_DIR ?= demo-model
 DEMO_TEXT ?= Hello! This is codectalk, speaking from a plain C engine.
 
-.PHONY: all deps build demo test test-asan test-all clean
+.PHONY: all deps build demo test test-asan test-arm64 test-all clean
 
 all: build
 
@@ -31,7 +31,10 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && CT_CODEC_PARITY_SKIP_FULL=1 ctest --output-on-failure -j$(JOBS) -LE "heavy|onnx"
 
-test-all: test test-asan
+test-arm64: deps
+	scripts/test-arm64.sh build-arm64
+
+test-all: test test-asan test-arm64
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

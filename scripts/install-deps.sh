@@ -3,7 +3,8 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev curl librsvg2-bin
-      python3 python3-venv protobuf-compiler libonnx-dev)
+      python3 python3-venv protobuf-compiler libonnx-dev
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -40,6 +40,7 @@ int ct_cli_gen_opts(ct_cli_gen *a, ct_opt *o, int cap) {
         {"threads", 0, CT_OPT_INT, &a->threads, "N", "compute threads (default 0 = all CPUs)"},
         {"context", 0, CT_OPT_INT, &a->ctx, "N", "talker KV positions to reserve (default 2048)"},
         {"f32", 0, CT_OPT_FLAG, &a->f32, NULL, "convert weights to f32 at load (reference mode)"},
+        {"weights", 0, CT_OPT_STR, &a->weights, "FMT", "bf16 (as stored) | int8 | int4 | mixed, converted at load"},
         {"tokenizer", 0, CT_OPT_STR, &a->tok, "DIR", "tokenizer files directory (default: model dir)"},
         {"quiet", 'q', CT_OPT_FLAG, &a->quiet, NULL, "no progress line or summary"},
     };
@@ -145,6 +146,10 @@ char *ct_cli_get_text(const char *text, const char *file, int strip) {
 }
 
 ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32) {
+    return ct_cli_load_model_w(dir, tok_dir, f32, NULL);
+}
+
+ct_model *ct_cli_load_model_w(const char *dir, const char *tok_dir, int f32, const char *weights) {
     if (!dir) {
         fprintf(stderr, "error: --model DIR is required\n");
         return NULL;
@@ -152,6 +157,7 @@ ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32) {
     ct_model_params mp = ct_model_params_default();
     mp.tokenizer_dir = tok_dir;
     mp.f32_weights = f32;
+    mp.weights = weights;
     ct_model *m = NULL;
     char err[1024];
     if (ct_model_load(dir, &mp, &m, err, sizeof err) != CT_OK) {

@@ -9,7 +9,7 @@
 #include "codectalk.h"
 
 typedef struct {
-    const char *model, *text, *file, *speaker, *language, *instruct, *tok, *xvec;
+    const char *model, *text, *file, *speaker, *language, *instruct, *tok, *xvec, *weights;
     uint64_t seed;
     int greedy, max_frames, max_new_tokens, streaming, non_streaming, f32, ctx, top_k, sub_top_k,
         min_new_tokens, quiet, threads;
@@ -27,10 +27,13 @@ int ct_cli_read_xvector(const ct_cli_gen *a, const ct_model *m, float **out);
 
 /* Text from --text, --file, or stdin (malloc'd); strip trims surrounding whitespace. */
 char *ct_cli_get_text(const char *text, const char *file, int strip);
-/* Loads a model or prints the error and returns NULL. */
+/* Loads a model (weights: NULL/"bf16"/"int8"/"int4"/"mixed") or prints the error and
+   returns NULL. */
+ct_model *ct_cli_load_model_w(const char *dir, const char *tok_dir, int f32, const char *weights);
 ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32);
 
 int ct_cli_synth(int argc, char **argv);
+int ct_cli_quantize(int argc, char **argv);
 int ct_cli_bench(int argc, char **argv);
 int ct_cli_bench_stream(int argc, char **argv);
 int ct_cli_bench_threads(int argc, char **argv);

@@ -1,5 +1,6 @@
-/* `codectalk bench model|roofline`: per-stage cost of the model path against this machine's
-   measured limits (read bandwidth for the talker and code predictor, FMA rate for the codec). */
+/* `codectalk bench model|roofline|kernels`: per-stage cost of the model path against this
+   machine's measured limits (read bandwidth for the talker and code predictor, FMA rate for
+   the codec), and matmul throughput per weight format, shape and token count. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +11,11 @@
 #include "cli/roofline.h"
 #include "codec/codec.h"
 #include "core/clock.h"
+#include "core/pool.h"
 #include "kernels/cpu.h"
 #include "model/session_internal.h"
 
-static uint64_t mat_bytes(const ct_mat *w) {
-    return (uint64_t)w->rows * (uint64_t)w->cols * ct_dtype_size(w->dtype);
-}
+static uint64_t mat_bytes(const ct_mat *w) { return (uint64_t)ct_mat_bytes(w); }
 
 static uint64_t stack_bytes(const ct_stack_w *s) {
     uint64_t b = 0;
@@ -50,17 +50,18 @@ static int cmd_roofline(int argc, char **argv) {
 }
 
 static int cmd_model(int argc, char **argv) {
-    const char *model = NULL, *json_out = NULL;
+    const char *model = NULL, *json_out = NULL, *weights = NULL;
     int threads = 0, frames = 50, reps = 3, no_codec = 0;
     ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
+        {"weights", 0, CT_OPT_STR, &weights, "FMT", "bf16 (as stored), int8, int4 or mixed"},
         {"threads", 0, CT_OPT_INT, &threads, "N", "compute threads (default all CPUs)"},
         {"frames", 0, CT_OPT_INT, &frames, "N", "frames per repetition (default 50)"},
         {"repeat", 0, CT_OPT_INT, &reps, "N", "repetitions, best kept (default 3)"},
         {"no-codec", 0, CT_OPT_FLAG, &no_codec, NULL, "skip the codec decoder"},
         {"json", 0, CT_OPT_STR, &json_out, "FILE", "also write the results as JSON"},
         {NULL, 0, 0, NULL, NULL, NULL}};
-    int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench model -m DIR [--threads N] [--frames N]\n"
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench model -m DIR [--weights FMT] [--threads N] [--frames N]\n"
                                             "Per-stage ms/frame, bytes/frame, GB/s and % of the measured roofline.");
     if (r) return r < 0 ? 2 : 0;
     if (frames < 2 || frames > 4000 || reps < 1 || reps > 100) {
@@ -68,10 +69,21 @@ static int cmd_model(int argc, char **argv) {
         return 2;
     }
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    ct_model *m = ct_cli_load_model(model, NULL, 0);
-    if (!m) return 1;
-    ct_codec *codec = NULL;
+    if (!model) {
+        fprintf(stderr, "error: --model DIR is required\n");
+        return 2;
+    }
     char err[1024];
+    ct_model_params mp = ct_model_params_default();
+    mp.weights = weights;
+    ct_model *m = NULL;
+    double tl0 = ct_now_ms();
+    if (ct_model_load(model, &mp, &m, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    double load_ms = ct_now_ms() - tl0;
+    ct_codec *codec = NULL;
     if (!no_codec && ct_codec_load(model, &codec, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s (use --no-codec to skip it)\n", err);
         ct_model_free(m);
@@ -88,7 +100,7 @@ static int cmd_model(int argc, char **argv) {
         return 1;
     }
     ct_roofline rl;
-    ct_roofline_measure(threads, 512, &rl);
+    ct_roofline_measure(threads, 2048, &rl); /* 4x the largest last-level cache seen here */
     const char *prompt = "The quick brown fox jumps over the lazy dog, and then it runs far away into "
                          "the deep green forest to find its friends.";
     ct_gen_params g = ct_gen_params_default();
@@ -136,9 +148,10 @@ static int cmd_model(int argc, char **argv) {
     double t_gbs = tb / (best_talk * 1e-3) / 1e9, p_gbs = pb / (best_pred * 1e-3) / 1e9;
     double total = best_talk + best_pred + (codec ? best_codec : 0);
     double floor_ms = (double)(tb + pb) / (rl.read_gbs_nt * 1e9) * 1e3;
-    printf("model %s (%s %s), %d threads, kernels %s, %d frames x %d (best), prompt %d positions\n",
-           model, ct_model_get_info(m).kind, m->cfg.size_tag, threads, ct_isa_name(ct_kernels()->isa),
-           nf, reps, prompt_len);
+    printf("model %s (%s %s), weights %s, %d threads, kernels %s%s, %d frames x %d (best), prompt %d "
+           "positions, load %.0f ms\n", model, ct_model_get_info(m).kind, m->cfg.size_tag,
+           weights ? weights : "bf16", threads, ct_isa_name(ct_kernels()->isa),
+           ct_kernels()->amx ? "+amx" : "", nf, reps, prompt_len, load_ms);
     printf("roofline: read %.1f GB/s (%d threads), %.1f GB/s (1 thread); F32 FMA peak %.0f GFLOP/s\n",
            rl.read_gbs_nt, threads, rl.read_gbs_1t, rl.fma_gflops_nt);
     printf("| stage | ms/frame | MB/frame | GB/s | %% of read roofline | share of 80 ms |\n");
@@ -151,8 +164,9 @@ static int cmd_model(int argc, char **argv) {
     if (codec) printf("| codec (stream, 1 frame) | %.2f | | | | %.0f%% |\n", best_codec, 100 * best_codec / 80);
     printf("| total | %.2f | | | floor %.1f ms | RTF %.3f |\n", total, floor_ms, total / 80);
     if (json_out) {
-        json_t *j = json_pack("{s:s,s:s,s:i,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
-                              "model", model, "kind", ct_model_get_info(m).kind, "threads", threads,
+        json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+                              "model", model, "kind", ct_model_get_info(m).kind,
+                              "weights", weights ? weights : "bf16", "threads", threads,
                               "isa", ct_isa_name(ct_kernels()->isa), "frames", nf, "prompt_len", prompt_len,
                               "prefill_ms", best_prefill, "talker_ms", best_talk, "predictor_ms", best_pred,
                               "codec_ms", codec ? best_codec : 0.0, "talker_bytes", (double)tb,
@@ -170,13 +184,99 @@ static int cmd_model(int argc, char **argv) {
     return 0;
 }
 
+/* `bench kernels`: every weight format x shape x token count through the selected kernel
+   table on a pool, weights cold in memory (a 1 GiB working set rotated per call). */
+static int cmd_kernels(int argc, char **argv) {
+    int threads = 0, ms = 300;
+    ct_opt opts[] = {{"threads", 0, CT_OPT_INT, &threads, "N", "threads (default all CPUs)"},
+                     {"ms", 0, CT_OPT_INT, &ms, "N", "time per case in ms (default 300)"},
+                     {NULL, 0, 0, NULL, NULL, NULL}};
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench kernels [--threads N]\n"
+                                            "Matmul GB/s and GFLOP/s per weight format, shape and token count.");
+    if (r) return r < 0 ? 2 : 0;
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    ct_pool *pool = NULL;
+    if (ct_pool_create(threads, NULL, 0, &pool) != CT_OK) return 1;
+    static const int shapes[3][2] = {{2048, 1024}, {3072, 1024}, {1024, 3072}};
+    static const int toks[] = {1, 2, 4, 8, 16, 40};
+    const size_t set = (size_t)1024 << 20; /* bytes of weights per format, past a 480 MiB L3 */
+    float *x = malloc(sizeof(float) * 40 * 3072), *y = malloc(sizeof(float) * 40 * 3072);
+    float *wf = malloc(sizeof(float) * 3072 * 1024);
+    uint8_t *buf = malloc(set + ((size_t)8 << 20));
+    float *sc = malloc(sizeof(float) * 3072 * 1024 / CT_Q4_GROUP * 64);
+    if (!x || !y || !wf || !buf || !sc) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < 40 * 3072; i++) x[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int i = 0; i < 3072 * 1024; i++) wf[i] = (float)(((unsigned)i * 7919u) % 2003u) / 2003.0f - 0.5f;
+    printf("kernels %s%s, %d threads\n", ct_isa_name(ct_kernels()->isa), ct_kernels()->amx ? "+amx" : "",
+           threads);
+    printf("| format | rows x cols | tokens | us/call | GB/s (weights) | GFLOP/s |\n|---|---|---|---|---|---|\n");
+    static const char *fn[4] = {"bf16", "f32", "int8", "int4"};
+    for (int f = 0; f < 4; f++)
+        for (int si = 0; si < 3; si++) {
+            const int R = shapes[si][0], C = shapes[si][1];
+            ct_mat m = {0};
+            m.rows = R;
+            m.cols = C;
+            size_t mb;
+            if (f == 0) {
+                m.dtype = CT_DT_BF16;
+                mb = (size_t)R * C * 2;
+                for (size_t i = 0; i < (size_t)R * C; i++) ((uint16_t *)buf)[i] = ct_f32_to_bf16(wf[i]);
+            } else if (f == 1) {
+                m.dtype = CT_DT_F32;
+                mb = (size_t)R * C * 4;
+                memcpy(buf, wf, mb);
+            } else if (f == 2) {
+                m.dtype = CT_DT_I8;
+                mb = (size_t)R * C;
+                ct_quantize_i8(wf, CT_DT_F32, R, C, (int8_t *)buf, sc);
+            } else {
+                m.dtype = CT_DT_U8;
+                mb = (size_t)R * C / 2;
+                ct_quantize_q4(wf, CT_DT_F32, R, C, buf, sc);
+            }
+            m.scales = sc;
+            const int copies = (int)(set / mb);
+            for (int k = 1; k < copies; k++) memcpy(buf + (size_t)k * mb, buf, mb);
+            m.data = buf;
+            for (double t_w = ct_now_ms() + 200; ct_now_ms() < t_w;) /* warm up: clocks, tiles */
+                ct_matmul_pool(pool, &m, NULL, x, y, 16);
+            for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
+                const int n = toks[ti];
+                double best = 1e30, t_end = ct_now_ms() + ms;
+                for (int it = 0; ct_now_ms() < t_end || it < 3; it++) {
+                    m.data = buf + (size_t)(it % copies) * mb;
+                    double t0 = ct_now_ms();
+                    ct_matmul_pool(pool, &m, NULL, x, y, n);
+                    double t = ct_now_ms() - t0;
+                    if (t < best) best = t;
+                }
+                m.data = buf;
+                double bytes = (double)ct_mat_bytes(&m);
+                printf("| %s | %d x %d | %d | %.1f | %.1f | %.1f |\n", fn[f], R, C, n, best * 1e3,
+                       bytes / (best * 1e-3) / 1e9, 2.0 * R * C * n / (best * 1e-3) / 1e9);
+            }
+        }
+    free(x);
+    free(y);
+    free(wf);
+    free(buf);
+    free(sc);
+    ct_pool_free(pool);
+    return 0;
+}
+
 int ct_cli_bench(int argc, char **argv) {
     if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-        printf("usage: codectalk bench model|roofline [options]   (each with --help)\n");
+        printf("usage: codectalk bench model|roofline|kernels [options]   (each with --help)\n");
         return argc < 1 ? 2 : 0;
     }
     if (!strcmp(argv[0], "model")) return cmd_model(argc - 1, argv + 1);
     if (!strcmp(argv[0], "roofline")) return cmd_roofline(argc - 1, argv + 1);
-    fprintf(stderr, "error: unknown bench '%s' (model, roofline)\n", argv[0]);
+    if (!strcmp(argv[0], "kernels")) return cmd_kernels(argc - 1, argv + 1);
+    fprintf(stderr, "error: unknown bench '%s' (model, roofline, kernels)\n", argv[0]);
     return 2;
 }

@@ -24,7 +24,7 @@ static const char *default_prompts[] = {
     NULL};
 
 typedef struct {
-    const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language;
+    const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language, *weights;
     int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, ctx;
     uint64_t seed;
 } bench_args;
@@ -291,6 +291,7 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         {"seed", 0, CT_OPT_U64, &a->seed, "N", "base seed"},
         {"max-frames", 0, CT_OPT_INT, &a->max_frames, "N", "cap frames per request"},
         {"step-stats", 0, CT_OPT_FLAG, &a->step_stats, NULL, "collect per-step attribution"},
+        {"weights", 0, CT_OPT_STR, &a->weights, "FMT", "bf16 | int8 | int4 | mixed (converted at load)"},
         {"tag", 0, CT_OPT_STR, &a->tag, "NAME", "suffix for the result file name"},
         {"output", 'o', CT_OPT_STR, &a->out, "DIR", "results directory (default results/)"},
         {NULL, 0, 0, NULL, NULL, NULL}};
@@ -310,7 +311,7 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
 
 static int setup(const bench_args *a, ct_model **m, ct_codec **c) {
     char err[1024];
-    *m = ct_cli_load_model(a->model, NULL, 0);
+    *m = ct_cli_load_model_w(a->model, NULL, 0, a->weights);
     if (!*m) return -1;
     if (ct_codec_load(a->model, c, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);

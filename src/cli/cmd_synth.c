@@ -112,7 +112,7 @@ int ct_cli_synth(int argc, char **argv) {
     int rc = 1;
     char err[1024];
     double t_load = ct_now_ms();
-    m = ct_cli_load_model(a.model, a.tok, a.f32);
+    m = ct_cli_load_model_w(a.model, a.tok, a.f32, a.weights);
     if (!m) goto done;
     if (ct_codec_load(a.model, &codec, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);

@@ -89,7 +89,7 @@ static int cmd_codes(int argc, char **argv) {
         fprintf(stderr, "error: refusing to write binary frames to a terminal; use -o FILE\n");
         return 2;
     }
-    ct_model *m = ct_cli_load_model(a.model, a.tok, a.f32);
+    ct_model *m = ct_cli_load_model_w(a.model, a.tok, a.f32, a.weights);
     if (!m) return 1;
     ct_model_info info = ct_model_get_info(m);
     char *text = ct_cli_get_text(a.text, a.file, 1);
@@ -256,6 +256,7 @@ static void usage(void) {
            "  tokenize     text -> Qwen2 BPE token ids (JSON)\n"
            "  make-model   write a random-weight model in the published layout\n"
            "  info         load, validate and describe a model directory\n"
+           "  quantize     write INT8/INT4 weights (+ scales) as a safetensors file the loader accepts\n"
            "  export       ONNX programs: talker/predictor decode steps, windowed codec, sanitize\n"
            "  serve        OpenAI-compatible streaming HTTP server (POST /v1/audio/speech)\n"
            "  bench        model | roofline | kernels | stream | threads | emulate | serve | summarize\n"
@@ -291,6 +292,7 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "bench")) return ct_cli_bench(argc - 2, argv + 2);
     if (!strcmp(c, "make-model")) return cmd_make_model(argc - 2, argv + 2);
     if (!strcmp(c, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(c, "quantize")) return ct_cli_quantize(argc - 2, argv + 2);
     if (!strcmp(c, "export")) return ct_cli_export(argc - 1, argv + 1);
     if (!strcmp(c, "onnx-sanitize")) {
         if (argc != 4) {

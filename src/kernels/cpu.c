@@ -1,4 +1,5 @@
 /* CPU feature detection and one-time kernel selection. */
+#define _DEFAULT_SOURCE /* syscall() for the AMX permission request */
 #include "kernels/cpu.h"
 
 #include <pthread.h>
@@ -7,6 +8,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 #if defined(__aarch64__)
 #include <sys/auxv.h>
@@ -99,8 +102,8 @@ ct_matmul_rows_fn ct_matmul_rows_for(ct_isa isa) {
     case CT_ISA_SCALAR: return ct_matmul_rows_scalar;
 #if defined(__x86_64__)
     case CT_ISA_AVX2: return ct_matmul_rows_avx2;
-    case CT_ISA_AVX512:
-    case CT_ISA_AVX512BF16: return ct_matmul_rows_avx512;
+    case CT_ISA_AVX512: return ct_matmul_rows_avx512;
+    case CT_ISA_AVX512BF16: return ct_matmul_rows_avx512bf16;
 #endif
 #if defined(__aarch64__)
     case CT_ISA_NEON:
@@ -114,6 +117,33 @@ ct_isa ct_isa_best(const ct_cpu_features *f) {
     for (int i = CT_ISA_COUNT - 1; i > 0; i--)
         if (ct_isa_supported((ct_isa)i, f) && ct_matmul_rows_for((ct_isa)i)) return (ct_isa)i;
     return CT_ISA_SCALAR;
+}
+
+/* Asks Linux for permission to use AMX tile data (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA). */
+static int amx_request(const ct_cpu_features *f) {
+#if defined(__x86_64__) && defined(SYS_arch_prctl)
+    const char *e = getenv("CODECTALK_AMX");
+    if (e && strcmp(e, "0") == 0) return 0;
+    if (!f->amx_bf16) return 0;
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+    (void)f;
+    return 0;
+#endif
+}
+
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static int amx_ok;
+
+static void amx_probe(void) {
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    amx_ok = amx_request(&f);
+}
+
+int ct_amx_available(void) {
+    pthread_once(&amx_once, amx_probe);
+    return amx_ok;
 }
 
 static pthread_mutex_t sel_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -142,6 +172,13 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
     if (!selected) {
         table.isa = isa;
         table.matmul_rows = ct_matmul_rows_for(isa);
+#if defined(__x86_64__)
+        table.amx = isa == CT_ISA_AVX512BF16 && ct_amx_available();
+        ct_matmul_amx_enable(table.amx);
+        const char *ba = getenv("CODECTALK_BF16_ACT");
+        table.bf16act = isa == CT_ISA_AVX512BF16 && ba && strcmp(ba, "1") == 0;
+        ct_matmul_bf16act_enable(table.bf16act);
+#endif
         __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);
     } else if (table.isa != isa) {
         st = ct_errf(err, errcap, CT_ERR_STATE, "kernels already selected as '%s'; cannot switch "

@@ -33,18 +33,26 @@ int ct_isa_supported(ct_isa isa, const ct_cpu_features *f);
 /* Highest level this CPU runs and this build has kernels for. */
 ct_isa ct_isa_best(const ct_cpu_features *f);
 
-/* y[t][r] = x[t] . W[r] (+ bias[r]) for rows r in [r0, r1) and tokens t < n. */
+/* y[t][r] = x[t] . W[r] (+ bias[r]) for rows r in [r0, r1) and tokens t < n. r0 must be a
+   multiple of CT_ROW_ALIGN and r1 a multiple of it or w->rows: each variant groups rows from
+   r0 (by 4, AMX by 16), so the arithmetic for a row never depends on how the rows were split
+   between threads. */
+#define CT_ROW_ALIGN 16
 typedef void (*ct_matmul_rows_fn)(const ct_mat *w, const float *bias, const float *x, float *y,
                                   int n, int r0, int r1);
 
 typedef struct {
     ct_isa isa;
     ct_matmul_rows_fn matmul_rows;
+    int amx;     /* 1: the avx512bf16 variant uses AMX tiles for BF16 prefill */
+    int bf16act; /* 1: bf16-activation mode (CODECTALK_BF16_ACT=1) */
 } ct_kernel_table;
 
 /* Selects the kernel table once per process: force (or, when NULL, the CODECTALK_ISA
    environment variable; unset = best). Later calls with a different request fail with
-   CT_ERR_STATE. Thread-safe. */
+   CT_ERR_STATE. Thread-safe. At the avx512bf16 level AMX-BF16 is used for BF16 prefill when
+   the CPU has it and the kernel grants tile-data permission, unless CODECTALK_AMX=0;
+   CODECTALK_BF16_ACT=1 turns on the bf16-activation mode. */
 ct_status ct_kernels_init(const char *force, char *err, size_t errcap);
 
 /* The selected table (initialises with the default on first use). */
@@ -58,7 +66,24 @@ void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, flo
                          int r0, int r1);
 void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1);
+/* As avx512, but BF16-weight prefill uses AMX on split activations where available, and the
+   opt-in bf16-activation mode (ct_matmul_bf16act_enable) uses VDPBF16PS for n >=
+   CT_DP_MIN_TOKENS; decode and the f32-weight path keep the f32 kernels. */
+void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *x, float *y,
+                               int n, int r0, int r1);
 #endif
+#define CT_DP_MIN_TOKENS 8
+#define CT_AMX_MIN_TOKENS 16
+/* Turns the AMX-BF16 prefill path of the avx512bf16 variant on or off (the caller must have
+   obtained the OS permission for tile data); returns the new state. */
+int ct_matmul_amx_enable(int on);
+/* 1 when this CPU has AMX-BF16 and Linux granted tile-data permission to the process
+   (requested on the first call; CODECTALK_AMX=0 answers 0). */
+int ct_amx_available(void);
+/* Opt-in bf16-activation mode for BF16-weight prefill (CODECTALK_BF16_ACT=1): activations are
+   rounded to bf16 (VDPBF16PS, single-term AMX). Faster, but about 1e-5 NMSE off the f32
+   result per matmul; off by default. Returns the new state. */
+int ct_matmul_bf16act_enable(int on);
 #if defined(__aarch64__)
 void ct_matmul_rows_neon(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1);

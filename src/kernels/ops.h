@@ -1,5 +1,6 @@
 /* Reference kernels used by the transformer stacks: dtype conversion, matvec/matmul over
-   BF16/F16/F32 weights with f32 accumulation, RMSNorm, RoPE, SiLU. Scalar, no fast-math. */
+   BF16/F16/F32/INT8/INT4 weights with f32 accumulation, weight quantization, RMSNorm, RoPE,
+   SiLU. Scalar, no fast-math. */
 #ifndef CT_OPS_H
 #define CT_OPS_H
 
@@ -8,12 +9,34 @@
 
 #include "io/safetensors.h"
 
-/* A row-major weight matrix [rows, cols] in its storage dtype (BF16, F16 or F32). */
+/* Group size of the INT4 format (columns per scale). */
+#define CT_Q4_GROUP 32
+
+/* A row-major weight matrix [rows, cols] in its storage format:
+   - CT_DT_BF16 / CT_DT_F16 / CT_DT_F32: data is [rows][cols] of that type, scales NULL;
+   - CT_DT_I8 (INT8, per-row scale): data int8 [rows][cols], scales f32 [rows];
+     W[r][c] = scales[r] * q[r][c];
+   - CT_DT_U8 (INT4, group-wise): cols % CT_Q4_GROUP == 0; data uint8 [rows][cols/2] where
+     group g of row r is the 16 bytes at r*cols/2 + g*16 and byte j holds column g*32+j in its
+     low nibble and column g*32+16+j in its high nibble, each as q+8 with q in [-8, 7];
+     scales f32 [rows][cols/32]; W[r][c] = scales[r][c/32] * q[r][c]. */
 typedef struct {
     const void *data;
     ct_dtype dtype;
     int rows, cols;
+    const float *scales;
 } ct_mat;
+
+/* Bytes of weight data (plus scales) that one pass over w reads. */
+size_t ct_mat_bytes(const ct_mat *w);
+
+/* Quantizes a [rows, cols] matrix given as src (BF16/F16/F32) to INT8 with per-row absmax
+   scales: q[rows*cols], scales[rows]. Round to nearest, ties to even. Returns 0 when out of memory, else 1. */
+int ct_quantize_i8(const void *src, ct_dtype dt, int rows, int cols, int8_t *q, float *scales);
+
+/* Quantizes to INT4 (layout above): cols % CT_Q4_GROUP must be 0; q[rows*cols/2],
+   scales[rows*cols/32], scale = absmax/7 per group. Returns 0 when out of memory. */
+int ct_quantize_q4(const void *src, ct_dtype dt, int rows, int cols, uint8_t *q, float *scales);
 
 float ct_bf16_to_f32(uint16_t h);
 uint16_t ct_f32_to_bf16(float f); /* round to nearest even, NaN kept */
@@ -22,7 +45,7 @@ float ct_f16_to_f32(uint16_t h);
 /* Converts n elements of src (dtype) to f32 dst. */
 void ct_convert_to_f32(const void *src, ct_dtype dt, float *dst, size_t n);
 
-/* Row r of W as f32 into dst[cols]. */
+/* Row r of W as f32 into dst[cols] (dequantized for INT8/INT4). */
 void ct_mat_row(const ct_mat *w, int r, float *dst);
 
 /* y[n][rows] = x[n][cols] . W^T (+ bias[rows] if non-NULL). x and y must not alias. */

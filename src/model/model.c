@@ -1,6 +1,7 @@
 /* Model loading: config, tokenizer, safetensors mapping, and name/shape/dtype checks of every
    tensor the config implies. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,11 @@ typedef struct {
     ct_status st;
 } binder;
 
-/* Finds name with the expected shape (ndim dims) and a float dtype; records a precise error. */
-static const ct_st_tensor *find_checked(binder *b, const char *name, int ndim, const int64_t *dims) {
+/* Finds name with the expected shape (ndim dims) and a float dtype (or, with allow_q, an
+   INT8 [rows, cols] / INT4 [rows, cols/2] matrix written by `codectalk quantize`); records a
+   precise error. */
+static const ct_st_tensor *find_tensor(binder *b, const char *name, int ndim, const int64_t *dims,
+                                       int allow_q) {
     if (b->st != CT_OK) return NULL;
     char want[128], got[128];
     ct_st_shape_str(dims, ndim, want, sizeof want);
@@ -48,22 +52,30 @@ static const ct_st_tensor *find_checked(binder *b, const char *name, int ndim, c
                         "model.safetensors: missing tensor '%s' (expected shape %s)", name, want);
         return NULL;
     }
+    int64_t d[2] = {dims[0], ndim > 1 ? dims[1] : 0};
+    if (allow_q && t->dtype == CT_DT_U8 && ndim == 2) d[1] = dims[1] / 2; /* two INT4 per byte */
     int same = t->ndim == ndim;
-    for (int i = 0; same && i < ndim; i++) same = t->shape[i] == dims[i];
+    for (int i = 0; same && i < ndim; i++) same = t->shape[i] == d[i];
     if (!same) {
+        ct_st_shape_str(d, ndim, want, sizeof want);
         b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT,
                         "model.safetensors: tensor '%s' has shape %s, expected %s", name,
                         ct_st_shape_str(t->shape, t->ndim, got, sizeof got), want);
         return NULL;
     }
-    if (t->dtype != CT_DT_BF16 && t->dtype != CT_DT_F16 && t->dtype != CT_DT_F32) {
+    int qok = allow_q && (t->dtype == CT_DT_I8 || (t->dtype == CT_DT_U8 && dims[1] % CT_Q4_GROUP == 0));
+    if (t->dtype != CT_DT_BF16 && t->dtype != CT_DT_F16 && t->dtype != CT_DT_F32 && !qok) {
         b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT,
-                        "model.safetensors: tensor '%s' has dtype %s, expected BF16, F16 or F32",
-                        name, ct_dtype_name(t->dtype));
+                        "model.safetensors: tensor '%s' has dtype %s, expected BF16, F16 or F32%s",
+                        name, ct_dtype_name(t->dtype), allow_q ? " (or I8 / U8 from quantize)" : "");
         return NULL;
     }
     b->m->weight_bytes += t->nbytes;
     return t;
+}
+
+static const ct_st_tensor *find_checked(binder *b, const char *name, int ndim, const int64_t *dims) {
+    return find_tensor(b, name, ndim, dims, 0);
 }
 
 static float *to_f32_copy(binder *b, const ct_st_tensor *t, size_t n) {
@@ -77,6 +89,115 @@ static float *to_f32_copy(binder *b, const ct_st_tensor *t, size_t n) {
     return p;
 }
 
+static void *alloc_kept(binder *b, size_t bytes, const char *name) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p || !keep(b->m, p)) {
+        free(p);
+        b->st = ct_errf(b->err, b->errcap, CT_ERR_NOMEM, "out of memory converting '%s'", name);
+        return NULL;
+    }
+    return p;
+}
+
+/* Weight formats a matrix may be converted to at load. */
+typedef enum { Q_NONE = 0, Q_I8, Q_Q4 } qfmt;
+
+/* Binds a pre-quantized matrix t: its scales are the F32 tensor "<name>.scale" of shape
+   [rows] (INT8) or [rows, cols/32] (INT4). */
+static ct_mat bind_prequant(binder *b, const ct_st_tensor *t, const char *name, int rows, int cols) {
+    ct_mat w = {0};
+    char sn[300];
+    snprintf(sn, sizeof sn, "%s.scale", name);
+    int64_t sd[2] = {rows, cols / CT_Q4_GROUP};
+    int sdim = t->dtype == CT_DT_I8 ? 1 : 2;
+    const ct_st_tensor *s = ct_st_find(b->m->st, sn);
+    if (!s) {
+        b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT, "model.safetensors: quantized tensor '%s' "
+                        "(%s) has no scales tensor '%s'", name, ct_dtype_name(t->dtype), sn);
+        return w;
+    }
+    int same = s->ndim == sdim && s->dtype == CT_DT_F32;
+    for (int i = 0; same && i < sdim; i++) same = s->shape[i] == sd[i];
+    if (!same) {
+        char want[64], got[64];
+        b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT, "model.safetensors: scales tensor '%s' is "
+                        "%s %s, expected F32 %s for %s '%s'", sn, ct_dtype_name(s->dtype),
+                        ct_st_shape_str(s->shape, s->ndim, got, sizeof got),
+                        ct_st_shape_str(sd, sdim, want, sizeof want),
+                        t->dtype == CT_DT_I8 ? "INT8" : "INT4", name);
+        return w;
+    }
+    size_t ns = (size_t)s->nbytes / sizeof(float);
+    float *sc = alloc_kept(b, s->nbytes, sn);
+    if (!sc) return w;
+    memcpy(sc, s->data, s->nbytes);
+    for (size_t i = 0; i < ns; i++)
+        if (!isfinite(sc[i]) || sc[i] < 0.0f) {
+            b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT, "model.safetensors: scales tensor "
+                            "'%s' has a negative or non-finite value at %zu", sn, i);
+            return w;
+        }
+    b->m->weight_bytes += s->nbytes;
+    w.data = t->data;
+    w.dtype = t->dtype;
+    w.rows = rows;
+    w.cols = cols;
+    w.scales = sc;
+    return w;
+}
+
+static ct_mat bind_qmat(binder *b, const char *name, int rows, int cols, qfmt q) {
+    ct_mat w = {0};
+    int64_t d[2] = {rows, cols};
+    const ct_st_tensor *t = find_tensor(b, name, 2, d, 1);
+    if (!t) return w;
+    w.rows = rows;
+    w.cols = cols;
+    const size_t n = (size_t)rows * (size_t)cols;
+    if (t->dtype == CT_DT_I8 || t->dtype == CT_DT_U8) {
+        w = bind_prequant(b, t, name, rows, cols);
+        if (b->st == CT_OK && b->m->f32_weights) { /* reference mode: dequantize */
+            float *f = alloc_kept(b, n * sizeof(float), name);
+            if (!f) return w;
+            for (int r = 0; r < rows; r++) ct_mat_row(&w, r, f + (size_t)r * cols);
+            w = (ct_mat){f, CT_DT_F32, rows, cols, NULL};
+        }
+        return w;
+    }
+    if (q == Q_Q4 && cols % CT_Q4_GROUP) q = Q_I8; /* INT4 needs whole groups */
+    if (b->m->f32_weights && t->dtype != CT_DT_F32) {
+        w.data = to_f32_copy(b, t, n);
+        w.dtype = CT_DT_F32;
+    } else if (!b->m->f32_weights && q == Q_I8) {
+        int8_t *qd = alloc_kept(b, n, name);
+        float *sc = qd ? alloc_kept(b, (size_t)rows * sizeof(float), name) : NULL;
+        if (!sc) return w;
+        if (!ct_quantize_i8(t->data, t->dtype, rows, cols, qd, sc)) {
+            b->st = ct_errf(b->err, b->errcap, CT_ERR_NOMEM, "out of memory quantizing '%s'", name);
+            return w;
+        }
+        w.data = qd;
+        w.dtype = CT_DT_I8;
+        w.scales = sc;
+    } else if (!b->m->f32_weights && q == Q_Q4) {
+        uint8_t *qd = alloc_kept(b, n / 2, name);
+        float *sc = qd ? alloc_kept(b, n / CT_Q4_GROUP * sizeof(float), name) : NULL;
+        if (!sc) return w;
+        if (!ct_quantize_q4(t->data, t->dtype, rows, cols, qd, sc)) {
+            b->st = ct_errf(b->err, b->errcap, CT_ERR_NOMEM, "out of memory quantizing '%s'", name);
+            return w;
+        }
+        w.data = qd;
+        w.dtype = CT_DT_U8;
+        w.scales = sc;
+    } else {
+        w.data = t->data;
+        w.dtype = t->dtype;
+    }
+    return w;
+}
+
+/* Embedding tables and other full-precision matrices. */
 static ct_mat bind_mat(binder *b, const char *name, int rows, int cols) {
     ct_mat w = {0};
     int64_t d[2] = {rows, cols};
@@ -92,6 +213,17 @@ static ct_mat bind_mat(binder *b, const char *name, int rows, int cols) {
         w.dtype = t->dtype;
     }
     return w;
+}
+
+/* The format of each matrix role under the model's weight format. */
+enum { ROLE_ATTN, ROLE_MLP, ROLE_HEAD };
+static qfmt fmt_for(const ct_model *m, int talker, int role) {
+    switch (m->wfmt) {
+    case CT_WFMT_INT8: return Q_I8;
+    case CT_WFMT_INT4: return role == ROLE_HEAD ? Q_I8 : Q_Q4;
+    case CT_WFMT_MIXED: return talker ? Q_I8 : role == ROLE_MLP ? Q_Q4 : Q_I8;
+    default: return Q_NONE;
+    }
 }
 
 /* 1-D tensors (norms, biases) are always converted to f32. */
@@ -112,19 +244,21 @@ static ct_layer_w *bind_stack(binder *b, const char *prefix, const ct_stack_cfg 
     }
     char n[256];
     const int H = c->hidden, qd = c->heads * c->head_dim, kd = c->kv_heads * c->head_dim;
+    const int tk = strcmp(prefix, "talker.model") == 0;
+    const qfmt qa = fmt_for(b->m, tk, ROLE_ATTN), qm = fmt_for(b->m, tk, ROLE_MLP);
     for (int l = 0; l < c->layers && b->st == CT_OK; l++) {
 #define NM(s) (snprintf(n, sizeof n, "%s.layers.%d.%s", prefix, l, s), n)
         L[l].in_norm = bind_vec(b, NM("input_layernorm.weight"), H);
-        L[l].q = bind_mat(b, NM("self_attn.q_proj.weight"), qd, H);
-        L[l].k = bind_mat(b, NM("self_attn.k_proj.weight"), kd, H);
-        L[l].v = bind_mat(b, NM("self_attn.v_proj.weight"), kd, H);
-        L[l].o = bind_mat(b, NM("self_attn.o_proj.weight"), H, qd);
+        L[l].q = bind_qmat(b, NM("self_attn.q_proj.weight"), qd, H, qa);
+        L[l].k = bind_qmat(b, NM("self_attn.k_proj.weight"), kd, H, qa);
+        L[l].v = bind_qmat(b, NM("self_attn.v_proj.weight"), kd, H, qa);
+        L[l].o = bind_qmat(b, NM("self_attn.o_proj.weight"), H, qd, qa);
         L[l].q_norm = bind_vec(b, NM("self_attn.q_norm.weight"), c->head_dim);
         L[l].k_norm = bind_vec(b, NM("self_attn.k_norm.weight"), c->head_dim);
         L[l].post_norm = bind_vec(b, NM("post_attention_layernorm.weight"), H);
-        L[l].gate = bind_mat(b, NM("mlp.gate_proj.weight"), c->ffn, H);
-        L[l].up = bind_mat(b, NM("mlp.up_proj.weight"), c->ffn, H);
-        L[l].down = bind_mat(b, NM("mlp.down_proj.weight"), H, c->ffn);
+        L[l].gate = bind_qmat(b, NM("mlp.gate_proj.weight"), c->ffn, H, qm);
+        L[l].up = bind_qmat(b, NM("mlp.up_proj.weight"), c->ffn, H, qm);
+        L[l].down = bind_qmat(b, NM("mlp.down_proj.weight"), H, c->ffn, qm);
 #undef NM
     }
     snprintf(n, sizeof n, "%s.norm.weight", prefix);
@@ -144,7 +278,8 @@ static ct_status bind_all(ct_model *m, char *err, size_t errcap) {
     m->tp_fc2 = bind_mat(&b, "talker.text_projection.linear_fc2.weight", H, TH);
     m->tp_b2 = bind_vec(&b, "talker.text_projection.linear_fc2.bias", H);
     m->codec_emb = bind_mat(&b, "talker.model.codec_embedding.weight", c->talker.vocab, H);
-    m->codec_head = bind_mat(&b, "talker.codec_head.weight", c->talker.vocab, H);
+    m->codec_head = bind_qmat(&b, "talker.codec_head.weight", c->talker.vocab, H,
+                              fmt_for(m, 1, ROLE_HEAD));
     m->t_layers = bind_stack(&b, "talker.model", &c->talker, &m->talker);
     /* The projection exists exactly when the widths differ (1.7B); 0.6B uses identity. */
     m->has_proj = ct_st_find(m->st, "talker.code_predictor.small_to_mtp_projection.weight") != NULL;
@@ -161,7 +296,7 @@ static ct_status bind_all(ct_model *m, char *err, size_t errcap) {
         snprintf(n, sizeof n, "talker.code_predictor.model.codec_embedding.%d.weight", g);
         m->pred_emb[g] = bind_mat(&b, n, c->pred.vocab, H);
         snprintf(n, sizeof n, "talker.code_predictor.lm_head.%d.weight", g);
-        m->pred_head[g] = bind_mat(&b, n, c->pred.vocab, PH);
+        m->pred_head[g] = bind_qmat(&b, n, c->pred.vocab, PH, fmt_for(m, 0, ROLE_HEAD));
     }
     m->p_layers = bind_stack(&b, "talker.code_predictor.model", &c->pred, &m->pred);
     return b.st;
@@ -177,6 +312,18 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     ct_model *m = calloc(1, sizeof *m);
     if (!m) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
     m->f32_weights = p.f32_weights;
+    /* p.size guards callers built against the struct before `weights` existed */
+    const char *wf =
+        !p.size || p.size >= offsetof(ct_model_params, weights) + sizeof(const char *) ? p.weights : NULL;
+    if (!wf || !wf[0] || !strcmp(wf, "bf16") || !strcmp(wf, "stored")) m->wfmt = CT_WFMT_STORED;
+    else if (!strcmp(wf, "int8")) m->wfmt = CT_WFMT_INT8;
+    else if (!strcmp(wf, "int4")) m->wfmt = CT_WFMT_INT4;
+    else if (!strcmp(wf, "mixed")) m->wfmt = CT_WFMT_MIXED;
+    else {
+        free(m);
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "model: weights '%s' is not one of bf16, "
+                       "int8, int4, mixed", wf);
+    }
     char path[4096], inner[1024];
     ct_status st = ct_config_load(dir, &m->cfg, inner, sizeof inner);
     if (st != CT_OK) {

@@ -11,12 +11,16 @@
 
 #define CT_MAX_GROUPS 64
 
+/* Load-time weight formats (ct_model_params.weights). */
+enum { CT_WFMT_STORED = 0, CT_WFMT_INT8, CT_WFMT_INT4, CT_WFMT_MIXED };
+
 struct ct_model {
     ct_config cfg;
     ct_st_file *st;          /* model.safetensors mapping */
     ct_bpe *tok;
     int f32_weights;
-    void **owned;            /* f32 copies made at load */
+    int wfmt;                /* CT_WFMT_*: load-time weight format of the transformer matrices */
+    void **owned;            /* f32 copies and quantized weights made at load */
     size_t n_owned, cap_owned;
     uint64_t weight_bytes;
     /* talker */

@@ -60,8 +60,37 @@ void ct_convert_to_f32(const void *src, ct_dtype dt, float *dst, size_t n) {
     }
 }
 
+/* Bytes per element of the plain float formats (kept local so the kernels need no I/O code). */
+static size_t elem_size(ct_dtype dt) { return dt == CT_DT_F32 ? 4 : 2; }
+
+size_t ct_mat_bytes(const ct_mat *w) {
+    size_t n = (size_t)w->rows * (size_t)w->cols;
+    if (w->dtype == CT_DT_I8) return n + (size_t)w->rows * sizeof(float);
+    if (w->dtype == CT_DT_U8) return n / 2 + n / CT_Q4_GROUP * sizeof(float);
+    return n * elem_size(w->dtype);
+}
+
+/* Column c of INT4 row data p (layout in ops.h) as q in [-8, 7]. */
+static inline int q4_at(const uint8_t *p, int c) {
+    int g = c / CT_Q4_GROUP, j = c % CT_Q4_GROUP;
+    uint8_t b = p[g * 16 + (j & 15)];
+    return (j < 16 ? (b & 15) : (b >> 4)) - 8;
+}
+
 void ct_mat_row(const ct_mat *w, int r, float *dst) {
-    size_t es = ct_dtype_size(w->dtype);
+    const int C = w->cols;
+    if (w->dtype == CT_DT_I8) {
+        const int8_t *q = (const int8_t *)w->data + (size_t)r * C;
+        for (int i = 0; i < C; i++) dst[i] = w->scales[r] * (float)q[i];
+        return;
+    }
+    if (w->dtype == CT_DT_U8) {
+        const uint8_t *q = (const uint8_t *)w->data + (size_t)r * (C / 2);
+        const float *sc = w->scales + (size_t)r * (C / CT_Q4_GROUP);
+        for (int i = 0; i < C; i++) dst[i] = sc[i / CT_Q4_GROUP] * (float)q4_at(q, i);
+        return;
+    }
+    size_t es = elem_size(w->dtype);
     ct_convert_to_f32((const char *)w->data + (size_t)r * (size_t)w->cols * es, w->dtype, dst,
                       (size_t)w->cols);
 }
@@ -91,12 +120,38 @@ static float dot_f16(const uint16_t *w, const float *x, int n) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+static float dot_i8(const int8_t *w, const float *x, int n) {
+    float acc[8] = {0};
+    for (int i = 0; i < n; i++) acc[i & 7] += (float)w[i] * x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* INT4 row: per group a plain sum of q*x, scaled and summed over groups in order. */
+static float dot_q4(const uint8_t *w, const float *sc, const float *x, int n) {
+    float acc = 0.0f;
+    for (int g = 0; g < n / CT_Q4_GROUP; g++) {
+        float s = 0.0f;
+        for (int j = 0; j < CT_Q4_GROUP; j++)
+            s += (float)q4_at(w, g * CT_Q4_GROUP + j) * x[g * CT_Q4_GROUP + j];
+        acc += sc[g] * s;
+    }
+    return acc;
+}
+
 void ct_matmul_rows_scalar(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1) {
     const int R = w->rows, C = w->cols;
     for (int r = r0; r < r1; r++) {
         float b = bias ? bias[r] : 0.0f;
-        if (w->dtype == CT_DT_BF16) {
+        if (w->dtype == CT_DT_I8) {
+            const int8_t *row = (const int8_t *)w->data + (size_t)r * (size_t)C;
+            for (int t = 0; t < n; t++)
+                y[(size_t)t * R + r] = w->scales[r] * dot_i8(row, x + (size_t)t * C, C) + b;
+        } else if (w->dtype == CT_DT_U8) {
+            const uint8_t *row = (const uint8_t *)w->data + (size_t)r * (size_t)(C / 2);
+            const float *sc = w->scales + (size_t)r * (size_t)(C / CT_Q4_GROUP);
+            for (int t = 0; t < n; t++) y[(size_t)t * R + r] = dot_q4(row, sc, x + (size_t)t * C, C) + b;
+        } else if (w->dtype == CT_DT_BF16) {
             const uint16_t *row = (const uint16_t *)w->data + (size_t)r * (size_t)C;
             for (int t = 0; t < n; t++) y[(size_t)t * R + r] = dot_bf16(row, x + (size_t)t * C, C) + b;
         } else if (w->dtype == CT_DT_F32) {

@@ -1,17 +1,33 @@
-/* AVX2+FMA+F16C matmul rows over BF16/F16/F32 weights, f32 activations and accumulation. */
+/* AVX2+FMA+F16C matmul rows over BF16/F16/F32/INT8/INT4 weights, f32 activations and
+   accumulation: 2 rows x 1 token for n = 1, a register-blocked 2 rows x 4 tokens GEMM over
+   L2-resident row chunks for n > 1. */
 #include <immintrin.h>
 #include <stdint.h>
 
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
 
-static inline __m256 load8(const void *w, ct_dtype dt, int k) {
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* 8 weights of row p at column k (k + 8 <= cols) as f32; INT8 unscaled, INT4 scaled by the
+   row's group scale sc[k/32]. */
+ALWAYS_INLINE __m256 load8(const void *p, ct_dtype dt, int k, const float *sc) {
     if (dt == CT_DT_BF16) {
-        __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + k));
+        __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + k));
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     }
-    if (dt == CT_DT_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + k)));
-    return _mm256_loadu_ps((const float *)w + k);
+    if (dt == CT_DT_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + k)));
+    if (dt == CT_DT_I8)
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + k))));
+    if (dt == CT_DT_U8) {
+        int j = k % CT_Q4_GROUP;
+        const uint8_t *g = (const uint8_t *)p + (k / CT_Q4_GROUP) * 16 + (j & 15);
+        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)g));
+        if (j & 16) v = _mm256_srli_epi32(v, 4);
+        v = _mm256_sub_epi32(_mm256_and_si256(v, _mm256_set1_epi32(15)), _mm256_set1_epi32(8));
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(sc[k / CT_Q4_GROUP]));
+    }
+    return _mm256_loadu_ps((const float *)p + k);
 }
 
 static inline float hsum(__m256 v) {
@@ -22,27 +38,50 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
-static inline float wat(const void *w, ct_dtype dt, int k) {
-    if (dt == CT_DT_BF16) return ct_bf16_to_f32(((const uint16_t *)w)[k]);
-    if (dt == CT_DT_F16) return ct_f16_to_f32(((const uint16_t *)w)[k]);
-    return ((const float *)w)[k];
+static inline float wat(const ct_mat *w, const void *p, const float *sc, int k) {
+    switch (w->dtype) {
+    case CT_DT_BF16: return ct_bf16_to_f32(((const uint16_t *)p)[k]);
+    case CT_DT_F16: return ct_f16_to_f32(((const uint16_t *)p)[k]);
+    case CT_DT_I8: return (float)((const int8_t *)p)[k];
+    case CT_DT_U8: { /* INT4 rows have no tail; kept for completeness */
+        int j = k % CT_Q4_GROUP;
+        uint8_t b = ((const uint8_t *)p)[(k / CT_Q4_GROUP) * 16 + (j & 15)];
+        return sc[k / CT_Q4_GROUP] * (float)((j < 16 ? (b & 15) : (b >> 4)) - 8);
+    }
+    default: return ((const float *)p)[k];
+    }
 }
 
 static inline const void *row_ptr(const ct_mat *w, int r) {
-    size_t es = w->dtype == CT_DT_F32 ? 4 : 2;
-    return (const char *)w->data + (size_t)r * (size_t)w->cols * es;
+    size_t C = (size_t)w->cols, o;
+    switch (w->dtype) {
+    case CT_DT_F32: o = C * 4; break;
+    case CT_DT_I8: o = C; break;
+    case CT_DT_U8: o = C / 2; break;
+    default: o = C * 2; break;
+    }
+    return (const char *)w->data + (size_t)r * o;
+}
+
+static inline const float *row_sc(const ct_mat *w, int r) {
+    return w->dtype == CT_DT_U8 ? w->scales + (size_t)r * (size_t)(w->cols / CT_Q4_GROUP) : NULL;
+}
+
+static inline float post_scale(const ct_mat *w, int r) {
+    return w->dtype == CT_DT_I8 ? w->scales[r] : 1.0f;
 }
 
 /* 1 row x up to 4 tokens. */
 static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r) {
     const int C = w->cols;
     const void *p = row_ptr(w, r);
+    const float *sc = row_sc(w, r);
     const float *xs[4];
     for (int j = 0; j < 4; j++) xs[j] = x + (size_t)(j < nt ? j : 0) * C;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int k = 0;
     for (; k + 8 <= C; k += 8) {
-        __m256 wv = load8(p, w->dtype, k);
+        __m256 wv = load8(p, w->dtype, k, sc);
         a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xs[0] + k), a0);
         a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xs[1] + k), a1);
         a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xs[2] + k), a2);
@@ -50,7 +89,7 @@ static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r)
     }
     float t0 = 0, t1 = 0, t2 = 0, t3 = 0;
     for (; k < C; k++) {
-        float wv = wat(p, w->dtype, k);
+        float wv = wat(w, p, sc, k);
         t0 += wv * xs[0][k];
         t1 += wv * xs[1][k];
         t2 += wv * xs[2][k];
@@ -65,53 +104,103 @@ static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r)
 /* 2 rows x 1 token with two accumulators per row. */
 static void rows2_tok1(const ct_mat *w, const float *x, float *out, int r) {
     const int C = w->cols;
+    const ct_dtype dt = w->dtype;
     const void *p0 = row_ptr(w, r), *p1 = row_ptr(w, r + 1);
+    const float *s0 = row_sc(w, r), *s1 = row_sc(w, r + 1);
     __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;
     int k = 0;
     for (; k + 16 <= C; k += 16) {
         __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
-        a0 = _mm256_fmadd_ps(load8(p0, w->dtype, k), x0, a0);
-        b0 = _mm256_fmadd_ps(load8(p0, w->dtype, k + 8), x1, b0);
-        a1 = _mm256_fmadd_ps(load8(p1, w->dtype, k), x0, a1);
-        b1 = _mm256_fmadd_ps(load8(p1, w->dtype, k + 8), x1, b1);
+        a0 = _mm256_fmadd_ps(load8(p0, dt, k, s0), x0, a0);
+        b0 = _mm256_fmadd_ps(load8(p0, dt, k + 8, s0), x1, b0);
+        a1 = _mm256_fmadd_ps(load8(p1, dt, k, s1), x0, a1);
+        b1 = _mm256_fmadd_ps(load8(p1, dt, k + 8, s1), x1, b1);
     }
     for (; k + 8 <= C; k += 8) {
         __m256 x0 = _mm256_loadu_ps(x + k);
-        a0 = _mm256_fmadd_ps(load8(p0, w->dtype, k), x0, a0);
-        a1 = _mm256_fmadd_ps(load8(p1, w->dtype, k), x0, a1);
+        a0 = _mm256_fmadd_ps(load8(p0, dt, k, s0), x0, a0);
+        a1 = _mm256_fmadd_ps(load8(p1, dt, k, s1), x0, a1);
     }
     float t0 = 0, t1 = 0;
     for (; k < C; k++) {
-        t0 += wat(p0, w->dtype, k) * x[k];
-        t1 += wat(p1, w->dtype, k) * x[k];
+        t0 += wat(w, p0, s0, k) * x[k];
+        t1 += wat(w, p1, s1, k) * x[k];
     }
     out[0] = hsum(_mm256_add_ps(a0, b0)) + t0;
     out[1] = hsum(_mm256_add_ps(a1, b1)) + t1;
 }
 
+/* 2 rows x NT tokens (constant 1..4): out[2*t + i]. */
+ALWAYS_INLINE void blk2(const ct_mat *w, const float *x, int r, float *out, const int NT) {
+    const int C = w->cols;
+    const ct_dtype dt = w->dtype;
+    const void *p0 = row_ptr(w, r), *p1 = row_ptr(w, r + 1);
+    const float *s0 = row_sc(w, r), *s1 = row_sc(w, r + 1);
+    __m256 a[8];
+    for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 8 <= C; k += 8) {
+        __m256 w0 = load8(p0, dt, k, s0), w1 = load8(p1, dt, k, s1);
+        for (int t = 0; t < NT; t++) {
+            __m256 xv = _mm256_loadu_ps(x + (size_t)t * C + k);
+            a[2 * t] = _mm256_fmadd_ps(w0, xv, a[2 * t]);
+            a[2 * t + 1] = _mm256_fmadd_ps(w1, xv, a[2 * t + 1]);
+        }
+    }
+    float tl[8] = {0};
+    for (; k < C; k++) {
+        float w0 = wat(w, p0, s0, k), w1 = wat(w, p1, s1, k);
+        for (int t = 0; t < NT; t++) {
+            tl[2 * t] += w0 * x[(size_t)t * C + k];
+            tl[2 * t + 1] += w1 * x[(size_t)t * C + k];
+        }
+    }
+    for (int i = 0; i < 2 * NT; i++) out[i] = hsum(a[i]) + tl[i];
+}
+
+#define RCHUNK 64
+
 void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1) {
     const int R = w->rows, C = w->cols;
-    float o[4];
+    float o[8];
     if (n == 1) {
         int r = r0;
         for (; r + 2 <= r1; r += 2) {
             rows2_tok1(w, x, o, r);
-            y[r] = o[0] + (bias ? bias[r] : 0.0f);
-            y[r + 1] = o[1] + (bias ? bias[r + 1] : 0.0f);
+            y[r] = post_scale(w, r) * o[0] + (bias ? bias[r] : 0.0f);
+            y[r + 1] = post_scale(w, r + 1) * o[1] + (bias ? bias[r + 1] : 0.0f);
         }
         for (; r < r1; r++) {
             row_tok4(w, x, 1, o, r);
-            y[r] = o[0] + (bias ? bias[r] : 0.0f);
+            y[r] = post_scale(w, r) * o[0] + (bias ? bias[r] : 0.0f);
         }
         return;
     }
-    for (int r = r0; r < r1; r++) {
-        float b = bias ? bias[r] : 0.0f;
+    for (int rc = r0; rc < r1; rc += RCHUNK) {
+        const int rce = rc + RCHUNK < r1 ? rc + RCHUNK : r1;
         for (int t = 0; t < n; t += 4) {
-            int nt = n - t < 4 ? n - t : 4;
-            row_tok4(w, x + (size_t)t * C, nt, o, r);
-            for (int j = 0; j < nt; j++) y[(size_t)(t + j) * R + r] = o[j] + b;
+            const int nt = n - t < 4 ? n - t : 4;
+            const float *xt = x + (size_t)t * C;
+            float *yt = y + (size_t)t * R;
+            int r = rc;
+            for (; r + 2 <= rce; r += 2) {
+                switch (nt) {
+                case 1: blk2(w, xt, r, o, 1); break;
+                case 2: blk2(w, xt, r, o, 2); break;
+                case 3: blk2(w, xt, r, o, 3); break;
+                default: blk2(w, xt, r, o, 4); break;
+                }
+                for (int j = 0; j < nt; j++)
+                    for (int i = 0; i < 2; i++)
+                        yt[(size_t)j * R + r + i] =
+                            post_scale(w, r + i) * o[2 * j + i] + (bias ? bias[r + i] : 0.0f);
+            }
+            for (; r < rce; r++) {
+                row_tok4(w, xt, nt, o, r);
+                for (int j = 0; j < nt; j++)
+                    yt[(size_t)j * R + r] = post_scale(w, r) * o[j] + (bias ? bias[r] : 0.0f);
+            }
         }
     }
 }

@@ -1,23 +1,65 @@
-/* AVX-512 matmul rows over BF16/F16/F32 weights with f32 activations and f32 accumulation
-   (weights are widened in registers; memory traffic stays at the stored width). */
+/* AVX-512 matmul rows over BF16/F16/F32/INT8/INT4 weights with f32 activations and f32
+   accumulation (weights are widened in registers; memory traffic stays at the stored width):
+   - n = 1: 4 rows x 1 token GEMV with software prefetch;
+   - n > 1: register-blocked GEMM, 4 rows x up to 4 tokens, rows walked in chunks that stay in
+     L2 while every token block passes over them, 16 accumulators reduced by one shuffle tree;
+   - ct_matmul_rows_avx512bf16: for BF16 weights and n >= CT_AMX_MIN_TOKENS, AMX tiles
+     (TDPBF16PS) on split activations (hi + lo bf16, f32-exact to ~1e-10 NMSE) where the CPU
+     and OS allow them; in the opt-in bf16-activation mode, VDPBF16PS (n >= CT_DP_MIN_TOKENS)
+     or single-term AMX on activations rounded to bf16. Everything else falls through to the
+     f32 kernels. The f32-weight path never reaches bf16 arithmetic. */
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/cpu.h"
 
-/* 16 weights of row w (dtype) at column k as f32, masked for the tail. */
-static inline __m512 load16(const void *w, ct_dtype dt, int k, __mmask16 m) {
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* 16 weights of row p (dtype) at column k as f32, masked for the tail. INT8 comes back
+   unscaled (the row scale is applied to the dot product); INT4 comes back scaled (sc = the
+   row's group scales; k is a multiple of 16 and there is no tail). */
+ALWAYS_INLINE __m512 load16(const void *p, ct_dtype dt, int k, __mmask16 m, const float *sc) {
     if (dt == CT_DT_BF16) {
-        __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + k);
+        __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)p + k);
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
-    if (dt == CT_DT_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)w + k));
-    return _mm512_maskz_loadu_ps(m, (const float *)w + k);
+    if (dt == CT_DT_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + k));
+    if (dt == CT_DT_I8)
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, (const int8_t *)p + k)));
+    if (dt == CT_DT_U8) {
+        const uint8_t *g = (const uint8_t *)p + (k / CT_Q4_GROUP) * 16;
+        __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)g));
+        if (k & 16) v = _mm512_srli_epi32(v, 4);
+        v = _mm512_sub_epi32(_mm512_and_si512(v, _mm512_set1_epi32(15)), _mm512_set1_epi32(8));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(sc[k / CT_Q4_GROUP]));
+    }
+    return _mm512_maskz_loadu_ps(m, (const float *)p + k);
 }
 
 static inline const void *row_ptr(const ct_mat *w, int r) {
-    size_t es = w->dtype == CT_DT_F32 ? 4 : 2;
-    return (const char *)w->data + (size_t)r * (size_t)w->cols * es;
+    size_t C = (size_t)w->cols, o;
+    switch (w->dtype) {
+    case CT_DT_F32: o = C * 4; break;
+    case CT_DT_I8: o = C; break;
+    case CT_DT_U8: o = C / 2; break;
+    default: o = C * 2; break;
+    }
+    return (const char *)w->data + (size_t)r * o;
+}
+
+/* The group scales of row r (INT4), or NULL. */
+static inline const float *row_sc(const ct_mat *w, int r) {
+    return w->dtype == CT_DT_U8 ? w->scales + (size_t)r * (size_t)(w->cols / CT_Q4_GROUP) : NULL;
+}
+
+/* Scale applied to a finished dot product of row r (INT8), else 1. */
+static inline float post_scale(const ct_mat *w, int r) {
+    return w->dtype == CT_DT_I8 ? w->scales[r] : 1.0f;
+}
+
+static inline int elem_bytes_x2(ct_dtype dt) { /* bytes per 2 elements */
+    return dt == CT_DT_F32 ? 8 : dt == CT_DT_I8 ? 2 : dt == CT_DT_U8 ? 1 : 4;
 }
 
 #ifndef PF
@@ -27,34 +69,37 @@ static inline const void *row_ptr(const ct_mat *w, int r) {
 /* 4 rows x 1 token. */
 static void rows4_tok1(const ct_mat *w, const float *x, float *out4, int r) {
     const int C = w->cols;
+    const ct_dtype dt = w->dtype;
     const void *p0 = row_ptr(w, r), *p1 = row_ptr(w, r + 1), *p2 = row_ptr(w, r + 2),
                *p3 = row_ptr(w, r + 3);
+    const float *s0 = row_sc(w, r), *s1 = row_sc(w, r + 1), *s2 = row_sc(w, r + 2),
+                *s3 = row_sc(w, r + 3);
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     int k = 0;
-    const int es = w->dtype == CT_DT_F32 ? 4 : 2;
+    const int e2 = elem_bytes_x2(dt);
     for (; k + 32 <= C; k += 32) {
-        _mm_prefetch((const char *)p0 + (size_t)(k + PF) * es, _MM_HINT_T0);
-        _mm_prefetch((const char *)p1 + (size_t)(k + PF) * es, _MM_HINT_T0);
-        _mm_prefetch((const char *)p2 + (size_t)(k + PF) * es, _MM_HINT_T0);
-        _mm_prefetch((const char *)p3 + (size_t)(k + PF) * es, _MM_HINT_T0);
+        _mm_prefetch((const char *)p0 + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
+        _mm_prefetch((const char *)p1 + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
+        _mm_prefetch((const char *)p2 + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
+        _mm_prefetch((const char *)p3 + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
         __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
-        a0 = _mm512_fmadd_ps(load16(p0, w->dtype, k, 0xffff), x0, a0);
-        b0 = _mm512_fmadd_ps(load16(p0, w->dtype, k + 16, 0xffff), x1, b0);
-        a1 = _mm512_fmadd_ps(load16(p1, w->dtype, k, 0xffff), x0, a1);
-        b1 = _mm512_fmadd_ps(load16(p1, w->dtype, k + 16, 0xffff), x1, b1);
-        a2 = _mm512_fmadd_ps(load16(p2, w->dtype, k, 0xffff), x0, a2);
-        b2 = _mm512_fmadd_ps(load16(p2, w->dtype, k + 16, 0xffff), x1, b2);
-        a3 = _mm512_fmadd_ps(load16(p3, w->dtype, k, 0xffff), x0, a3);
-        b3 = _mm512_fmadd_ps(load16(p3, w->dtype, k + 16, 0xffff), x1, b3);
+        a0 = _mm512_fmadd_ps(load16(p0, dt, k, 0xffff, s0), x0, a0);
+        b0 = _mm512_fmadd_ps(load16(p0, dt, k + 16, 0xffff, s0), x1, b0);
+        a1 = _mm512_fmadd_ps(load16(p1, dt, k, 0xffff, s1), x0, a1);
+        b1 = _mm512_fmadd_ps(load16(p1, dt, k + 16, 0xffff, s1), x1, b1);
+        a2 = _mm512_fmadd_ps(load16(p2, dt, k, 0xffff, s2), x0, a2);
+        b2 = _mm512_fmadd_ps(load16(p2, dt, k + 16, 0xffff, s2), x1, b2);
+        a3 = _mm512_fmadd_ps(load16(p3, dt, k, 0xffff, s3), x0, a3);
+        b3 = _mm512_fmadd_ps(load16(p3, dt, k + 16, 0xffff, s3), x1, b3);
     }
     for (; k < C; k += 16) {
         __mmask16 m = C - k >= 16 ? 0xffff : (__mmask16)((1u << (C - k)) - 1);
         __m512 x0 = _mm512_maskz_loadu_ps(m, x + k);
-        a0 = _mm512_fmadd_ps(load16(p0, w->dtype, k, m), x0, a0);
-        a1 = _mm512_fmadd_ps(load16(p1, w->dtype, k, m), x0, a1);
-        a2 = _mm512_fmadd_ps(load16(p2, w->dtype, k, m), x0, a2);
-        a3 = _mm512_fmadd_ps(load16(p3, w->dtype, k, m), x0, a3);
+        a0 = _mm512_fmadd_ps(load16(p0, dt, k, m, s0), x0, a0);
+        a1 = _mm512_fmadd_ps(load16(p1, dt, k, m, s1), x0, a1);
+        a2 = _mm512_fmadd_ps(load16(p2, dt, k, m, s2), x0, a2);
+        a3 = _mm512_fmadd_ps(load16(p3, dt, k, m, s3), x0, a3);
     }
     out4[0] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));
     out4[1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));
@@ -62,16 +107,49 @@ static void rows4_tok1(const ct_mat *w, const float *x, float *out4, int r) {
     out4[3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
 }
 
+/* INT4 group g of a row as f32 q (-8..7): lo = columns 0-15, hi = columns 16-31. */
+ALWAYS_INLINE void q4_group(const uint8_t *row, int g, __m512 *lo, __m512 *hi) {
+    __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + (size_t)g * 16)));
+    const __m512i m = _mm512_set1_epi32(15), e = _mm512_set1_epi32(8);
+    *lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(v, m), e));
+    *hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(v, 4), e));
+}
+
+/* 4 INT4 rows x 1 token: per group sum(q x), times the group scale. */
+static void q4_rows4_tok1(const ct_mat *w, const float *x, float *out4, int r) {
+    const int C = w->cols, ng = C / CT_Q4_GROUP;
+    const uint8_t *p[4];
+    const float *sc[4];
+    for (int i = 0; i < 4; i++) {
+        p[i] = row_ptr(w, r + i);
+        sc[i] = row_sc(w, r + i);
+    }
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int g = 0; g < ng; g++) {
+        if ((g & 3) == 0)
+            for (int i = 0; i < 4; i++) _mm_prefetch((const char *)(p[i] + (size_t)g * 16 + 512), _MM_HINT_T0);
+        __m512 x0 = _mm512_loadu_ps(x + g * 32), x1 = _mm512_loadu_ps(x + g * 32 + 16);
+        for (int i = 0; i < 4; i++) {
+            __m512 lo, hi;
+            q4_group(p[i], g, &lo, &hi);
+            __m512 t = _mm512_fmadd_ps(lo, x0, _mm512_mul_ps(hi, x1));
+            acc[i] = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[i][g]), acc[i]);
+        }
+    }
+    for (int i = 0; i < 4; i++) out4[i] = _mm512_reduce_add_ps(acc[i]);
+}
+
 /* 1 row x up to 4 tokens (nt in 1..4). */
 static void row1_tok4(const ct_mat *w, const float *x, int nt, float *out, int r) {
     const int C = w->cols;
     const void *p = row_ptr(w, r);
+    const float *sc = row_sc(w, r);
     const float *x0 = x, *x1 = x + (nt > 1 ? C : 0), *x2 = x + (nt > 2 ? 2 * C : 0),
                 *x3 = x + (nt > 3 ? 3 * C : 0);
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int k = 0; k < C; k += 16) {
         __mmask16 m = C - k >= 16 ? 0xffff : (__mmask16)((1u << (C - k)) - 1);
-        __m512 wv = load16(p, w->dtype, k, m);
+        __m512 wv = load16(p, w->dtype, k, m, sc);
         a0 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x0 + k), a0);
         a1 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x1 + k), a1);
         a2 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x2 + k), a2);
@@ -83,28 +161,418 @@ static void row1_tok4(const ct_mat *w, const float *x, int nt, float *out, int r
     out[3] = _mm512_reduce_add_ps(a3);
 }
 
+/* Horizontal sums of v[0..15] (v[4*row + tok]) by a fixed shuffle tree; returns a vector whose
+   element 4*tok + row is sum(v[4*row + tok]), i.e. 128-bit lane tok holds rows 0..3. */
+ALWAYS_INLINE __m512 reduce16(const __m512 *v) {
+    __m512 s[8], u[4], q[2];
+    for (int i = 0; i < 8; i++)
+        s[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (int i = 0; i < 4; i++)
+        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    for (int i = 0; i < 2; i++)
+        q[i] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_ps(_mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Writes the reduced 4x4 block (lane tok = rows r..r+3) to y for the first nr rows and nt
+   tokens. */
+static inline void store_block(const ct_mat *w, const float *bias, __m512 red, float *y, int R,
+                               int r, int nr, int nt) {
+    float o[16];
+    _mm512_storeu_ps(o, red);
+    float sc[4], b[4];
+    for (int i = 0; i < nr; i++) {
+        sc[i] = post_scale(w, r + i);
+        b[i] = bias ? bias[r + i] : 0.0f;
+    }
+    for (int t = 0; t < nt; t++)
+        for (int i = 0; i < nr; i++) y[(size_t)t * R + r + i] = sc[i] * o[4 * t + i] + b[i];
+}
+
+/* 4 rows (the first nr real, the rest repeat the last) x NT tokens (a constant 1..4) in f32
+   FMA; pf: prefetch the rows ahead (first pass over a chunk, streamed from memory). */
+ALWAYS_INLINE __m512 blk4(const ct_mat *w, const float *x, int r, int nr, int pf, const int NT) {
+    const int C = w->cols;
+    const ct_dtype dt = w->dtype;
+    const void *p[4];
+    const float *sc[4], *xs[4];
+    for (int i = 0; i < 4; i++) {
+        p[i] = row_ptr(w, r + (i < nr ? i : nr - 1));
+        sc[i] = row_sc(w, r + (i < nr ? i : nr - 1));
+    }
+    for (int t = 0; t < 4; t++) xs[t] = x + (size_t)(t < NT ? t : 0) * C;
+    __m512 acc[16];
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    const int e2 = elem_bytes_x2(dt);
+    for (int k = 0; k < C; k += 16) {
+        __mmask16 m = C - k >= 16 ? 0xffff : (__mmask16)((1u << (C - k)) - 1);
+        if (pf && (k & 31) == 0)
+            for (int i = 0; i < 4; i++)
+                _mm_prefetch((const char *)p[i] + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
+        __m512 wv[4];
+        for (int i = 0; i < 4; i++) wv[i] = load16(p[i], dt, k, m, sc[i]);
+        for (int t = 0; t < NT; t++) {
+            __m512 xv = _mm512_maskz_loadu_ps(m, xs[t] + k);
+            for (int i = 0; i < 4; i++) acc[4 * i + t] = _mm512_fmadd_ps(wv[i], xv, acc[4 * i + t]);
+        }
+    }
+    return reduce16(acc);
+}
+
+/* INT4, 4 rows (first nr real) x NT tokens: per group and token sum(q x), times the group
+   scale. */
+ALWAYS_INLINE __m512 q4_blk4(const ct_mat *w, const float *x, int r, int nr, const int NT) {
+    const int C = w->cols, ng = C / CT_Q4_GROUP;
+    const uint8_t *p[4];
+    const float *sc[4];
+    for (int i = 0; i < 4; i++) {
+        p[i] = row_ptr(w, r + (i < nr ? i : nr - 1));
+        sc[i] = row_sc(w, r + (i < nr ? i : nr - 1));
+    }
+    __m512 acc[16];
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    for (int g = 0; g < ng; g++) {
+        for (int i = 0; i < 4; i++) {
+            __m512 lo, hi, sv = _mm512_set1_ps(sc[i][g]);
+            q4_group(p[i], g, &lo, &hi);
+            for (int t = 0; t < NT; t++) {
+                const float *xt = x + (size_t)t * C + g * 32;
+                __m512 v = _mm512_fmadd_ps(lo, _mm512_loadu_ps(xt), _mm512_mul_ps(hi, _mm512_loadu_ps(xt + 16)));
+                acc[4 * i + t] = _mm512_fmadd_ps(v, sv, acc[4 * i + t]);
+            }
+        }
+    }
+    return reduce16(acc);
+}
+
+#define RCHUNK 64 /* rows per L2-resident chunk (multiple of 4) */
+
+static void gemm_f32(const ct_mat *w, const float *bias, const float *x, float *y, int n, int r0,
+                     int r1) {
+    const int R = w->rows, C = w->cols;
+    for (int rc = r0; rc < r1; rc += RCHUNK) {
+        const int rce = rc + RCHUNK < r1 ? rc + RCHUNK : r1;
+        for (int t = 0; t < n; t += 4) {
+            const int nt = n - t < 4 ? n - t : 4;
+            const float *xt = x + (size_t)t * C;
+            float *yt = y + (size_t)t * R;
+            for (int r = rc; r < rce; r += 4) {
+                const int nr = rce - r < 4 ? rce - r : 4;
+                __m512 red;
+                if (w->dtype == CT_DT_U8) {
+                    switch (nt) {
+                    case 1: red = q4_blk4(w, xt, r, nr, 1); break;
+                    case 2: red = q4_blk4(w, xt, r, nr, 2); break;
+                    case 3: red = q4_blk4(w, xt, r, nr, 3); break;
+                    default: red = q4_blk4(w, xt, r, nr, 4); break;
+                    }
+                    store_block(w, bias, red, yt, R, r, nr, nt);
+                    continue;
+                }
+                switch (nt) {
+                case 1: red = blk4(w, xt, r, nr, t == 0, 1); break;
+                case 2: red = blk4(w, xt, r, nr, t == 0, 2); break;
+                case 3: red = blk4(w, xt, r, nr, t == 0, 3); break;
+                default: red = blk4(w, xt, r, nr, t == 0, 4); break;
+                }
+                store_block(w, bias, red, yt, R, r, nr, nt);
+            }
+        }
+    }
+}
+
 void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1) {
-    const int R = w->rows, C = w->cols;
     if (n == 1) {
         int r = r0;
         float o[4];
         for (; r + 4 <= r1; r += 4) {
-            rows4_tok1(w, x, o, r);
-            for (int j = 0; j < 4; j++) y[r + j] = o[j] + (bias ? bias[r + j] : 0.0f);
+            if (w->dtype == CT_DT_U8) q4_rows4_tok1(w, x, o, r);
+            else rows4_tok1(w, x, o, r);
+            for (int j = 0; j < 4; j++)
+                y[r + j] = post_scale(w, r + j) * o[j] + (bias ? bias[r + j] : 0.0f);
         }
         for (; r < r1; r++) {
             row1_tok4(w, x, 1, o, r);
-            y[r] = o[0] + (bias ? bias[r] : 0.0f);
+            y[r] = post_scale(w, r) * o[0] + (bias ? bias[r] : 0.0f);
         }
         return;
     }
-    for (int r = r0; r < r1; r++) {
-        float b = bias ? bias[r] : 0.0f, o[4];
-        for (int t = 0; t < n; t += 4) {
-            int nt = n - t < 4 ? n - t : 4;
-            row1_tok4(w, x + (size_t)t * C, nt, o, r);
-            for (int j = 0; j < nt; j++) y[(size_t)(t + j) * R + r] = o[j] + b;
+    gemm_f32(w, bias, x, y, n, r0, r1);
+}
+
+/* ---- AVX-512 BF16 (VDPBF16PS) ------------------------------------------------------- */
+
+#define DP_MAXC 8192 /* widest row the bf16 activation buffer holds */
+#define DP_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+
+static _Thread_local uint16_t dp_xb[4 * DP_MAXC]; /* 4 tokens of bf16 activations, zero-padded */
+
+/* Rounds nt tokens of x[.][C] to bf16 into dp_xb rows of cp (C rounded up to 32) columns. */
+DP_TARGET static void dp_convert(const float *x, int C, int cp, int nt) {
+    for (int t = 0; t < nt; t++) {
+        const float *xs = x + (size_t)t * C;
+        uint16_t *d = dp_xb + (size_t)t * cp;
+        for (int k = 0; k < cp; k += 32) {
+            __mmask16 m0 = C - k >= 16 ? 0xffff : C - k <= 0 ? 0 : (__mmask16)((1u << (C - k)) - 1);
+            __mmask16 m1 = C - k - 16 >= 16 ? 0xffff
+                           : C - k - 16 <= 0 ? 0
+                                             : (__mmask16)((1u << (C - k - 16)) - 1);
+            __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, xs + k + 16),
+                                             _mm512_maskz_loadu_ps(m0, xs + k));
+            _mm512_storeu_si512((void *)(d + k), (__m512i)v);
         }
     }
+}
+
+/* 4 rows (first nr real) x NT tokens with VDPBF16PS over the converted activations. */
+DP_TARGET ALWAYS_INLINE __m512 dp_blk4(const ct_mat *w, int cp, int r, int nr, const int NT) {
+    const int C = w->cols;
+    const uint16_t *p[4], *xs[4];
+    for (int i = 0; i < 4; i++)
+        p[i] = (const uint16_t *)w->data + (size_t)(r + (i < nr ? i : nr - 1)) * C;
+    for (int t = 0; t < 4; t++) xs[t] = dp_xb + (size_t)(t < NT ? t : 0) * cp;
+    __m512 acc[16];
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    for (int k = 0; k < C; k += 32) {
+        __mmask32 m = C - k >= 32 ? 0xffffffffu : (__mmask32)((1u << (C - k)) - 1);
+        __m512i wv[4];
+        for (int i = 0; i < 4; i++) wv[i] = _mm512_maskz_loadu_epi16(m, p[i] + k);
+        for (int t = 0; t < NT; t++) {
+            __m512i xv = _mm512_loadu_si512((const void *)(xs[t] + k));
+            for (int i = 0; i < 4; i++)
+                acc[4 * i + t] = _mm512_dpbf16_ps(acc[4 * i + t], (__m512bh)wv[i], (__m512bh)xv);
+        }
+    }
+    return reduce16(acc);
+}
+
+DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                              int r0, int r1) {
+    const int R = w->rows, C = w->cols, cp = (C + 31) & ~31;
+    for (int rc = r0; rc < r1; rc += RCHUNK) {
+        const int rce = rc + RCHUNK < r1 ? rc + RCHUNK : r1;
+        for (int t = 0; t < n; t += 4) {
+            const int nt = n - t < 4 ? n - t : 4;
+            const float *xt = x + (size_t)t * C;
+            float *yt = y + (size_t)t * R;
+            dp_convert(xt, C, cp, nt);
+            for (int r = rc; r < rce; r += 4) {
+                const int nr = rce - r < 4 ? rce - r : 4;
+                __m512 red;
+                switch (nt) {
+                case 1: red = dp_blk4(w, cp, r, nr, 1); break;
+                case 2: red = dp_blk4(w, cp, r, nr, 2); break;
+                case 3: red = dp_blk4(w, cp, r, nr, 3); break;
+                default: red = dp_blk4(w, cp, r, nr, 4); break;
+                }
+                store_block(w, bias, red, yt, R, r, nr, nt);
+            }
+        }
+    }
+}
+
+
+/* ---- AMX-BF16 (TDPBF16PS) ----------------------------------------------------------- */
+/* BF16 weights, n >= CT_AMX_MIN_TOKENS, cols % 32 == 0. The activations are split once per
+   pass into x = hi + lo with hi = bf16(x) and lo = bf16(x - hi) and packed as AMX B tiles
+   ([k/2][16 tokens][2]); weight rows are A tiles loaded straight from the matrix, and each
+   C tile accumulates A.hi + A.lo. bf16 x bf16 products are exact in f32, so the only error
+   beyond f32 accumulation order is |x - hi - lo| <= 2^-17 |x|: the result matches the f32
+   kernels to about 1e-10 NMSE. With the bf16-activation mode on, only hi is used (half
+   the tile work, activations rounded to bf16). Rows are handled in 16-row blocks from r0
+   (the caller splits rows at multiples of CT_ROW_ALIGN = 16); the rows of a last partial
+   block use the f32 kernel (or VDPBF16PS in bf16-activation mode). INT8 and INT4 weights
+   are dequantized 32 rows at a time into bf16 tiles: INT8 exactly (q, row scale applied at
+   the store), INT4 as bf16(scale * q) (2^-9 relative, far below the INT4 step). */
+
+#define AMX_TARGET                                                                              \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16")))
+#define AMX_PAIRS (64 * 3072 / 2) /* bf16 pairs per packed buffer: 64 tokens of 3072 columns */
+#ifndef AMX_PF
+#define AMX_PF 256 /* weight elements ahead to prefetch */
+#endif
+
+static _Thread_local uint32_t amx_hi[AMX_PAIRS], amx_lo[AMX_PAIRS];
+#define AMX_WMAXC 6144 /* widest INT8/INT4 row dequantized to bf16 for the tiles */
+static _Thread_local uint16_t amx_w[32 * AMX_WMAXC]; /* 32 dequantized rows */
+
+/* Rows [r, r + nr) of an INT8 (q exactly, row scale applied at the store) or INT4
+   (bf16(scale * q)) matrix as bf16 into amx_w. */
+AMX_TARGET static void amx_dequant(const ct_mat *w, int r, int nr) {
+    const int C = w->cols;
+    for (int i = 0; i < nr; i++) {
+        const uint8_t *p = row_ptr(w, r + i);
+        uint16_t *d = amx_w + (size_t)i * C;
+        if (w->dtype == CT_DT_I8) {
+            for (int k = 0; k < C; k += 32) {
+                __m512i q = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(p + k)));
+                __m512 a = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(q)));
+                __m512 b = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(q, 1)));
+                _mm512_storeu_si512((void *)(d + k), (__m512i)_mm512_cvtne2ps_pbh(b, a));
+            }
+        } else {
+            const float *sc = row_sc(w, r + i);
+            for (int g = 0; g < C / CT_Q4_GROUP; g++) {
+                __m512 lo, hi, s = _mm512_set1_ps(sc[g]);
+                q4_group(p, g, &lo, &hi);
+                lo = _mm512_mul_ps(lo, s);
+                hi = _mm512_mul_ps(hi, s);
+                _mm512_storeu_si512((void *)(d + g * 32), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+            }
+        }
+    }
+}
+
+static int amx_on;    /* set by ct_matmul_amx_enable */
+static int bf16act_on; /* set by ct_matmul_bf16act_enable */
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_cfg;
+
+/* Packs tokens [0, nt) of x[.][C] as bf16 pairs (hi and, when lo_too, lo) into B-tile order,
+   zero-padding the last 16-token block. */
+AMX_TARGET static void amx_pack(const float *x, int C, int nt, int lo_too) {
+    const int P = C / 2, nb = (nt + 15) / 16;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                             12, 13, 14, 15),
+                                           _mm512_set1_epi32(16));
+    if (nt % 16)
+        for (size_t i = (size_t)(nb - 1) * P * 16; i < (size_t)nb * P * 16; i++) amx_hi[i] = amx_lo[i] = 0;
+    for (int t = 0; t < nt; t++) {
+        const float *xs = x + (size_t)t * C;
+        const size_t o = (size_t)(t / 16) * P * 16 + (t % 16);
+        for (int k = 0; k < C; k += 32) {
+            __m512 a = _mm512_loadu_ps(xs + k), b = _mm512_loadu_ps(xs + k + 16);
+            __m512i h = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+            _mm512_i32scatter_epi32(amx_hi + o + (size_t)(k / 2) * 16, idx, h, 4);
+            if (lo_too) {
+                /* hi back to f32: the low 256 bits of h are bf16(a), the high bf16(b) */
+                __m512 ha = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+                __m512 hb = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+                __m512i l = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb), _mm512_sub_ps(a, ha));
+                _mm512_i32scatter_epi32(amx_lo + o + (size_t)(k / 2) * 16, idx, l, 4);
+            }
+        }
+    }
+}
+
+AMX_TARGET static void amx_store(const ct_mat *w, const float *tile, const float *bias, float *y,
+                                 int R, int r, int nt) {
+    const float *sc = w->dtype == CT_DT_I8 ? w->scales + r : NULL;
+    for (int t = 0; t < nt; t++)
+        for (int i = 0; i < 16; i++)
+            y[(size_t)t * R + r + i] =
+                (sc ? sc[i] * tile[i * 16 + t] : tile[i * 16 + t]) + (bias ? bias[r + i] : 0.0f);
+}
+
+AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float *x, float *y,
+                                int n, int r0, int r1) {
+    const int R = w->rows, C = w->cols, P = C / 2, split = !bf16act_on || w->dtype != CT_DT_BF16;
+    const size_t ws = (size_t)C * 2; /* weight row stride in bytes */
+    const int tp = (AMX_PAIRS / P) / 16 * 16 < 64 ? (AMX_PAIRS / P) / 16 * 16 : 64; /* tokens/pass */
+    amx_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    _tile_loadconfig(&cfg);
+    float tile[4][256];
+    const int rfull = r0 + (r1 - r0) / 16 * 16;
+    for (int t0 = 0; t0 < n; t0 += tp) {
+        const int nt = n - t0 < tp ? n - t0 : tp;
+        const float *xt = x + (size_t)t0 * C;
+        float *yt = y + (size_t)t0 * R;
+        amx_pack(xt, C, nt, split);
+        const int nb = (nt + 15) / 16;
+        for (int r = r0; r < rfull; r += 32) {
+            const int two = r + 32 <= rfull;
+            const uint16_t *a0 = (const uint16_t *)w->data + (size_t)r * C;
+            if (w->dtype != CT_DT_BF16) { /* INT8 / INT4: dequantize the row pair */
+                amx_dequant(w, r, two ? 32 : 16);
+                a0 = amx_w;
+            }
+            const uint16_t *a1 = two ? a0 + (size_t)16 * C : a0;
+            for (int b = 0; b < nb; b += 2) {
+                const int twob = b + 1 < nb;
+                const size_t bo0 = (size_t)b * P * 16, bo1 = twob ? bo0 + (size_t)P * 16 : bo0;
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+                for (int k = 0; k < C; k += 32) {
+                    if (b == 0 && k + AMX_PF < C && w->dtype == CT_DT_BF16) /* stream from memory */
+                        for (int i = 0; i < 16; i++) {
+                            _mm_prefetch((const char *)(a0 + (size_t)i * C + k + AMX_PF), _MM_HINT_T0);
+                            _mm_prefetch((const char *)(a1 + (size_t)i * C + k + AMX_PF), _MM_HINT_T0);
+                        }
+                    const size_t kb = (size_t)(k / 2) * 16;
+                    _tile_loadd(4, a0 + k, ws);
+                    _tile_loadd(5, a1 + k, ws);
+                    _tile_loadd(6, amx_hi + bo0 + kb, 64);
+                    _tile_loadd(7, amx_hi + bo1 + kb, 64);
+                    _tile_dpbf16ps(0, 4, 6);
+                    _tile_dpbf16ps(1, 4, 7);
+                    _tile_dpbf16ps(2, 5, 6);
+                    _tile_dpbf16ps(3, 5, 7);
+                    if (split) {
+                        _tile_loadd(6, amx_lo + bo0 + kb, 64);
+                        _tile_loadd(7, amx_lo + bo1 + kb, 64);
+                        _tile_dpbf16ps(0, 4, 6);
+                        _tile_dpbf16ps(1, 4, 7);
+                        _tile_dpbf16ps(2, 5, 6);
+                        _tile_dpbf16ps(3, 5, 7);
+                    }
+                }
+                _tile_stored(0, tile[0], 64);
+                _tile_stored(1, tile[1], 64);
+                _tile_stored(2, tile[2], 64);
+                _tile_stored(3, tile[3], 64);
+                int ntb0 = nt - b * 16 < 16 ? nt - b * 16 : 16;
+                amx_store(w, tile[0], bias, yt + (size_t)b * 16 * R, R, r, ntb0);
+                if (twob) {
+                    int ntb1 = nt - (b + 1) * 16 < 16 ? nt - (b + 1) * 16 : 16;
+                    amx_store(w, tile[1], bias, yt + (size_t)(b + 1) * 16 * R, R, r, ntb1);
+                    if (two) amx_store(w, tile[3], bias, yt + (size_t)(b + 1) * 16 * R, R, r + 16, ntb1);
+                }
+                if (two) amx_store(w, tile[2], bias, yt + (size_t)b * 16 * R, R, r + 16, ntb0);
+            }
+        }
+    }
+    _tile_release();
+    if (rfull < r1) {
+        if (bf16act_on && w->dtype == CT_DT_BF16) gemm_dp(w, bias, x, y, n, rfull, r1);
+        else gemm_f32(w, bias, x, y, n, rfull, r1);
+    }
+}
+
+int ct_matmul_amx_enable(int on) {
+    amx_on = on;
+    return amx_on;
+}
+
+int ct_matmul_bf16act_enable(int on) {
+    bf16act_on = on;
+    return bf16act_on;
+}
+
+void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                               int r0, int r1) {
+    const int q = w->dtype == CT_DT_I8 || w->dtype == CT_DT_U8;
+    if ((w->dtype == CT_DT_BF16 || (q && w->cols <= AMX_WMAXC)) && amx_on && n >= CT_AMX_MIN_TOKENS &&
+        w->cols % 32 == 0 && w->cols / 2 * 16 <= AMX_PAIRS)
+        gemm_amx(w, bias, x, y, n, r0, r1);
+    else if (w->dtype == CT_DT_BF16 && bf16act_on && n >= CT_DP_MIN_TOKENS && w->cols <= DP_MAXC)
+        gemm_dp(w, bias, x, y, n, r0, r1);
+    else
+        ct_matmul_rows_avx512(w, bias, x, y, n, r0, r1);
 }

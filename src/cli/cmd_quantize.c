@@ -1,0 +1,160 @@
+/* `codectalk quantize -m DIR --weights int8|int4|mixed -o OUT.safetensors`: writes the model's
+   transformer matrices in the chosen load-time format ahead of time. Every tensor of
+   DIR/model.safetensors is copied; each quantized matrix is stored as I8 [rows, cols] (INT8)
+   or U8 [rows, cols/2] (INT4, layout on ct_mat in kernels/ops.h) with its F32 scales in
+   "<name>.scale" ([rows] or [rows, cols/32]). Put OUT next to config.json etc. as
+   model.safetensors to load it; the loader checks every scales tensor by name and shape. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_common.h"
+#include "model/model_internal.h"
+
+/* Entry point of `codectalk quantize` (argv after the command name). */
+int ct_cli_quantize(int argc, char **argv);
+
+typedef struct {
+    char name[160];
+    const ct_mat *w;
+} qentry;
+
+static int add_stack(qentry *e, int n, const char *prefix, const ct_stack_w *s) {
+    static const char *nm[7] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+    for (int l = 0; l < s->cfg->layers; l++) {
+        const ct_layer_w *L = &s->layers[l];
+        const ct_mat *w[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+        for (int i = 0; i < 7; i++) {
+            snprintf(e[n].name, sizeof e[n].name, "%s.layers.%d.%s.weight", prefix, l, nm[i]);
+            e[n++].w = w[i];
+        }
+    }
+    return n;
+}
+
+static const ct_mat *lookup(const qentry *e, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(e[i].name, name)) return e[i].w->dtype == CT_DT_I8 || e[i].w->dtype == CT_DT_U8 ? e[i].w : NULL;
+    return NULL;
+}
+
+static size_t scale_bytes(const ct_mat *w) {
+    return (w->dtype == CT_DT_I8 ? (size_t)w->rows : (size_t)w->rows * (w->cols / CT_Q4_GROUP)) * sizeof(float);
+}
+
+int ct_cli_quantize(int argc, char **argv) {
+    const char *model = NULL, *weights = NULL, *out = NULL, *tok = NULL;
+    ct_opt opts[] = {{"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
+                     {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files when DIR has none"},
+                     {"weights", 0, CT_OPT_STR, &weights, "FMT", "int8, int4 or mixed"},
+                     {"out", 'o', CT_OPT_STR, &out, "FILE", "output .safetensors"},
+                     {NULL, 0, 0, NULL, NULL, NULL}};
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk quantize -m DIR --weights int8|int4|mixed -o OUT.safetensors\n"
+                                            "Writes DIR/model.safetensors with quantized transformer matrices.");
+    if (r) return r < 0 ? 2 : 0;
+    if (!model || !weights || !out) {
+        fprintf(stderr, "error: -m DIR, --weights FMT and -o FILE are required\n");
+        return 2;
+    }
+    if (strcmp(weights, "int8") && strcmp(weights, "int4") && strcmp(weights, "mixed")) {
+        fprintf(stderr, "error: --weights must be int8, int4 or mixed\n");
+        return 2;
+    }
+    char err[1024];
+    ct_model_params mp = ct_model_params_default();
+    mp.weights = weights;
+    mp.tokenizer_dir = tok;
+    ct_model *m = NULL;
+    if (ct_model_load(model, &mp, &m, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    const ct_config *c = &m->cfg;
+    int cap = 7 * (c->talker.layers + c->pred.layers) + c->n_groups + 1, n = 0;
+    qentry *e = calloc((size_t)cap, sizeof *e);
+    json_t *h = json_object();
+    int rc = 1;
+    FILE *f = NULL;
+    if (!e || !h) goto done;
+    n = add_stack(e, n, "talker.model", &m->talker);
+    n = add_stack(e, n, "talker.code_predictor.model", &m->pred);
+    snprintf(e[n].name, sizeof e[n].name, "talker.codec_head.weight");
+    e[n++].w = &m->codec_head;
+    for (int g = 0; g < c->n_groups - 1; g++) {
+        snprintf(e[n].name, sizeof e[n].name, "talker.code_predictor.lm_head.%d.weight", g);
+        e[n++].w = &m->pred_head[g];
+    }
+    /* header: every source tensor, quantized ones replaced, plus their scales */
+    size_t off = 0, nt = ct_st_count(m->st);
+    for (size_t i = 0; i < nt; i++) {
+        const ct_st_tensor *t = ct_st_at(m->st, i);
+        const ct_mat *w = lookup(e, n, t->name);
+        json_t *sh = json_array();
+        size_t bytes = t->nbytes;
+        const char *dt = ct_dtype_name(t->dtype);
+        if (w) {
+            json_array_append_new(sh, json_integer(w->rows));
+            json_array_append_new(sh, json_integer(w->dtype == CT_DT_I8 ? w->cols : w->cols / 2));
+            bytes = w->dtype == CT_DT_I8 ? (size_t)w->rows * w->cols : (size_t)w->rows * w->cols / 2;
+            dt = w->dtype == CT_DT_I8 ? "I8" : "U8";
+        } else {
+            for (int d = 0; d < t->ndim; d++) json_array_append_new(sh, json_integer(t->shape[d]));
+        }
+        json_object_set_new(h, t->name, json_pack("{s:s,s:o,s:[I,I]}", "dtype", dt, "shape", sh, "data_offsets",
+                                                  (json_int_t)off, (json_int_t)(off + bytes)));
+        off += bytes;
+        if (w) {
+            char sn[200];
+            snprintf(sn, sizeof sn, "%s.scale", t->name);
+            json_t *ss = w->dtype == CT_DT_I8 ? json_pack("[I]", (json_int_t)w->rows)
+                                              : json_pack("[I,I]", (json_int_t)w->rows, (json_int_t)(w->cols / CT_Q4_GROUP));
+            size_t sb = scale_bytes(w);
+            json_object_set_new(h, sn, json_pack("{s:s,s:o,s:[I,I]}", "dtype", "F32", "shape", ss, "data_offsets",
+                                                 (json_int_t)off, (json_int_t)(off + sb)));
+            off += sb;
+        }
+    }
+    char *js = json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!js) goto done;
+    size_t hl = strlen(js), pad = (8 - hl % 8) % 8;
+    uint64_t len = hl + pad;
+    f = fopen(out, "wb");
+    if (!f) {
+        fprintf(stderr, "error: cannot write '%s'\n", out);
+        free(js);
+        goto done;
+    }
+    int ok = fwrite(&len, 8, 1, f) == 1 && fwrite(js, 1, hl, f) == hl;
+    for (size_t i = 0; i < pad; i++) ok &= fputc(' ', f) != EOF;
+    free(js);
+    size_t nq = 0;
+    for (size_t i = 0; i < nt && ok; i++) {
+        const ct_st_tensor *t = ct_st_at(m->st, i);
+        const ct_mat *w = lookup(e, n, t->name);
+        if (w) {
+            size_t bytes = w->dtype == CT_DT_I8 ? (size_t)w->rows * w->cols : (size_t)w->rows * w->cols / 2;
+            ok &= fwrite(w->data, 1, bytes, f) == bytes;
+            ok &= fwrite(w->scales, 1, scale_bytes(w), f) == scale_bytes(w);
+            nq++;
+        } else {
+            ok &= fwrite(t->data, 1, t->nbytes, f) == t->nbytes;
+        }
+    }
+    ok &= fclose(f) == 0;
+    f = NULL;
+    if (!ok) {
+        fprintf(stderr, "error: writing '%s' failed\n", out);
+        goto done;
+    }
+    printf("wrote %s: %zu tensors, %zu quantized (%s), %.1f MB of data\n", out, nt, nq, weights,
+           (double)off / 1e6);
+    rc = 0;
+done:
+    if (f) fclose(f);
+    json_decref(h);
+    free(e);
+    ct_model_free(m);
+    return rc;
+}
