@@ -8,7 +8,7 @@
 #include "edge/profile.h"
 
 int ct_cli_apply_profile(const char *spec, const char *model_dir, ct_synth_params *sp,
-                         ct_cli_profile *cp) {
+                         ct_cli_profile_map *cp) {
     memset(cp, 0, sizeof *cp);
     if (!spec) return 0;
     ct_auto_opts o;

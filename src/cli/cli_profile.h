@@ -10,12 +10,12 @@ typedef struct {
     int codec_cpus[256], n_codec_cpus;
     char schedule[128];
     char desc[1024]; /* one line saying what the profile set */
-} ct_cli_profile;
+} ct_cli_profile_map;
 
 /* Resolves spec ("auto" or a YAML file) for model_dir and writes the values into *sp (CPU
    arrays and the schedule string live in *cp, which must outlive *sp's use). Prints errors;
    returns 0 on success. */
 int ct_cli_apply_profile(const char *spec, const char *model_dir, ct_synth_params *sp,
-                         ct_cli_profile *cp);
+                         ct_cli_profile_map *cp);
 
 #endif

@@ -335,7 +335,7 @@ int ct_cli_bench_stream(int argc, char **argv) {
     sp.talker_threads = a.threads;
     sp.codec_threads = a.codec_threads;
     sp.max_context = a.ctx;
-    ct_cli_profile prof;
+    ct_cli_profile_map prof;
     int rc = 1;
     if (a.profile && ct_cli_apply_profile(a.profile, a.model, &sp, &prof) != 0) goto out;
     if (a.profile) printf("%s\n", prof.desc);

@@ -10,6 +10,7 @@
 #include "audio/wav.h"
 #include "cli/args.h"
 #include "cli/cli_common.h"
+#include "cli/cli_profile.h"
 #include "codectalk.h"
 #include "core/clock.h"
 #include "edge/derive.h"
@@ -65,13 +66,14 @@ static int cpus_flag(const char *flag, const char *v, int *cpus, int cap) {
 int ct_cli_synth(int argc, char **argv) {
     ct_cli_gen a;
     ct_cli_gen_init(&a);
-    const char *out = NULL, *schedule = "exact", *tcpus = NULL, *ccpus = NULL;
+    const char *out = NULL, *schedule = NULL, *tcpus = NULL, *ccpus = NULL, *profile = NULL;
     int use_float = 0, max_bytes = 300, windowed = 0, context = 72, codec_threads = 1;
     ct_opt extra[] = {
         {"output", 'o', CT_OPT_STR, &out, "FILE", "output WAV file, or '-' for raw s16le on stdout"},
         {"float", 0, CT_OPT_FLAG, &use_float, NULL, "write 32-bit float WAV instead of 16-bit PCM"},
         {"utterance-bytes", 0, CT_OPT_INT, &max_bytes, "N", "split long text into utterances of about N bytes (default 300)"},
-        {"schedule", 0, CT_OPT_STR, &schedule, "SPEC", "chunk schedule: exact | fixed:IC,S | ramp:2,4,8,16,25 | dynamic | adaptive"},
+        {"schedule", 0, CT_OPT_STR, &schedule, "SPEC", "chunk schedule: exact (default) | fixed:IC,S | ramp:2,4,8,16,25 | dynamic | adaptive"},
+        {"profile", 0, CT_OPT_STR, &profile, "auto|FILE", "deploy profile: threads, CPU sets, context, schedule (flags override it)"},
         {"windowed", 0, CT_OPT_FLAG, &windowed, NULL, "stateless windowed codec decode (the exported form)"},
         {"context", 0, CT_OPT_INT, &context, "N", "windowed decode left context in frames (default 72)"},
         {"codec-threads", 0, CT_OPT_INT, &codec_threads, "N", "codec decoder threads (default 1)"},
@@ -110,7 +112,7 @@ int ct_cli_synth(int argc, char **argv) {
     ct_span *spans = NULL;
     float *xv = NULL;
     int rc = 1;
-    char err[1024];
+    char err[1024], tmp_path[4200] = "";
     double t_load = ct_now_ms();
     m = ct_cli_load_model_w(a.model, a.tok, a.f32, a.weights);
     if (!m) goto done;
@@ -139,23 +141,38 @@ int ct_cli_synth(int argc, char **argv) {
             spans[nu++] = spans[i];
     }
     ct_synth_params sp = ct_synth_params_default();
-    sp.max_context = a.ctx;
-    sp.talker_threads = a.threads;
-    sp.codec_threads = codec_threads;
-    sp.schedule = schedule;
+    ct_cli_profile_map prof;
+    if (profile) {
+        if (ct_cli_apply_profile(profile, a.model, &sp, &prof) != 0) goto done;
+        if (!a.quiet) fprintf(stderr, "%s\n", prof.desc);
+    }
+    if (!profile || a.ctx != 2048) sp.max_context = a.ctx;
+    if (!profile || a.threads) sp.talker_threads = a.threads;
+    if (!profile || codec_threads != 1) sp.codec_threads = codec_threads;
+    if (schedule) sp.schedule = schedule;
     sp.windowed = windowed;
-    sp.context_frames = context;
-    sp.talker_cpus = ntc ? tc : NULL;
-    sp.n_talker_cpus = ntc;
-    sp.codec_cpus = ncc ? cc : NULL;
-    sp.n_codec_cpus = ncc;
+    if (!profile || context != 72) sp.context_frames = context;
+    if (!sp.talker_threads) { /* default: the talker gets all cores but one, the codec the last */
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        sp.talker_threads = ncpu > 1 ? (int)ncpu - 1 : 1;
+    }
+    if (ntc) {
+        sp.talker_cpus = tc;
+        sp.n_talker_cpus = ntc;
+    }
+    if (ncc) {
+        sp.codec_cpus = cc;
+        sp.n_codec_cpus = ncc;
+    }
     if (ct_synth_create(m, codec, &sp, &sy, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    f = raw ? stdout : fopen(out, "wb");
+    if (!raw) snprintf(tmp_path, sizeof tmp_path, "%s.partial", out);
+    f = raw ? stdout : fopen(tmp_path, "wb");
     if (!f) {
-        fprintf(stderr, "error: cannot open '%s' for writing\n", out);
+        fprintf(stderr, "error: cannot open '%s' for writing\n", raw ? "stdout" : tmp_path);
+        tmp_path[0] = 0;
         goto done;
     }
     ct_wav_writer w;
@@ -189,10 +206,11 @@ int ct_cli_synth(int argc, char **argv) {
         stops[ct_synth_get_stats(sy).stop]++;
     }
     free(utt);
-    if (ct_wav_end(&w) != CT_OK) {
-        fprintf(stderr, "%serror: finishing '%s' failed\n", st.tty ? "\n" : "", out);
+    if (ct_wav_end(&w) != CT_OK || (!raw && (fclose(f) != 0 || (f = NULL, rename(tmp_path, out) != 0)))) {
+        fprintf(stderr, "%serror: finishing '%s' failed (disk full?)\n", st.tty ? "\n" : "", out);
         goto done;
     }
+    tmp_path[0] = 0; /* renamed: nothing to clean up */
     double wall = (ct_now_ms() - st.t_start) / 1e3, audio = (double)st.samples / rate;
     if (st.tty) {
         st.utt = (int)nu;
@@ -207,6 +225,7 @@ int ct_cli_synth(int argc, char **argv) {
     rc = 0;
 done:
     if (f && f != stdout) fclose(f);
+    if (tmp_path[0]) remove(tmp_path); /* never leave a partial WAV behind */
     free(spans);
     free(text);
     free(xv);

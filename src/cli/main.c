@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_common.h"
+#include "cli/cli_profile.h"
 #include "cli/cmd_edge.h"
 #include "cli/cmd_export.h"
 #include "cli/cmd_serve.h"
@@ -66,9 +67,10 @@ static int cmd_tokenize(int argc, char **argv) {
 static int cmd_codes(int argc, char **argv) {
     ct_cli_gen a;
     ct_cli_gen_init(&a);
-    const char *out = NULL, *format = "json";
+    const char *out = NULL, *format = "json", *profile = NULL;
     ct_opt opts[64];
     int n = ct_cli_gen_opts(&a, opts, 48);
+    opts[n++] = (ct_opt){"profile", 0, CT_OPT_STR, &profile, "auto|FILE", "deploy profile: talker threads, CPU set, context"};
     opts[n++] = (ct_opt){"format", 0, CT_OPT_STR, &format, "json|bin", "output format; bin = int32 LE [frames][16]"};
     opts[n++] = (ct_opt){"output", 'o', CT_OPT_STR, &out, "FILE", "write frames to FILE (default: stdout)"};
     opts[n] = (ct_opt){NULL, 0, 0, NULL, NULL, NULL};
@@ -102,6 +104,16 @@ static int cmd_codes(int argc, char **argv) {
     ct_session_params sp = ct_session_params_default();
     sp.max_context = a.ctx;
     sp.n_threads = a.threads;
+    ct_cli_profile_map prof;
+    if (profile) {
+        ct_synth_params syp = ct_synth_params_default();
+        if (ct_cli_apply_profile(profile, a.model, &syp, &prof) != 0) goto done;
+        if (!a.quiet) fprintf(stderr, "%s\n", prof.desc);
+        if (a.ctx == 2048) sp.max_context = syp.max_context;
+        if (!a.threads) sp.n_threads = syp.talker_threads;
+        sp.cpus = syp.talker_cpus;
+        sp.n_cpus = syp.n_talker_cpus;
+    }
     char err[1024];
     if (ct_session_create(m, &sp, &s, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);

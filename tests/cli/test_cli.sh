@@ -60,6 +60,16 @@ if [ "$(stat -c %s "$WORK/a.raw")" = "$(( $(stat -c %s "$WORK/a.wav") - 44 ))" ]
 expect_rc 0 "$BIN" synth -m "$M" -t "Float please." -s vivian --max-frames 3 --float -o "$WORK/f.wav"
 python3 -c "import sys;b=open(sys.argv[1],'rb').read();assert b[20:22]==b'\x03\x00' and len(b)==44+3*1920*4" "$WORK/f.wav" && ok || bad "float wav"
 expect_rc 2 "$BIN" synth -m "$M" -t "No output." -s vivian
+# a failed synth leaves no WAV (not even a partial one) behind
+expect_rc 1 "$BIN" synth -m "$M" -t "Hi" -s nobody -o "$WORK/gone.wav"
+if [ ! -e "$WORK/gone.wav" ] && [ ! -e "$WORK/gone.wav.partial" ]; then ok; else bad "partial WAV left behind"; fi
+expect_rc 0 "$BIN" synth -m "$M" -t "With the auto profile." -s vivian --profile auto --max-frames 4 -o "$WORK/p.wav"
+has "profile auto" "$WORK/err"
+expect_rc 0 "$BIN" codes -m "$M" -t "Profile." -s vivian --profile auto --max-frames 2 -o "$WORK/p.json"
+expect_rc 1 "$BIN" synth -m "$M" -t "Hi" -s vivian --profile /nonexistent.yaml -o "$WORK/x.wav"
+for c in serve export quantize stats; do
+  "$BIN" $c --help > "$WORK/out" 2>&1; has "usage" "$WORK/out"
+done
 expect_rc 1 "$BIN" synth -m "$M" -t "Hi" -s nobody -o "$WORK/x.wav";  has "valid speakers" "$WORK/err"
 
 expect_rc 1 "$BIN" codes -m "$M" -t "Hi" -s nobody;        has "valid speakers" "$WORK/err"
