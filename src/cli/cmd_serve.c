@@ -25,7 +25,7 @@
 int ct_cli_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *profile = NULL, *api_key = NULL, *tok = NULL;
     int port = 8000, max_streams = 0, queue = 8, threads = 1, ctx = 0, timeout = 30, f32 = 0, body_kb = 64;
-    int margin = -1, max_chars = 4096, buffer_ms = 10000;
+    int margin = -1, max_chars = 4096, buffer_ms = 10000, no_throttle = 0;
     ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address to bind (default 127.0.0.1)"},
@@ -37,6 +37,7 @@ int ct_cli_serve(int argc, char **argv) {
         {"threads", 0, CT_OPT_INT, &threads, "N", "compute threads per stream and codec (default 1)"},
         {"context", 0, CT_OPT_INT, &ctx, "N", "talker KV positions per stream (default: profile, else 2048)"},
         {"margin-ms", 0, CT_OPT_INT, &margin, "MS", "prefill throttle safety margin (default: profile, else 120)"},
+        {"no-throttle", 0, CT_OPT_FLAG, &no_throttle, NULL, "never defer prefills (maximises batching; listeners may stall)"},
         {"buffer-ms", 0, CT_OPT_INT, &buffer_ms, "MS", "per-request audio buffer before back-pressure (default 10000)"},
         {"timeout", 0, CT_OPT_INT, &timeout, "S", "idle connection timeout in seconds (default 30)"},
         {"max-body-kb", 0, CT_OPT_INT, &body_kb, "N", "request body limit in KiB (default 64)"},
@@ -82,6 +83,7 @@ int ct_cli_serve(int argc, char **argv) {
     if (max_streams) ep.max_streams = max_streams;
     if (ctx) ep.max_context = ctx;
     if (margin >= 0) ep.safety_margin_ms = margin;
+    if (no_throttle) ep.safety_margin_ms = -INFINITY;
     ep.queue_cap = queue;
     ep.n_threads = threads ? threads : 1;
     ep.pcm_buffer_ms = buffer_ms;
