@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 ct_status ct_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
                        size_t errcap) {
@@ -44,4 +45,28 @@ ct_status ct_read_file(const char *path, size_t max_bytes, char **out, size_t *l
 int ct_file_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+ct_status ct_write_file_atomic(const char *path, const void *data, size_t len, char *err,
+                               size_t errcap) {
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return ct_errf(err, errcap, CT_ERR_LIMIT, "path too long: '%s'", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return ct_errf(err, errcap, CT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    int ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int e = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
+        remove(tmp);
+        return ct_errf(err, errcap, CT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
+    }
+    return CT_OK;
 }

@@ -11,6 +11,11 @@
 ct_status ct_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
                        size_t errcap);
 
+/* Writes len bytes to path atomically: path.tmp.<pid>, fsync, rename. On failure the temporary
+   file is removed and nothing under path changes; CT_ERR_IO names the path and the reason. */
+ct_status ct_write_file_atomic(const char *path, const void *data, size_t len, char *err,
+                               size_t errcap);
+
 /* 1 if path names an existing regular file. */
 int ct_file_exists(const char *path);
 

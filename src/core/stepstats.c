@@ -409,30 +409,12 @@ static ct_status mkdirs(const char *dir, char *err, size_t errcap) {
 static ct_status write_atomic(const char *path, const json_t *doc, char *err, size_t errcap) {
     char *js = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     if (!js) return ct_errf(err, errcap, CT_ERR_NOMEM, "step stats: out of memory serialising '%s'", path);
-    char tmp[DIR_CAP + 320];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        int e = errno;
-        free(js);
-        return ct_errf(err, errcap, CT_ERR_IO, "step stats: cannot write '%s': %s", path, strerror(e));
-    }
     size_t l = strlen(js);
-    int ok = fwrite(js, 1, l, f) == l && fputc('\n', f) != EOF && fflush(f) == 0;
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
+    js[l] = '\n'; /* json_dumps leaves room only for the NUL: write the newline in its place */
+    char inner[512];
+    ct_status st = ct_write_file_atomic(path, js, l + 1, inner, sizeof inner);
     free(js);
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        e = errno;
-    }
-    if (!ok) {
-        remove(tmp);
-        return ct_errf(err, errcap, CT_ERR_IO, "step stats: cannot write '%s': %s", path, strerror(e));
-    }
+    if (st != CT_OK) return ct_errf(err, errcap, st, "step stats: %s", inner);
     return CT_OK;
 }
 

@@ -1,4 +1,5 @@
 /* `bench summarize`: result JSON -> summary.md + SVG plots (see summarize.h). */
+#include "core/fileio.h"
 #include "report/summarize.h"
 
 #include <dirent.h>
@@ -112,26 +113,7 @@ static void slugify(const char *rel, char *out, size_t cap) {
 
 /* Writes data to path atomically (path.tmp.<pid> then rename). */
 static ct_status write_file(const char *path, const char *data, size_t len, char *err, size_t errcap) {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return ct_errf(err, errcap, CT_ERR_LIMIT, "path too long: '%s'", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return ct_errf(err, errcap, CT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    int ok = fwrite(data, 1, len, f) == len;
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        e = errno;
-    }
-    if (!ok) {
-        remove(tmp);
-        return ct_errf(err, errcap, CT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
-    }
-    return CT_OK;
+    return ct_write_file_atomic(path, data, len, err, errcap);
 }
 
 /* Writes an SVG buffer as out_dir/name; records a fatal error on failure. 1 on success. */

@@ -1,5 +1,6 @@
 /* Stream latency metrics of EDGE.md 7.1 over a chunk timeline, percentiles and summaries, and
    the schema-1 bench JSON of EDGE.md 7.2. */
+#include "core/fileio.h"
 #include "stream/metrics.h"
 
 #include <errno.h>
@@ -433,32 +434,9 @@ ct_status ct_json_write_file(const char *path, const json_t *doc, char *err, siz
     if (st != CT_OK) return st;
     char *js = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     if (!js) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory serialising '%s'", path);
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        free(js);
-        return ct_errf(err, errcap, CT_ERR_LIMIT, "path too long: '%s'", path);
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        int e = errno;
-        free(js);
-        return ct_errf(err, errcap, CT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
-    }
     size_t l = strlen(js);
-    int ok = fwrite(js, 1, l, f) == l && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
+    js[l] = '\n'; /* replaces the NUL; the length passed below makes the text self-contained */
+    st = ct_write_file_atomic(path, js, l + 1, err, errcap);
     free(js);
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        e = errno;
-    }
-    if (!ok) {
-        remove(tmp);
-        return ct_errf(err, errcap, CT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
-    }
-    return CT_OK;
+    return st;
 }
