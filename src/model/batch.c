@@ -75,6 +75,7 @@ ct_status ct_batch_create(const ct_model *m, int max_streams, int max_context, i
         ct_batch_free(b);
         return ct_errf(err, errcap, CT_ERR_NOMEM, "batch: cannot reserve the working set");
     }
+    b->ts.tok_cap = b->ps.tok_cap = CT_DECODE_TOK_CAP;
     *out = b;
     return CT_OK;
 }
@@ -82,7 +83,7 @@ ct_status ct_batch_create(const ct_model *m, int max_streams, int max_context, i
 /* proj(v) for n rows: small_to_mtp_projection on 1.7B, a copy otherwise. */
 static void pred_inputs(ct_batch *b, const float *in, float *out, int n) {
     const ct_model *m = b->m;
-    if (m->has_proj) ct_matmul_pool(b->pool, &m->mtp_proj, m->mtp_b, in, out, n);
+    if (m->has_proj) ct_matmul_pool_capped(b->pool, &m->mtp_proj, m->mtp_b, in, out, n, CT_DECODE_TOK_CAP);
     else memcpy(out, in, sizeof(float) * (size_t)n * (size_t)m->cfg.pred.hidden);
 }
 
@@ -119,7 +120,7 @@ ct_status ct_batch_step(ct_batch *b, ct_session *const *ss, int n, int32_t *code
     for (int i = 0; i < B; i++)
         memcpy(b->hid + (size_t)i * PH, b->x + (size_t)(2 * i + 1) * PH, sizeof(float) * (size_t)PH);
     for (int g = 1; g < G; g++) {
-        ct_matmul_pool(b->pool, &m->pred_head[g - 1], NULL, b->hid, b->logits, B);
+        ct_matmul_pool_capped(b->pool, &m->pred_head[g - 1], NULL, b->hid, b->logits, B, CT_DECODE_TOK_CAP);
         for (int i = 0; i < B; i++) {
             ct_session *s = b->act[i];
             memcpy(s->plogits, b->logits + (size_t)i * PV, sizeof(float) * (size_t)PV);
@@ -153,7 +154,7 @@ ct_status ct_batch_step(ct_batch *b, ct_session *const *ss, int n, int32_t *code
     }
     if (K) {
         ct_stack_forward_multi(&m->talker, b->kvs, b->pos, K, &b->ts, b->x);
-        ct_matmul_pool(b->pool, &m->codec_head, NULL, b->x, b->logits, K);
+        ct_matmul_pool_capped(b->pool, &m->codec_head, NULL, b->x, b->logits, K, CT_DECODE_TOK_CAP);
     }
     ct_status st = CT_OK;
     for (int i = 0; i < K; i++) {

@@ -140,15 +140,30 @@ typedef struct {
     const float *x[3];
     float *y[3];
     int n;
+    int cap; /* tokens per kernel call (0 = all n at once) */
 } mm_job;
+
+/* Rows [lo, hi) of w for n tokens, in calls of at most cap tokens. With cap below the kernels'
+   GEMM thresholds every token takes the same arithmetic as a lone token (batched decode). */
+static void rows_capped(const ct_mat *w, const float *b, const float *x, float *y, int n, int cap,
+                        int lo, int hi) {
+    const ct_matmul_rows_fn fn = ct_kernels()->matmul_rows;
+    if (cap <= 0 || n <= cap) {
+        fn(w, b, x, y, n, lo, hi);
+        return;
+    }
+    for (int t = 0; t < n; t += cap) {
+        int k = n - t < cap ? n - t : cap;
+        fn(w, b, x + (size_t)t * w->cols, y + (size_t)t * w->rows, k, lo, hi);
+    }
+}
 
 static void mm_run(void *ctx, int ith, int nth) {
     const mm_job *j = ctx;
-    const ct_matmul_rows_fn fn = ct_kernels()->matmul_rows;
     for (int i = 0; i < j->k; i++) {
         int lo, hi;
         ct_pool_split(j->w[i]->rows, ith, nth, CT_ROW_ALIGN, &lo, &hi);
-        if (lo < hi) fn(j->w[i], NULL, j->x[i], j->y[i], j->n, lo, hi);
+        if (lo < hi) rows_capped(j->w[i], NULL, j->x[i], j->y[i], j->n, j->cap, lo, hi);
     }
 }
 
@@ -156,25 +171,30 @@ typedef struct {
     const ct_mat *w;
     const float *b, *x;
     float *y;
-    int n;
+    int n, cap;
 } mm1_job;
 
 static void mm1_run(void *ctx, int ith, int nth) {
     const mm1_job *j = ctx;
     int lo, hi;
     ct_pool_split(j->w->rows, ith, nth, CT_ROW_ALIGN, &lo, &hi);
-    if (lo < hi) ct_kernels()->matmul_rows(j->w, j->b, j->x, j->y, j->n, lo, hi);
+    if (lo < hi) rows_capped(j->w, j->b, j->x, j->y, j->n, j->cap, lo, hi);
 }
 
 void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
                     int n) {
-    mm1_job j = {w, bias, x, y, n};
+    ct_matmul_pool_capped(pool, w, bias, x, y, n, 0);
+}
+
+void ct_matmul_pool_capped(ct_pool *pool, const ct_mat *w, const float *bias, const float *x,
+                           float *y, int n, int cap) {
+    mm1_job j = {w, bias, x, y, n, cap};
     ct_pool_run(pool, mm1_run, &j);
 }
 
 static void matmuls(ct_stack_scratch *s, int n, int k, const ct_mat *w0, float *x0, float *y0,
                     const ct_mat *w1, float *x1, float *y1, const ct_mat *w2, float *x2, float *y2) {
-    mm_job j = {k, {w0, w1, w2}, {x0, x1, x2}, {y0, y1, y2}, n};
+    mm_job j = {k, {w0, w1, w2}, {x0, x1, x2}, {y0, y1, y2}, n, s->tok_cap};
     ct_pool_run(s->pool, mm_run, &j);
 }
 

@@ -47,6 +47,9 @@ typedef struct {
     int *pos;      /* [n_max] per-token position */
     ct_pool *pool; /* borrowed; NULL = single thread */
     int n_threads;
+    int tok_cap;   /* tokens per matmul kernel call; 0 = unlimited (prefill may use GEMM paths
+                      whose arithmetic differs from the one-token path); batched decode sets
+                      CT_DECODE_TOK_CAP so every stream gets its solo arithmetic */
     float *cosv;   /* [n_max][hd/2] */
     float *sinv;   /* [n_max][hd/2] */
 } ct_stack_scratch;
@@ -81,5 +84,12 @@ void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *p
 /* ct_matmul split by rows over pool (NULL = inline); same result for any thread count. */
 void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
                     int n);
+/* The same in kernel calls of at most cap tokens (0 = unlimited). */
+void ct_matmul_pool_capped(ct_pool *pool, const ct_mat *w, const float *bias, const float *x,
+                           float *y, int n, int cap);
+
+/* Token cap for batched decode: below every GEMM threshold of the kernels (CT_DP_MIN_TOKENS,
+   CT_AMX_MIN_TOKENS), where a token's arithmetic does not depend on how many share the call. */
+#define CT_DECODE_TOK_CAP 4
 
 #endif

@@ -4,14 +4,18 @@
 #include <string.h>
 
 #include "codectalk.h"
+#include "model/session_internal.h"
 #include "ct_test.h"
 #include "test_models.h"
 
-#define NS 3
+#define NS 9 /* 2*NS predictor tokens per step: past the kernels' GEMM (AMX/VDPBF16PS) thresholds */
 #define MAXF 40
 
 static const char *texts[NS] = {"First stream, speaking steadily.", "Second one is here too!",
-                                "A third stream joins a little later than the others."};
+                                "A third stream joins a little later than the others.",
+                                "Four.", "The fifth says something longer than the fourth did.",
+                                "Six, seven, eight.", "Seventh voice in the batch.",
+                                "Eighth: numbers 1 2 3.", "Ninth and last one."};
 
 static ct_gen_params gp(int i, const ct_model *m) {
     ct_gen_params g = ct_gen_params_default();
@@ -20,8 +24,8 @@ static ct_gen_params gp(int i, const ct_model *m) {
     if (inf.n_speakers) g.speaker = ct_model_speaker(m, i % inf.n_speakers);
     if (!strcmp(inf.kind, "voice_design")) g.instruct = "A calm, low male voice.";
     g.seed = 100 + (uint64_t)i;
-    g.max_frames = i == 1 ? 17 : MAXF; /* stream 1 leaves early */
-    g.greedy = i == 2;                 /* mixed decoding modes in one batch */
+    g.max_frames = i == 1 ? 17 : MAXF - (i % 3); /* streams leave at different steps */
+    g.greedy = i == 2;                           /* mixed decoding modes in one batch */
     return g;
 }
 
@@ -29,6 +33,8 @@ static void check_model(ct_model *m, const char *label) {
     char err[512];
     static int32_t solo[NS][MAXF * 16], bat[NS][MAXF * 16];
     int nsolo[NS], nbat[NS] = {0};
+    static float solo_h[NS][4096];
+    const int H = m->cfg.talker.hidden;
     ct_session_params sp = ct_session_params_default();
     sp.max_context = 256;
     for (int i = 0; i < NS; i++) {
@@ -39,6 +45,7 @@ static void check_model(ct_model *m, const char *label) {
         int n = 0, got = 1;
         while (got && n < MAXF && ct_session_next_frame(s, solo[i] + 16 * n, &got) == CT_OK && got) n++;
         nsolo[i] = n;
+        memcpy(solo_h[i], s->h, sizeof(float) * (size_t)H); /* last talker state, bit for bit */
         ct_session_free(s);
     }
     ct_batch *b = NULL;
@@ -50,11 +57,15 @@ static void check_model(ct_model *m, const char *label) {
         CHECK(ct_session_create(m, &sp, &ss[i], err, sizeof err) == CT_OK);
         g[i] = gp(i, m);
     }
-    CHECK(ct_session_start(ss[0], &g[0]) == CT_OK);
-    CHECK(ct_session_start(ss[1], &g[1]) == CT_OK);
+    ct_session *active[NS];
+    for (int i = 0; i < NS; i++) {
+        active[i] = NULL;
+        if (i == 2) continue;
+        CHECK(ct_session_start(ss[i], &g[i]) == CT_OK);
+        active[i] = ss[i];
+    }
     int32_t codes[NS * 16];
     int got[NS], steps = 0, max_b = 0;
-    ct_session *active[NS] = {ss[0], ss[1], NULL};
     for (;;) {
         if (steps == 5) { /* continuous batching: stream 2 joins between steps */
             CHECK(ct_session_start(ss[2], &g[2]) == CT_OK);
@@ -73,26 +84,27 @@ static void check_model(ct_model *m, const char *label) {
         steps++;
         if ((!any && steps > 5) || steps > 200) break;
     }
-    CHECK(max_b == 3);
+    CHECK(max_b == NS);
+    int same_h = 0;
+    for (int i = 0; i < NS; i++) same_h += memcmp(solo_h[i], ss[i]->h, sizeof(float) * (size_t)H) == 0;
+    CHECKF(same_h == NS, "%s: %d of %d streams end in a bit-identical talker state", label, same_h, NS);
     for (int i = 0; i < NS; i++) {
         CHECKF(nbat[i] == nsolo[i] && memcmp(bat[i], solo[i], sizeof(int32_t) * 16 * (size_t)nsolo[i]) == 0,
                "%s stream %d: batch %d frames vs solo %d, codes differ", label, i, nbat[i], nsolo[i]);
     }
-    /* bad input */
-    ct_session *too_many[NS + 1] = {ss[0], ss[1], ss[2], ss[0]};
-    for (int i = 0; i < NS; i++) CHECK(ct_session_start(ss[i], &g[i]) == CT_OK);
-    CHECK(ct_session_start(too_many[3], &g[0]) == CT_OK);
-    ct_session *four[4];
+    /* bad input: more running sessions than the batch holds */
+    ct_session *more[NS + 1];
+    for (int i = 0; i < NS; i++) {
+        CHECK(ct_session_start(ss[i], &g[i]) == CT_OK);
+        more[i] = ss[i];
+    }
     ct_session *extra = NULL;
     CHECK(ct_session_create(m, &sp, &extra, err, sizeof err) == CT_OK);
     CHECK(ct_session_start(extra, &g[0]) == CT_OK);
-    four[0] = ss[0];
-    four[1] = ss[1];
-    four[2] = ss[2];
-    four[3] = extra;
-    int32_t c4[4 * 16];
-    int g4[4];
-    CHECK(ct_batch_step(b, four, 4, c4, g4) == CT_ERR_INVALID_ARG);
+    more[NS] = extra;
+    int32_t cm[(NS + 1) * 16];
+    int gm[NS + 1];
+    CHECK(ct_batch_step(b, more, NS + 1, cm, gm) == CT_ERR_INVALID_ARG);
     ct_session_free(extra);
     for (int i = 0; i < NS; i++) ct_session_free(ss[i]);
     ct_batch_free(b);

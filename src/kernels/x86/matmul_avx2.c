@@ -73,13 +73,27 @@ static inline float post_scale(const ct_mat *w, int r) {
 
 /* 1 row x up to 4 tokens. */
 static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r) {
+    /* Per token the same operations as rows2_tok1: even/odd 8-column accumulators over every 16
+       columns, a leftover 8 into the even one, a scalar tail, hsum(a + b) + tail. So a token's
+       result does not depend on how many tokens share the call (batched == solo decode). */
     const int C = w->cols;
     const void *p = row_ptr(w, r);
     const float *sc = row_sc(w, r);
     const float *xs[4];
     for (int j = 0; j < 4; j++) xs[j] = x + (size_t)(j < nt ? j : 0) * C;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     int k = 0;
+    for (; k + 16 <= C; k += 16) {
+        __m256 w0 = load8(p, w->dtype, k, sc), w1 = load8(p, w->dtype, k + 8, sc);
+        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xs[0] + k), a0);
+        b0 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xs[0] + k + 8), b0);
+        a1 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xs[1] + k), a1);
+        b1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xs[1] + k + 8), b1);
+        a2 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xs[2] + k), a2);
+        b2 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xs[2] + k + 8), b2);
+        a3 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xs[3] + k), a3);
+        b3 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xs[3] + k + 8), b3);
+    }
     for (; k + 8 <= C; k += 8) {
         __m256 wv = load8(p, w->dtype, k, sc);
         a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xs[0] + k), a0);
@@ -95,10 +109,10 @@ static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r)
         t2 += wv * xs[2][k];
         t3 += wv * xs[3][k];
     }
-    out[0] = hsum(a0) + t0;
-    out[1] = hsum(a1) + t1;
-    out[2] = hsum(a2) + t2;
-    out[3] = hsum(a3) + t3;
+    out[0] = hsum(_mm256_add_ps(a0, b0)) + t0;
+    out[1] = hsum(_mm256_add_ps(a1, b1)) + t1;
+    out[2] = hsum(_mm256_add_ps(a2, b2)) + t2;
+    out[3] = hsum(_mm256_add_ps(a3, b3)) + t3;
 }
 
 /* 2 rows x 1 token with two accumulators per row. */
@@ -130,34 +144,6 @@ static void rows2_tok1(const ct_mat *w, const float *x, float *out, int r) {
     out[1] = hsum(_mm256_add_ps(a1, b1)) + t1;
 }
 
-/* 2 rows x NT tokens (constant 1..4): out[2*t + i]. */
-ALWAYS_INLINE void blk2(const ct_mat *w, const float *x, int r, float *out, const int NT) {
-    const int C = w->cols;
-    const ct_dtype dt = w->dtype;
-    const void *p0 = row_ptr(w, r), *p1 = row_ptr(w, r + 1);
-    const float *s0 = row_sc(w, r), *s1 = row_sc(w, r + 1);
-    __m256 a[8];
-    for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();
-    int k = 0;
-    for (; k + 8 <= C; k += 8) {
-        __m256 w0 = load8(p0, dt, k, s0), w1 = load8(p1, dt, k, s1);
-        for (int t = 0; t < NT; t++) {
-            __m256 xv = _mm256_loadu_ps(x + (size_t)t * C + k);
-            a[2 * t] = _mm256_fmadd_ps(w0, xv, a[2 * t]);
-            a[2 * t + 1] = _mm256_fmadd_ps(w1, xv, a[2 * t + 1]);
-        }
-    }
-    float tl[8] = {0};
-    for (; k < C; k++) {
-        float w0 = wat(w, p0, s0, k), w1 = wat(w, p1, s1, k);
-        for (int t = 0; t < NT; t++) {
-            tl[2 * t] += w0 * x[(size_t)t * C + k];
-            tl[2 * t + 1] += w1 * x[(size_t)t * C + k];
-        }
-    }
-    for (int i = 0; i < 2 * NT; i++) out[i] = hsum(a[i]) + tl[i];
-}
-
 #define RCHUNK 64
 
 void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
@@ -183,20 +169,8 @@ void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, flo
             const int nt = n - t < 4 ? n - t : 4;
             const float *xt = x + (size_t)t * C;
             float *yt = y + (size_t)t * R;
-            int r = rc;
-            for (; r + 2 <= rce; r += 2) {
-                switch (nt) {
-                case 1: blk2(w, xt, r, o, 1); break;
-                case 2: blk2(w, xt, r, o, 2); break;
-                case 3: blk2(w, xt, r, o, 3); break;
-                default: blk2(w, xt, r, o, 4); break;
-                }
-                for (int j = 0; j < nt; j++)
-                    for (int i = 0; i < 2; i++)
-                        yt[(size_t)j * R + r + i] =
-                            post_scale(w, r + i) * o[2 * j + i] + (bias ? bias[r + i] : 0.0f);
-            }
-            for (; r < rce; r++) {
+            /* row_tok4 does per token exactly what the one-token path does (batch == solo) */
+            for (int r = rc; r < rce; r++) {
                 row_tok4(w, xt, nt, o, r);
                 for (int j = 0; j < nt; j++)
                     yt[(size_t)j * R + r] = post_scale(w, r) * o[j] + (bias ? bias[r] : 0.0f);

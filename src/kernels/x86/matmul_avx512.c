@@ -66,46 +66,6 @@ static inline int elem_bytes_x2(ct_dtype dt) { /* bytes per 2 elements */
 #define PF 256 /* elements ahead to prefetch (measured best of 128..2048) */
 #endif
 
-/* 4 rows x 1 token. */
-static void rows4_tok1(const ct_mat *w, const float *x, float *out4, int r) {
-    const int C = w->cols;
-    const ct_dtype dt = w->dtype;
-    const void *p0 = row_ptr(w, r), *p1 = row_ptr(w, r + 1), *p2 = row_ptr(w, r + 2),
-               *p3 = row_ptr(w, r + 3);
-    const float *s0 = row_sc(w, r), *s1 = row_sc(w, r + 1), *s2 = row_sc(w, r + 2),
-                *s3 = row_sc(w, r + 3);
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    int k = 0;
-    const int e2 = elem_bytes_x2(dt);
-    for (; k + 32 <= C; k += 32) {
-        _mm_prefetch((const char *)p0 + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
-        _mm_prefetch((const char *)p1 + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
-        _mm_prefetch((const char *)p2 + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
-        _mm_prefetch((const char *)p3 + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
-        __m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
-        a0 = _mm512_fmadd_ps(load16(p0, dt, k, 0xffff, s0), x0, a0);
-        b0 = _mm512_fmadd_ps(load16(p0, dt, k + 16, 0xffff, s0), x1, b0);
-        a1 = _mm512_fmadd_ps(load16(p1, dt, k, 0xffff, s1), x0, a1);
-        b1 = _mm512_fmadd_ps(load16(p1, dt, k + 16, 0xffff, s1), x1, b1);
-        a2 = _mm512_fmadd_ps(load16(p2, dt, k, 0xffff, s2), x0, a2);
-        b2 = _mm512_fmadd_ps(load16(p2, dt, k + 16, 0xffff, s2), x1, b2);
-        a3 = _mm512_fmadd_ps(load16(p3, dt, k, 0xffff, s3), x0, a3);
-        b3 = _mm512_fmadd_ps(load16(p3, dt, k + 16, 0xffff, s3), x1, b3);
-    }
-    for (; k < C; k += 16) {
-        __mmask16 m = C - k >= 16 ? 0xffff : (__mmask16)((1u << (C - k)) - 1);
-        __m512 x0 = _mm512_maskz_loadu_ps(m, x + k);
-        a0 = _mm512_fmadd_ps(load16(p0, dt, k, m, s0), x0, a0);
-        a1 = _mm512_fmadd_ps(load16(p1, dt, k, m, s1), x0, a1);
-        a2 = _mm512_fmadd_ps(load16(p2, dt, k, m, s2), x0, a2);
-        a3 = _mm512_fmadd_ps(load16(p3, dt, k, m, s3), x0, a3);
-    }
-    out4[0] = _mm512_reduce_add_ps(_mm512_add_ps(a0, b0));
-    out4[1] = _mm512_reduce_add_ps(_mm512_add_ps(a1, b1));
-    out4[2] = _mm512_reduce_add_ps(_mm512_add_ps(a2, b2));
-    out4[3] = _mm512_reduce_add_ps(_mm512_add_ps(a3, b3));
-}
 
 /* INT4 group g of a row as f32 q (-8..7): lo = columns 0-15, hi = columns 16-31. */
 ALWAYS_INLINE void q4_group(const uint8_t *row, int g, __m512 *lo, __m512 *hi) {
@@ -115,51 +75,7 @@ ALWAYS_INLINE void q4_group(const uint8_t *row, int g, __m512 *lo, __m512 *hi) {
     *hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(v, 4), e));
 }
 
-/* 4 INT4 rows x 1 token: per group sum(q x), times the group scale. */
-static void q4_rows4_tok1(const ct_mat *w, const float *x, float *out4, int r) {
-    const int C = w->cols, ng = C / CT_Q4_GROUP;
-    const uint8_t *p[4];
-    const float *sc[4];
-    for (int i = 0; i < 4; i++) {
-        p[i] = row_ptr(w, r + i);
-        sc[i] = row_sc(w, r + i);
-    }
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int g = 0; g < ng; g++) {
-        if ((g & 3) == 0)
-            for (int i = 0; i < 4; i++) _mm_prefetch((const char *)(p[i] + (size_t)g * 16 + 512), _MM_HINT_T0);
-        __m512 x0 = _mm512_loadu_ps(x + g * 32), x1 = _mm512_loadu_ps(x + g * 32 + 16);
-        for (int i = 0; i < 4; i++) {
-            __m512 lo, hi;
-            q4_group(p[i], g, &lo, &hi);
-            __m512 t = _mm512_fmadd_ps(lo, x0, _mm512_mul_ps(hi, x1));
-            acc[i] = _mm512_fmadd_ps(t, _mm512_set1_ps(sc[i][g]), acc[i]);
-        }
-    }
-    for (int i = 0; i < 4; i++) out4[i] = _mm512_reduce_add_ps(acc[i]);
-}
 
-/* 1 row x up to 4 tokens (nt in 1..4). */
-static void row1_tok4(const ct_mat *w, const float *x, int nt, float *out, int r) {
-    const int C = w->cols;
-    const void *p = row_ptr(w, r);
-    const float *sc = row_sc(w, r);
-    const float *x0 = x, *x1 = x + (nt > 1 ? C : 0), *x2 = x + (nt > 2 ? 2 * C : 0),
-                *x3 = x + (nt > 3 ? 3 * C : 0);
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int k = 0; k < C; k += 16) {
-        __mmask16 m = C - k >= 16 ? 0xffff : (__mmask16)((1u << (C - k)) - 1);
-        __m512 wv = load16(p, w->dtype, k, m, sc);
-        a0 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x0 + k), a0);
-        a1 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x1 + k), a1);
-        a2 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x2 + k), a2);
-        a3 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x3 + k), a3);
-    }
-    out[0] = _mm512_reduce_add_ps(a0);
-    out[1] = _mm512_reduce_add_ps(a1);
-    out[2] = _mm512_reduce_add_ps(a2);
-    out[3] = _mm512_reduce_add_ps(a3);
-}
 
 /* Horizontal sums of v[0..15] (v[4*row + tok]) by a fixed shuffle tree; returns a vector whose
    element 4*tok + row is sum(v[4*row + tok]), i.e. 128-bit lane tok holds rows 0..3. */
@@ -193,34 +109,59 @@ static inline void store_block(const ct_mat *w, const float *bias, __m512 red, f
         for (int i = 0; i < nr; i++) y[(size_t)t * R + r + i] = sc[i] * o[4 * t + i] + b[i];
 }
 
-/* 4 rows (the first nr real, the rest repeat the last) x NT tokens (a constant 1..4) in f32
-   FMA; pf: prefetch the rows ahead (first pass over a chunk, streamed from memory). */
-ALWAYS_INLINE __m512 blk4(const ct_mat *w, const float *x, int r, int nr, int pf, const int NT) {
+/* 4 rows (the first nr real, the rest repeat the last) x NT tokens (a constant 1 or 2) in f32
+   FMA. Each (row, token) pair has two accumulators, over the even and the odd 16-column chunks
+   of every 32 columns (a ragged tail goes to the even one), summed and reduced with
+   _mm512_reduce_add_ps: the same operations whatever NT, nr or the caller's token grouping,
+   so a token's result never depends on the batch it is in. out[4 * t + i] = row i, token t. */
+ALWAYS_INLINE void blk4e(const ct_mat *w, const float *x, int r, int nr, int pf, const int NT,
+                         float *out) {
     const int C = w->cols;
     const ct_dtype dt = w->dtype;
     const void *p[4];
-    const float *sc[4], *xs[4];
+    const float *sc[4], *xs[2];
     for (int i = 0; i < 4; i++) {
         p[i] = row_ptr(w, r + (i < nr ? i : nr - 1));
         sc[i] = row_sc(w, r + (i < nr ? i : nr - 1));
     }
-    for (int t = 0; t < 4; t++) xs[t] = x + (size_t)(t < NT ? t : 0) * C;
-    __m512 acc[16];
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    xs[0] = x;
+    xs[1] = x + (size_t)(NT > 1 ? 1 : 0) * C;
+    __m512 a[8], b[8];
+    for (int i = 0; i < 8; i++) a[i] = b[i] = _mm512_setzero_ps();
     const int e2 = elem_bytes_x2(dt);
-    for (int k = 0; k < C; k += 16) {
-        __mmask16 m = C - k >= 16 ? 0xffff : (__mmask16)((1u << (C - k)) - 1);
-        if (pf && (k & 31) == 0)
+    int k = 0;
+    for (; k + 32 <= C; k += 32) {
+        if (pf)
+#pragma GCC unroll 4
             for (int i = 0; i < 4; i++)
                 _mm_prefetch((const char *)p[i] + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
+        __m512 w0[4], w1[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            w0[i] = load16(p[i], dt, k, 0xffff, sc[i]);
+            w1[i] = load16(p[i], dt, k + 16, 0xffff, sc[i]);
+        }
+#pragma GCC unroll 2
+        for (int t = 0; t < NT; t++) {
+            __m512 x0 = _mm512_loadu_ps(xs[t] + k), x1 = _mm512_loadu_ps(xs[t] + k + 16);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                a[4 * t + i] = _mm512_fmadd_ps(w0[i], x0, a[4 * t + i]);
+                b[4 * t + i] = _mm512_fmadd_ps(w1[i], x1, b[4 * t + i]);
+            }
+        }
+    }
+    for (; k < C; k += 16) {
+        __mmask16 m = C - k >= 16 ? 0xffff : (__mmask16)((1u << (C - k)) - 1);
         __m512 wv[4];
         for (int i = 0; i < 4; i++) wv[i] = load16(p[i], dt, k, m, sc[i]);
         for (int t = 0; t < NT; t++) {
-            __m512 xv = _mm512_maskz_loadu_ps(m, xs[t] + k);
-            for (int i = 0; i < 4; i++) acc[4 * i + t] = _mm512_fmadd_ps(wv[i], xv, acc[4 * i + t]);
+            __m512 x0 = _mm512_maskz_loadu_ps(m, xs[t] + k);
+            for (int i = 0; i < 4; i++) a[4 * t + i] = _mm512_fmadd_ps(wv[i], x0, a[4 * t + i]);
         }
     }
-    return reduce16(acc);
+    for (int t = 0; t < NT; t++)
+        for (int i = 0; i < 4; i++) out[4 * t + i] = _mm512_reduce_add_ps(_mm512_add_ps(a[4 * t + i], b[4 * t + i]));
 }
 
 /* INT4, 4 rows (first nr real) x NT tokens: per group and token sum(q x), times the group
@@ -256,14 +197,14 @@ static void gemm_f32(const ct_mat *w, const float *bias, const float *x, float *
     const int R = w->rows, C = w->cols;
     for (int rc = r0; rc < r1; rc += RCHUNK) {
         const int rce = rc + RCHUNK < r1 ? rc + RCHUNK : r1;
-        for (int t = 0; t < n; t += 4) {
-            const int nt = n - t < 4 ? n - t : 4;
-            const float *xt = x + (size_t)t * C;
-            float *yt = y + (size_t)t * R;
-            for (int r = rc; r < rce; r += 4) {
-                const int nr = rce - r < 4 ? rce - r : 4;
-                __m512 red;
-                if (w->dtype == CT_DT_U8) {
+        if (w->dtype == CT_DT_U8) {
+            for (int t = 0; t < n; t += 4) {
+                const int nt = n - t < 4 ? n - t : 4;
+                const float *xt = x + (size_t)t * C;
+                float *yt = y + (size_t)t * R;
+                for (int r = rc; r < rce; r += 4) {
+                    const int nr = rce - r < 4 ? rce - r : 4;
+                    __m512 red;
                     switch (nt) {
                     case 1: red = q4_blk4(w, xt, r, nr, 1); break;
                     case 2: red = q4_blk4(w, xt, r, nr, 2); break;
@@ -271,15 +212,22 @@ static void gemm_f32(const ct_mat *w, const float *bias, const float *x, float *
                     default: red = q4_blk4(w, xt, r, nr, 4); break;
                     }
                     store_block(w, bias, red, yt, R, r, nr, nt);
-                    continue;
                 }
-                switch (nt) {
-                case 1: red = blk4(w, xt, r, nr, t == 0, 1); break;
-                case 2: red = blk4(w, xt, r, nr, t == 0, 2); break;
-                case 3: red = blk4(w, xt, r, nr, t == 0, 3); break;
-                default: red = blk4(w, xt, r, nr, t == 0, 4); break;
-                }
-                store_block(w, bias, red, yt, R, r, nr, nt);
+            }
+            continue;
+        }
+        for (int t = 0; t < n; t += 2) {
+            const int nt = n - t < 2 ? n - t : 2;
+            const float *xt = x + (size_t)t * C;
+            float *yt = y + (size_t)t * R;
+            for (int r = rc; r < rce; r += 4) {
+                const int nr = rce - r < 4 ? rce - r : 4;
+                float o[8];
+                if (nt == 1) blk4e(w, xt, r, nr, t == 0, 1, o);
+                else blk4e(w, xt, r, nr, t == 0, 2, o);
+                for (int tt = 0; tt < nt; tt++)
+                    for (int i = 0; i < nr; i++)
+                        yt[(size_t)tt * R + r + i] = post_scale(w, r + i) * o[4 * tt + i] + (bias ? bias[r + i] : 0.0f);
             }
         }
     }
@@ -287,21 +235,9 @@ static void gemm_f32(const ct_mat *w, const float *bias, const float *x, float *
 
 void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1) {
-    if (n == 1) {
-        int r = r0;
-        float o[4];
-        for (; r + 4 <= r1; r += 4) {
-            if (w->dtype == CT_DT_U8) q4_rows4_tok1(w, x, o, r);
-            else rows4_tok1(w, x, o, r);
-            for (int j = 0; j < 4; j++)
-                y[r + j] = post_scale(w, r + j) * o[j] + (bias ? bias[r + j] : 0.0f);
-        }
-        for (; r < r1; r++) {
-            row1_tok4(w, x, 1, o, r);
-            y[r] = post_scale(w, r) * o[0] + (bias ? bias[r] : 0.0f);
-        }
-        return;
-    }
+    /* One path for every n: a token's arithmetic (one accumulator per row and token, the same
+       reduction tree) never depends on how many tokens share the call, so a stream decoded in a
+       batch gets bit-for-bit its solo result. */
     gemm_f32(w, bias, x, y, n, r0, r1);
 }
 
