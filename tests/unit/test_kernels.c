@@ -51,11 +51,55 @@ static void run_mm(void *ctx, int ith, int nth) {
     j->fn(j->w, j->b, j->x, j->y, j->n, lo, hi);
 }
 
+/* A token's output must not depend on how many tokens share the call (batched decode == solo
+   decode, bit for bit), for every variant and weight format, below the GEMM token thresholds. */
+static void check_batch_invariance(ct_rng *rng) {
+    const int R = 37, C = 200, N = 7; /* odd sizes: row tails and column tails */
+    float *wf = malloc(sizeof(float) * R * C), *x = malloc(sizeof(float) * N * C);
+    uint16_t *wh = malloc(2 * (size_t)R * C);
+    float *yb = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * R);
+    for (int i = 0; i < R * C; i++) {
+        wf[i] = (float)(ct_rng_uniform(rng) * 2 - 1);
+        wh[i] = ct_f32_to_bf16(wf[i]);
+    }
+    for (int i = 0; i < N * C; i++) x[i] = (float)(ct_rng_uniform(rng) * 2 - 1);
+    for (int isa = 0; isa < CT_ISA_COUNT; isa++) {
+        ct_cpu_features f;
+        ct_cpu_detect(&f);
+        ct_matmul_rows_fn fn = ct_matmul_rows_for((ct_isa)isa);
+        if (!fn || !ct_isa_supported((ct_isa)isa, &f)) continue;
+        for (int dt = 0; dt < 2; dt++) {
+            ct_mat w;
+            memset(&w, 0, sizeof w);
+            w.data = dt ? (const void *)wf : (const void *)wh;
+            w.dtype = dt ? CT_DT_F32 : CT_DT_BF16;
+            w.rows = R;
+            w.cols = C;
+            int same = 1;
+            for (int n = 2; n <= N; n++) {
+                fn(&w, NULL, x, yb, n, 0, R);
+                for (int t = 0; t < n; t++) {
+                    fn(&w, NULL, x + (size_t)t * C, y1, 1, 0, R);
+                    same &= memcmp(y1, yb + (size_t)t * R, sizeof(float) * R) == 0;
+                }
+            }
+            CHECKF(same, "%s %s: a token's result depends on the batch size", ct_isa_name((ct_isa)isa),
+                   dt ? "f32" : "bf16");
+        }
+    }
+    free(wf);
+    free(x);
+    free(wh);
+    free(yb);
+    free(y1);
+}
+
 int main(void) {
     ct_cpu_features f;
     ct_cpu_detect(&f);
     ct_rng rng;
     ct_rng_init(&rng, 7, 0);
+    check_batch_invariance(&rng);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
     const int rows[] = {1, 3, 4, 5, 9, 70};
     const int toks[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 37};
