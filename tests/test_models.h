@@ -2,9 +2,12 @@
 #ifndef CT_TEST_MODELS_H
 #define CT_TEST_MODELS_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/fileio.h"
 #include "model/make_model.h"
@@ -64,6 +67,28 @@ static inline int ct_test_copy(const char *src, const char *dst) {
     fclose(a);
     fclose(b);
     return 0;
+}
+
+/* Removes path and, for a directory, everything under it (no symlinks followed). */
+static inline void ct_test_rm_rf(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL) {
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+                char sub[4096];
+                if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub) continue;
+                ct_test_rm_rf(sub);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
 }
 
 #endif

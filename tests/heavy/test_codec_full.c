@@ -14,28 +14,8 @@
 
 #include "codec/codec.h"
 #include "ct_test.h"
+#include "test_models.h"
 #include "model/make_model.h"
-
-static void rm_rf(const char *path) {
-    struct stat sb;
-    if (lstat(path, &sb) != 0) return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-                char sub[1024];
-                snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-                rm_rf(sub);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 static double now_s(void) {
     struct timespec t;
@@ -59,7 +39,7 @@ int main(void) {
                                      NULL, err, sizeof err);
         CHECKF(st == CT_OK, "make_model: %s", err);
         if (st != CT_OK) {
-            rm_rf(tmp);
+            ct_test_rm_rf(tmp);
             return ct_test_finish();
         }
         char big[1100];
@@ -120,6 +100,6 @@ int main(void) {
         free(out);
     }
     ct_codec_free(c);
-    if (made) rm_rf(tmp);
+    if (made) ct_test_rm_rf(tmp);
     return ct_test_finish();
 }

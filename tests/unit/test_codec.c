@@ -14,6 +14,7 @@
 #include "codec/codec.h"
 #include "codec/conv.h"
 #include "ct_test.h"
+#include "test_models.h"
 #include "model/make_model.h"
 
 /* ---------------------------------------------------------------------------------------
@@ -27,27 +28,6 @@ static uint32_t rnd32(void) {
     return (uint32_t)(rng_state >> 16);
 }
 static float rndf(void) { return (float)(rnd32() & 0xFFFFFF) / (float)0x800000 - 1.0f; } /* [-1, 1) */
-
-static void rm_rf(const char *path) {
-    struct stat sb;
-    if (lstat(path, &sb) != 0) return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-                char sub[1024];
-                snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-                rm_rf(sub);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 static double snr_db(const float *got, const float *ref, size_t n) {
     double nm = ct_nmse(got, ref, n);
@@ -456,6 +436,6 @@ int main(void) {
         test_tiny(dir, tmp);
         test_corrupt(dir, tmp);
     }
-    rm_rf(tmp);
+    ct_test_rm_rf(tmp);
     return ct_test_finish();
 }

@@ -23,33 +23,13 @@
 
 #include "codec/codec.h"
 #include "ct_test.h"
+#include "test_models.h"
 #include "io/safetensors.h"
 #include "model/make_model.h"
 
 #define CPAR_DATA CT_SRC_DIR "/tests/data/codec_parity"
 #define CPAR_MAX_NMSE 1e-8
 #define CPAR_MAX_CHUNK 25
-
-static void cpar_rm_rf(const char *path) {
-    struct stat sb;
-    if (lstat(path, &sb) != 0) return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-                char sub[1200];
-                snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-                cpar_rm_rf(sub);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 static double cpar_now(void) {
     struct timespec t;
@@ -212,7 +192,7 @@ static void cpar_make_model_case(const char *name, const char *preset, uint64_t 
         snprintf(ref, sizeof ref, "%s/%s/ref.safetensors", CPAR_DATA, name);
         cpar_case(name, dir, ref);
     }
-    cpar_rm_rf(tmp);
+    ct_test_rm_rf(tmp);
 }
 
 int main(void) {
