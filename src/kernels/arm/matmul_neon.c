@@ -6,17 +6,7 @@
 #include <stdint.h>
 
 #include "kernels/cpu.h"
-
-static inline const void *row_ptr(const ct_mat *w, int r) {
-    size_t C = (size_t)w->cols, o;
-    switch (w->dtype) {
-    case CT_DT_F32: o = C * 4; break;
-    case CT_DT_I8: o = C; break;
-    case CT_DT_U8: o = C / 2; break;
-    default: o = C * 2; break;
-    }
-    return (const char *)w->data + (size_t)r * o;
-}
+#include "kernels/matrow.h"
 
 /* 8 weights of row p at column k (k + 8 <= cols) as two f32x4; INT8 unscaled, INT4 scaled by
    its group scale sc[k/32]. */
@@ -60,7 +50,7 @@ static inline float wat(const ct_mat *w, const void *p, int k) {
 /* Row r against nt (1..4) tokens of x: out[t]. */
 static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r) {
     const int C = w->cols;
-    const void *p = row_ptr(w, r);
+    const void *p = ct_row_ptr(w, r);
     const float *sc = w->dtype == CT_DT_U8 ? w->scales + (size_t)r * (size_t)(C / CT_Q4_GROUP) : NULL;
     float32x4_t a[4], b[4];
     for (int t = 0; t < 4; t++) a[t] = b[t] = vdupq_n_f32(0.0f);

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "kernels/cpu.h"
+#include "kernels/matrow.h"
 #include "kernels/ops.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -52,33 +53,14 @@ static inline float wat(const ct_mat *w, const void *p, const float *sc, int k) 
     }
 }
 
-static inline const void *row_ptr(const ct_mat *w, int r) {
-    size_t C = (size_t)w->cols, o;
-    switch (w->dtype) {
-    case CT_DT_F32: o = C * 4; break;
-    case CT_DT_I8: o = C; break;
-    case CT_DT_U8: o = C / 2; break;
-    default: o = C * 2; break;
-    }
-    return (const char *)w->data + (size_t)r * o;
-}
-
-static inline const float *row_sc(const ct_mat *w, int r) {
-    return w->dtype == CT_DT_U8 ? w->scales + (size_t)r * (size_t)(w->cols / CT_Q4_GROUP) : NULL;
-}
-
-static inline float post_scale(const ct_mat *w, int r) {
-    return w->dtype == CT_DT_I8 ? w->scales[r] : 1.0f;
-}
-
 /* 1 row x up to 4 tokens. */
 static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r) {
     /* Per token the same operations as rows2_tok1: even/odd 8-column accumulators over every 16
        columns, a leftover 8 into the even one, a scalar tail, hsum(a + b) + tail. So a token's
        result does not depend on how many tokens share the call (batched == solo decode). */
     const int C = w->cols;
-    const void *p = row_ptr(w, r);
-    const float *sc = row_sc(w, r);
+    const void *p = ct_row_ptr(w, r);
+    const float *sc = ct_row_sc(w, r);
     const float *xs[4];
     for (int j = 0; j < 4; j++) xs[j] = x + (size_t)(j < nt ? j : 0) * C;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
@@ -119,8 +101,8 @@ static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r)
 static void rows2_tok1(const ct_mat *w, const float *x, float *out, int r) {
     const int C = w->cols;
     const ct_dtype dt = w->dtype;
-    const void *p0 = row_ptr(w, r), *p1 = row_ptr(w, r + 1);
-    const float *s0 = row_sc(w, r), *s1 = row_sc(w, r + 1);
+    const void *p0 = ct_row_ptr(w, r), *p1 = ct_row_ptr(w, r + 1);
+    const float *s0 = ct_row_sc(w, r), *s1 = ct_row_sc(w, r + 1);
     __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0;
     int k = 0;
     for (; k + 16 <= C; k += 16) {
@@ -154,12 +136,12 @@ void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, flo
         int r = r0;
         for (; r + 2 <= r1; r += 2) {
             rows2_tok1(w, x, o, r);
-            y[r] = post_scale(w, r) * o[0] + (bias ? bias[r] : 0.0f);
-            y[r + 1] = post_scale(w, r + 1) * o[1] + (bias ? bias[r + 1] : 0.0f);
+            y[r] = ct_post_scale(w, r) * o[0] + (bias ? bias[r] : 0.0f);
+            y[r + 1] = ct_post_scale(w, r + 1) * o[1] + (bias ? bias[r + 1] : 0.0f);
         }
         for (; r < r1; r++) {
             row_tok4(w, x, 1, o, r);
-            y[r] = post_scale(w, r) * o[0] + (bias ? bias[r] : 0.0f);
+            y[r] = ct_post_scale(w, r) * o[0] + (bias ? bias[r] : 0.0f);
         }
         return;
     }
@@ -173,7 +155,7 @@ void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, flo
             for (int r = rc; r < rce; r++) {
                 row_tok4(w, xt, nt, o, r);
                 for (int j = 0; j < nt; j++)
-                    yt[(size_t)j * R + r] = post_scale(w, r) * o[j] + (bias ? bias[r] : 0.0f);
+                    yt[(size_t)j * R + r] = ct_post_scale(w, r) * o[j] + (bias ? bias[r] : 0.0f);
             }
         }
     }

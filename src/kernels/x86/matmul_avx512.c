@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/cpu.h"
+#include "kernels/matrow.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -35,27 +36,6 @@ ALWAYS_INLINE __m512 load16(const void *p, ct_dtype dt, int k, __mmask16 m, cons
         return _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(sc[k / CT_Q4_GROUP]));
     }
     return _mm512_maskz_loadu_ps(m, (const float *)p + k);
-}
-
-static inline const void *row_ptr(const ct_mat *w, int r) {
-    size_t C = (size_t)w->cols, o;
-    switch (w->dtype) {
-    case CT_DT_F32: o = C * 4; break;
-    case CT_DT_I8: o = C; break;
-    case CT_DT_U8: o = C / 2; break;
-    default: o = C * 2; break;
-    }
-    return (const char *)w->data + (size_t)r * o;
-}
-
-/* The group scales of row r (INT4), or NULL. */
-static inline const float *row_sc(const ct_mat *w, int r) {
-    return w->dtype == CT_DT_U8 ? w->scales + (size_t)r * (size_t)(w->cols / CT_Q4_GROUP) : NULL;
-}
-
-/* Scale applied to a finished dot product of row r (INT8), else 1. */
-static inline float post_scale(const ct_mat *w, int r) {
-    return w->dtype == CT_DT_I8 ? w->scales[r] : 1.0f;
 }
 
 static inline int elem_bytes_x2(ct_dtype dt) { /* bytes per 2 elements */
@@ -102,7 +82,7 @@ static inline void store_block(const ct_mat *w, const float *bias, __m512 red, f
     _mm512_storeu_ps(o, red);
     float sc[4], b[4];
     for (int i = 0; i < nr; i++) {
-        sc[i] = post_scale(w, r + i);
+        sc[i] = ct_post_scale(w, r + i);
         b[i] = bias ? bias[r + i] : 0.0f;
     }
     for (int t = 0; t < nt; t++)
@@ -121,8 +101,8 @@ ALWAYS_INLINE void blk4e(const ct_mat *w, const float *x, int r, int nr, int pf,
     const void *p[4];
     const float *sc[4], *xs[2];
     for (int i = 0; i < 4; i++) {
-        p[i] = row_ptr(w, r + (i < nr ? i : nr - 1));
-        sc[i] = row_sc(w, r + (i < nr ? i : nr - 1));
+        p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
+        sc[i] = ct_row_sc(w, r + (i < nr ? i : nr - 1));
     }
     xs[0] = x;
     xs[1] = x + (size_t)(NT > 1 ? 1 : 0) * C;
@@ -171,8 +151,8 @@ ALWAYS_INLINE __m512 q4_blk4(const ct_mat *w, const float *x, int r, int nr, con
     const uint8_t *p[4];
     const float *sc[4];
     for (int i = 0; i < 4; i++) {
-        p[i] = row_ptr(w, r + (i < nr ? i : nr - 1));
-        sc[i] = row_sc(w, r + (i < nr ? i : nr - 1));
+        p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
+        sc[i] = ct_row_sc(w, r + (i < nr ? i : nr - 1));
     }
     __m512 acc[16];
     for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
@@ -227,7 +207,7 @@ static void gemm_f32(const ct_mat *w, const float *bias, const float *x, float *
                 else blk4e(w, xt, r, nr, t == 0, 2, o);
                 for (int tt = 0; tt < nt; tt++)
                     for (int i = 0; i < nr; i++)
-                        yt[(size_t)tt * R + r + i] = post_scale(w, r + i) * o[4 * tt + i] + (bias ? bias[r + i] : 0.0f);
+                        yt[(size_t)tt * R + r + i] = ct_post_scale(w, r + i) * o[4 * tt + i] + (bias ? bias[r + i] : 0.0f);
             }
         }
     }
@@ -342,7 +322,7 @@ static _Thread_local uint16_t amx_w[32 * AMX_WMAXC]; /* 32 dequantized rows */
 AMX_TARGET static void amx_dequant(const ct_mat *w, int r, int nr) {
     const int C = w->cols;
     for (int i = 0; i < nr; i++) {
-        const uint8_t *p = row_ptr(w, r + i);
+        const uint8_t *p = ct_row_ptr(w, r + i);
         uint16_t *d = amx_w + (size_t)i * C;
         if (w->dtype == CT_DT_I8) {
             for (int k = 0; k < C; k += 32) {
@@ -352,7 +332,7 @@ AMX_TARGET static void amx_dequant(const ct_mat *w, int r, int nr) {
                 _mm512_storeu_si512((void *)(d + k), (__m512i)_mm512_cvtne2ps_pbh(b, a));
             }
         } else {
-            const float *sc = row_sc(w, r + i);
+            const float *sc = ct_row_sc(w, r + i);
             for (int g = 0; g < C / CT_Q4_GROUP; g++) {
                 __m512 lo, hi, s = _mm512_set1_ps(sc[g]);
                 q4_group(p, g, &lo, &hi);

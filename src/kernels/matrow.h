@@ -1,0 +1,31 @@
+/* Row addressing shared by the SIMD matmul variants: where row r of a weight matrix starts in
+   its storage format, and the scales that go with it (INT8 per row, INT4 per group). */
+#ifndef CT_MATROW_H
+#define CT_MATROW_H
+
+#include "kernels/cpu.h"
+#include "kernels/ops.h"
+
+/* Start of row r: F32 4 bytes, BF16/F16 2, INT8 1, INT4 (U8, two per byte) 1/2 per element. */
+static inline const void *ct_row_ptr(const ct_mat *w, int r) {
+    size_t C = (size_t)w->cols, o;
+    switch (w->dtype) {
+    case CT_DT_F32: o = C * 4; break;
+    case CT_DT_I8: o = C; break;
+    case CT_DT_U8: o = C / 2; break;
+    default: o = C * 2; break;
+    }
+    return (const char *)w->data + (size_t)r * o;
+}
+
+/* The group scales of row r (INT4), or NULL. */
+static inline const float *ct_row_sc(const ct_mat *w, int r) {
+    return w->dtype == CT_DT_U8 ? w->scales + (size_t)r * (size_t)(w->cols / CT_Q4_GROUP) : NULL;
+}
+
+/* Scale applied to a finished dot product of row r (INT8), else 1. */
+static inline float ct_post_scale(const ct_mat *w, int r) {
+    return w->dtype == CT_DT_I8 ? w->scales[r] : 1.0f;
+}
+
+#endif
