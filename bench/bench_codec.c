@@ -119,30 +119,6 @@ static double measure_peak(int nth, int wide, double *wall) {
     return r;
 }
 
-/* Multiply-adds per frame of every conv / linear (attention scores excluded). */
-static double macs_per_frame(const ct_codec *c) {
-    double m = 0, T = 1;
-    m += 2.0 * c->entry_dim * c->vq_dim;                        /* two output_proj */
-    m += (double)CT_CODEC_PRE_K * c->vq_dim * c->latent;         /* pre_conv */
-    m += 2.0 * c->latent * c->hidden;                            /* input/output proj */
-    double qd = (double)c->n_heads * c->head_dim, kvd = (double)c->n_kv * c->head_dim;
-    m += c->n_layers * (c->hidden * (qd + 2 * kvd) + qd * c->hidden + 3.0 * c->hidden * c->ffn);
-    for (int u = 0; u < c->n_up; u++) {
-        m += T * c->up[u].ratio * (double)c->latent * c->latent; /* tconv k = s: one tap per output */
-        T *= c->up[u].ratio;
-        m += T * (8.0 * c->latent * c->latent + 7.0 * c->latent);
-    }
-    m += T * CT_CODEC_CONV_K * (double)c->latent * c->decoder_dim;
-    for (int b = 0; b < c->n_blocks; b++) {
-        const ct_codec_block *bl = &c->blocks[b];
-        m += T * 2.0 * bl->rate * (double)bl->cin * bl->cout; /* k = 2s: two taps per output row */
-        T *= bl->rate;
-        m += CT_CODEC_N_RU * T * 8.0 * bl->cout * bl->cout;
-    }
-    m += T * CT_CODEC_CONV_K * (double)(c->decoder_dim >> c->n_blocks);
-    return m;
-}
-
 #define REPS 2 /* each configuration runs REPS times; the fastest run is reported */
 
 static const char *stage_name(int i, char *buf) {
@@ -208,7 +184,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("load: %.2f s\n", now_s() - t0);
-    const double gflop = 2.0 * macs_per_frame(c) * 1e-9;
+    const double gflop = 2.0 * ct_codec_macs_per_frame(c) * 1e-9;
     printf("decoder work: %.3f GMAC = %.2f GFLOP per frame\n", gflop / 2, gflop);
     const int G = ct_codec_n_groups(c), spf = ct_codec_samples_per_frame(c);
     int nmax = nf > nw ? nf : nw;

@@ -52,25 +52,31 @@ __attribute__((target("avx2,fma"))) static float read256(const float *p, size_t 
     return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
 }
 
-/* 10 independent FMA chains of 16 lanes: 320 flops per iteration. */
+/* FMA_CHAINS independent FMA chains (enough to cover latency x ports on current cores), fully
+   unrolled so the accumulators stay in registers. */
+#define FMA_CHAINS 24
 __attribute__((target("avx512f"))) static float fma512(long iters) {
-    __m512 acc[10], m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < 10; i++) acc[i] = _mm512_set1_ps((float)i);
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < 10; i++) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+    __m512 acc[FMA_CHAINS], m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
+    for (int i = 0; i < FMA_CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 24
+        for (int i = 0; i < FMA_CHAINS; i++) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+    }
     __m512 s = acc[0];
-    for (int i = 1; i < 10; i++) s = _mm512_add_ps(s, acc[i]);
+    for (int i = 1; i < FMA_CHAINS; i++) s = _mm512_add_ps(s, acc[i]);
     return _mm512_reduce_add_ps(s);
 }
 
 __attribute__((target("avx2,fma"))) static float fma256(long iters) {
-    __m256 acc[10], m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
-    for (int i = 0; i < 10; i++) acc[i] = _mm256_set1_ps((float)i);
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < 10; i++) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+    __m256 acc[FMA_CHAINS], m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+    for (int i = 0; i < FMA_CHAINS; i++) acc[i] = _mm256_set1_ps((float)i);
+    for (long it = 0; it < iters; it++) {
+#pragma GCC unroll 24
+        for (int i = 0; i < FMA_CHAINS; i++) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+    }
     float t[8];
     __m256 s = acc[0];
-    for (int i = 1; i < 10; i++) s = _mm256_add_ps(s, acc[i]);
+    for (int i = 1; i < FMA_CHAINS; i++) s = _mm256_add_ps(s, acc[i]);
     _mm256_storeu_ps(t, s);
     return t[0] + t[7];
 }
@@ -127,7 +133,7 @@ static double run_fma(ct_pool *p, job *j, int nth) {
     for (int rep = 0; rep < 3; rep++) {
         double t = now_s();
         ct_pool_run(p, fma_job, j);
-        double gf = (double)j->fma_iters * 10 * lanes * 2 * nth / (now_s() - t) / 1e9;
+        double gf = (double)j->fma_iters * FMA_CHAINS * lanes * 2 * nth / (now_s() - t) / 1e9;
         if (gf > best) best = gf;
     }
     return best;

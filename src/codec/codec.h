@@ -31,6 +31,9 @@ void ct_codec_free(ct_codec *c);
 int ct_codec_samples_per_frame(const ct_codec *c); /* product of all upsampling factors: 1920 */
 int ct_codec_sample_rate(const ct_codec *c);       /* output_sample_rate: 24000 */
 int ct_codec_n_groups(const ct_codec *c);          /* codebooks per frame: 16 */
+/* Multiply-adds the decoder does per frame: every conv and linear, counted from the loaded
+   widths (attention scores excluded). */
+double ct_codec_macs_per_frame(const ct_codec *c);
 
 /* One-shot: codes [n_frames][n_groups] (frame-major, codebook 0 first) ->
  * pcm[n_frames * samples_per_frame]. Allocates its working memory per call (offline path;

@@ -178,6 +178,8 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         const char *ba = getenv("CODECTALK_BF16_ACT");
         table.bf16act = isa == CT_ISA_AVX512BF16 && ba && strcmp(ba, "1") == 0;
         ct_matmul_bf16act_enable(table.bf16act);
+        const char *xa = getenv("CODECTALK_INT8_ACT");
+        table.xq = isa == CT_ISA_AVX512BF16 && !(xa && strcmp(xa, "0") == 0);
 #endif
         __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);
     } else if (table.isa != isa) {

@@ -46,6 +46,8 @@ typedef struct {
     ct_matmul_rows_fn matmul_rows;
     int amx;     /* 1: the avx512bf16 variant uses AMX tiles for BF16 prefill */
     int bf16act; /* 1: bf16-activation mode (CODECTALK_BF16_ACT=1) */
+    int xq;      /* 1: INT8/INT4 weights load in the integer-dot mode (ct_mat.xq): the level has
+                    VNNI kernels for it (avx512bf16) and CODECTALK_INT8_ACT is not 0 */
 } ct_kernel_table;
 
 /* Selects the kernel table once per process: force (or, when NULL, the CODECTALK_ISA
@@ -72,6 +74,11 @@ void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, f
 void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *x, float *y,
                                int n, int r0, int r1);
 #endif
+/* Integer-dot mode (ct_mat.xq) with VPDPBUSD, for any token count when called directly; the
+   avx512bf16 variant routes calls with ct_xq_active here, the other variants compute those
+   with the scalar reference. */
+void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                         int r0, int r1);
 #define CT_DP_MIN_TOKENS 8
 #define CT_AMX_MIN_TOKENS 16
 /* Turns the AMX-BF16 prefill path of the avx512bf16 variant on or off (the caller must have

@@ -28,4 +28,10 @@ static inline float ct_post_scale(const ct_mat *w, int r) {
     return w->dtype == CT_DT_I8 ? w->scales[r] : 1.0f;
 }
 
+/* 1 when a call over n tokens runs in the integer-dot mode: xq INT8/INT4 weights and fewer
+   than CT_AMX_MIN_TOKENS tokens (decode); longer calls (prefill) keep f32 activations. */
+static inline int ct_xq_active(const ct_mat *w, int n) {
+    return w->xq && n < CT_AMX_MIN_TOKENS && (w->dtype == CT_DT_I8 || w->dtype == CT_DT_U8);
+}
+
 #endif

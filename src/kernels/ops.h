@@ -19,13 +19,30 @@
    - CT_DT_U8 (INT4, group-wise): cols % CT_Q4_GROUP == 0; data uint8 [rows][cols/2] where
      group g of row r is the 16 bytes at r*cols/2 + g*16 and byte j holds column g*32+j in its
      low nibble and column g*32+16+j in its high nibble, each as q+8 with q in [-8, 7];
-     scales f32 [rows][cols/32]; W[r][c] = scales[r][c/32] * q[r][c]. */
+     scales f32 [rows][cols/32]; W[r][c] = scales[r][c/32] * q[r][c].
+   xq = 1 selects the integer-dot mode for INT8/INT4 weights (cols % 64 == 0, cols <=
+   CT_XQ_MAXC) in calls of fewer than CT_AMX_MIN_TOKENS tokens (decode; prefill-sized calls
+   keep f32 activations): every token's activations are quantized by ct_xq_quantize and each
+   32-column group's dot product is exact in integers:
+     INT8: y = scales[r] * sum_g s_g * sum_{k in g} q[r][k] qx[k]
+     INT4: y = sum_g scales[r][g] * s_g * sum_{k in g} q[r][k] qx[k]. */
 typedef struct {
     const void *data;
     ct_dtype dtype;
     int rows, cols;
     const float *scales;
+    int xq;
 } ct_mat;
+
+/* Widest row the integer-dot mode takes. */
+#define CT_XQ_MAXC 8192
+#define CT_XQ_MIN_AMAX 1e-30f
+
+/* Activation quantization of the integer-dot mode, per group of CT_Q4_GROUP columns
+   (cols % 32 == 0): amax = max |x|; a group with amax < CT_XQ_MIN_AMAX (so that 127 / amax
+   stays finite) gets s = 0 and q = 0, else
+   s = amax / 127 and q = round-half-even(x * (127 / amax)), all in f32. q[cols], s[cols/32]. */
+void ct_xq_quantize(const float *x, int cols, int8_t *q, float *s);
 
 /* Bytes of weight data (plus scales) that one pass over w reads. */
 size_t ct_mat_bytes(const ct_mat *w);

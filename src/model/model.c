@@ -146,6 +146,13 @@ static ct_mat bind_prequant(binder *b, const ct_st_tensor *t, const char *name, 
     return w;
 }
 
+/* Puts INT8/INT4 matrices in the integer-dot mode where the selected kernels have it. */
+static ct_mat with_xq(ct_mat w) {
+    w.xq = (w.dtype == CT_DT_I8 || w.dtype == CT_DT_U8) && ct_kernels()->xq && w.cols % 64 == 0 &&
+           w.cols <= CT_XQ_MAXC;
+    return w;
+}
+
 static ct_mat bind_qmat(binder *b, const char *name, int rows, int cols, qfmt q) {
     ct_mat w = {0};
     int64_t d[2] = {rows, cols};
@@ -160,9 +167,9 @@ static ct_mat bind_qmat(binder *b, const char *name, int rows, int cols, qfmt q)
             float *f = alloc_kept(b, n * sizeof(float), name);
             if (!f) return w;
             for (int r = 0; r < rows; r++) ct_mat_row(&w, r, f + (size_t)r * cols);
-            w = (ct_mat){f, CT_DT_F32, rows, cols, NULL};
+            w = (ct_mat){f, CT_DT_F32, rows, cols, NULL, 0};
         }
-        return w;
+        return with_xq(w);
     }
     if (q == Q_Q4 && cols % CT_Q4_GROUP) q = Q_I8; /* INT4 needs whole groups */
     if (b->m->f32_weights && t->dtype != CT_DT_F32) {
@@ -194,7 +201,7 @@ static ct_mat bind_qmat(binder *b, const char *name, int rows, int cols, qfmt q)
         w.data = t->data;
         w.dtype = t->dtype;
     }
-    return w;
+    return with_xq(w);
 }
 
 /* Embedding tables and other full-precision matrices. */

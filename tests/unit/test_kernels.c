@@ -94,12 +94,174 @@ static void check_batch_invariance(ct_rng *rng) {
     free(y1);
 }
 
+/* Integer-dot mode (ct_mat.xq): the quantizer's contract, the scalar reference against the
+   exact integer formula in double, every variant against the reference (|err| <= 1e-5 *
+   sum |w q s| per output, rows in several passes and token counts past one quantization
+   pass), bit-identical results for any batch size and thread count, and the extra error of
+   int8 activations against f32 activations (printed; NMSE <= 2e-2 on these inputs, whose
+   30x outliers coarsen the step of their group). */
+static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
+    enum { MR = 300, MC = 3072, MT = 37 };
+    float *wf = malloc(sizeof(float) * MR * MC), *x = malloc(sizeof(float) * MT * MC);
+    float *y0 = malloc(sizeof(float) * MT * MR), *y1 = malloc(sizeof(float) * MT * MR);
+    float *yf = malloc(sizeof(float) * MT * MR), *mag = malloc(sizeof(float) * MT * MR);
+    float *deq = malloc(sizeof(float) * MR * MC), *sx = malloc(sizeof(float) * MT * MC / 32);
+    int8_t *q8 = malloc((size_t)MR * MC), *qx = malloc((size_t)MT * MC);
+    uint8_t *q4 = malloc((size_t)MR * MC / 2);
+    float *sc = malloc(sizeof(float) * MR * MC / 32);
+    /* quantizer: |q| <= 127, |s q - x| <= s / 2, zero and tiny groups give s = q = 0 */
+    {
+        float xs[128];
+        int8_t q[128];
+        float s[4];
+        for (int i = 0; i < 128; i++) xs[i] = urand(rng) * (i == 70 ? 1000.0f : 1.0f);
+        for (int i = 32; i < 64; i++) xs[i] = 0.0f;
+        for (int i = 96; i < 128; i++) xs[i] = 1e-32f * (float)(i - 100);
+        ct_xq_quantize(xs, 128, q, s);
+        int bad = 0;
+        for (int i = 0; i < 128; i++) {
+            float st = s[i / 32];
+            if (q[i] < -127 || fabsf(st * q[i] - xs[i]) > 0.5f * st * 1.0001f + (st == 0 ? fabsf(xs[i]) : 0)) bad++;
+        }
+        CHECKF(bad == 0 && s[1] == 0 && s[3] == 0 && s[0] > 0, "xq quantizer contract (%d bad)", bad);
+    }
+    static const int cols[] = {64, 192, 1024, 3072};
+    static const int rows[] = {1, 5, 17, 70, 300};
+    static const int toks[] = {1, 2, 3, 4, 5, 8, 13, 15};
+    int variants = 0;
+    for (int isa = 0; isa < CT_ISA_COUNT; isa++) {
+        ct_matmul_rows_fn fn = ct_matmul_rows_for((ct_isa)isa);
+        if (!fn || !ct_isa_supported((ct_isa)isa, f)) continue;
+        variants++;
+        int bad = 0, bad_ref = 0, cases = 0, same = 1;
+        double worst = 0, vs_f32 = 0;
+        for (int fmt = 0; fmt < 2; fmt++)
+            for (size_t ci = 0; ci < sizeof cols / sizeof *cols; ci++)
+                for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++)
+                    for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
+                        const int C = cols[ci], R = rows[ri], n = toks[ti];
+                        if ((size_t)R * C > 300 * 1024 || (R == 300 && ti % 3)) continue;
+                        for (int i = 0; i < R * C; i++) wf[i] = urand(rng) * (i % 97 == 0 ? 8.0f : 1.0f);
+                        for (int i = 0; i < n * C; i++) x[i] = urand(rng) * (i % 211 == 0 ? 30.0f : 1.0f);
+                        for (int i = 0; i < C && n > 1; i++) x[C + i] = i < 64 ? 0.0f : x[C + i];
+                        ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                        if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+                        else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
+                        for (int r = 0; r < R; r++) ct_mat_row(&w, r, deq + (size_t)r * C);
+                        for (int t = 0; t < n; t++) ct_xq_quantize(x + (size_t)t * C, C, qx + (size_t)t * C, sx + (size_t)t * C / 32);
+                        ct_matmul_rows_scalar(&w, NULL, x, y0, n, 0, R);
+                        fn(&w, NULL, x, y1, n, 0, R);
+                        ct_mat wf32 = w;
+                        wf32.xq = 0;
+                        ct_matmul_rows_scalar(&wf32, NULL, x, yf, n, 0, R);
+                        for (int t = 0; t < n; t++)
+                            for (int r = 0; r < R; r++) {
+                                double d = 0, m = 0;
+                                for (int k = 0; k < C; k++) {
+                                    double v = (double)deq[(size_t)r * C + k] * sx[(t * C + k) / 32] * qx[(size_t)t * C + k];
+                                    d += v;
+                                    m += fabs(v);
+                                }
+                                mag[t * R + r] = (float)m;
+                                if (fabs(y0[t * R + r] - d) > 1e-5 * m + 1e-30) bad_ref++;
+                            }
+                        for (int i = 0; i < n * R; i++)
+                            if (fabsf(y1[i] - y0[i]) > 1e-5f * mag[i] + 1e-30f) bad++;
+                        double e = ct_nmse(y1, y0, (size_t)n * R), ef = ct_nmse(y0, yf, (size_t)n * R);
+                        if (e > worst) worst = e;
+                        if (ef > vs_f32) vs_f32 = ef;
+                        cases++;
+                        if (n > 1 && ti % 2 == 0) /* each token alone gives bit-for-bit its batched result */
+                            for (int t = 0; t < n; t++) {
+                                fn(&w, NULL, x + (size_t)t * C, yf, 1, 0, R);
+                                for (int r = 0; r < R; r++) same &= memcmp(&yf[r], &y1[t * R + r], 4) == 0;
+                            }
+                    }
+        printf("%s, integer-dot mode: %d cases, worst NMSE vs scalar %.2e, %d outputs over the bound; "
+               "int8 activations vs f32 activations NMSE <= %.2e\n",
+               ct_isa_name((ct_isa)isa), cases, worst, bad, vs_f32);
+        CHECKF(bad_ref == 0, "%d scalar integer-dot outputs off the exact formula", bad_ref);
+        CHECKF(bad == 0, "%s: %d integer-dot outputs off the reference", ct_isa_name((ct_isa)isa), bad);
+        CHECKF(same, "%s: integer-dot results depend on the batch size", ct_isa_name((ct_isa)isa));
+        CHECKF(vs_f32 <= 2e-2, "int8-activation error %.2e", vs_f32);
+        /* thread-count invariance */
+        const int R = 301, C = 1024, n = 5;
+        for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
+        for (int i = 0; i < n * C; i++) x[i] = urand(rng);
+        for (int fmt = 0; fmt < 2; fmt++) {
+            ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+            if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+            else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
+            for (int nt = 1; nt <= 3; nt++) {
+                ct_pool *p = NULL;
+                CHECK(ct_pool_create(nt, NULL, 0, &p) == CT_OK);
+                mm_job j = {fn, &w, NULL, x, nt == 1 ? y0 : y1, n};
+                ct_pool_run(p, run_mm, &j);
+                if (nt > 1) same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
+                ct_pool_free(p);
+            }
+        }
+        CHECKF(same, "%s: integer-dot results depend on the thread count", ct_isa_name((ct_isa)isa));
+        /* prefill-sized calls keep f32 activations */
+        for (int fmt = 0; fmt < 2; fmt++) {
+            ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+            if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+            else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
+            ct_mat wn = w;
+            wn.xq = 0;
+            for (int i = 0; i < CT_AMX_MIN_TOKENS * C; i++) x[i] = urand(rng);
+            fn(&w, NULL, x, y0, CT_AMX_MIN_TOKENS, 0, R);
+            fn(&wn, NULL, x, y1, CT_AMX_MIN_TOKENS, 0, R);
+            CHECKF(memcmp(y0, y1, sizeof(float) * CT_AMX_MIN_TOKENS * R) == 0,
+                   "%s: a %d-token call on an xq matrix is not the f32-activation result",
+                   ct_isa_name((ct_isa)isa), CT_AMX_MIN_TOKENS);
+        }
+    }
+    CHECK(variants > 0);
+#if defined(__x86_64__)
+    /* the VNNI kernel called directly past one quantization pass (37 tokens, 300 rows): each
+       token bit-for-bit its solo result, and within the bound of the reference */
+    if (ct_isa_supported(CT_ISA_AVX512BF16, f)) {
+        const int R = 300, C = 1024, n = 37;
+        int bad = 0, same = 1;
+        for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
+        for (int i = 0; i < n * C; i++) x[i] = urand(rng);
+        for (int fmt = 0; fmt < 2; fmt++) {
+            ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+            if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+            else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
+            ct_matmul_rows_vnni(&w, NULL, x, y1, n, 0, R);
+            for (int t = 0; t < n; t++) {
+                ct_matmul_rows_vnni(&w, NULL, x + (size_t)t * C, yf, 1, 0, R);
+                ct_matmul_rows_scalar(&w, NULL, x + (size_t)t * C, y0, 1, 0, R);
+                same &= memcmp(yf, y1 + (size_t)t * R, sizeof(float) * R) == 0;
+                for (int r = 0; r < R; r++) bad += fabsf(yf[r] - y0[r]) > 1e-5f * (fabsf(y0[r]) + 1.0f);
+            }
+        }
+        CHECKF(same && bad == 0, "VNNI kernel over several passes: same %d, %d off", same, bad);
+    }
+#endif
+    free(wf);
+    free(x);
+    free(y0);
+    free(y1);
+    free(yf);
+    free(mag);
+    free(deq);
+    free(sx);
+    free(q8);
+    free(qx);
+    free(q4);
+    free(sc);
+}
+
 int main(void) {
     ct_cpu_features f;
     ct_cpu_detect(&f);
     ct_rng rng;
     ct_rng_init(&rng, 7, 0);
     check_batch_invariance(&rng);
+    check_xq(&rng, &f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
     const int rows[] = {1, 3, 4, 5, 9, 70};
     const int toks[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 37};
@@ -121,7 +283,7 @@ int main(void) {
         for (int i = 0; i < R * C; i++) wf[i] = urand(&rng) * (i % 41 == 0 ? 10.0f : 1.0f);
         for (int i = 0; i < 3 * C; i++) x[i] = urand(&rng);
         for (int fmt = 0; fmt < 2; fmt++) {
-            ct_mat w = {fmt ? (const void *)wq4 : (const void *)wq8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, wsc};
+            ct_mat w = {fmt ? (const void *)wq4 : (const void *)wq8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, wsc, 0};
             if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, wq4, wsc);
             else ct_quantize_i8(wf, CT_DT_F32, R, C, wq8, wsc);
             ct_matmul_rows_scalar(&w, NULL, x, y0, 3, 0, R);
@@ -198,7 +360,7 @@ int main(void) {
                             ct_quantize_q4(wf, CT_DT_F32, R, C, wq4, wsc);
                             data = wq4;
                         }
-                        ct_mat w = {data, dtype, R, C, dtype == CT_DT_I8 || dtype == CT_DT_U8 ? wsc : NULL};
+                        ct_mat w = {data, dtype, R, C, dtype == CT_DT_I8 || dtype == CT_DT_U8 ? wsc : NULL, 0};
                         if (dtype == CT_DT_I8 || dtype == CT_DT_U8)
                             for (int r = 0; r < R; r++) ct_mat_row(&w, r, wf + (size_t)r * C);
                         for (int i = 0; i < n * C; i++) x[i] = urand(&rng);
@@ -261,15 +423,15 @@ int main(void) {
         float *SC = malloc(sizeof(float) * R * (C / CT_Q4_GROUP));
         int same = 1;
         for (int fmt = 0; fmt < 4; fmt++) {
-            ct_mat w = {WB, CT_DT_BF16, R, C, NULL};
-            if (fmt == 1) w = (ct_mat){W, CT_DT_F32, R, C, NULL};
+            ct_mat w = {WB, CT_DT_BF16, R, C, NULL, 0};
+            if (fmt == 1) w = (ct_mat){W, CT_DT_F32, R, C, NULL, 0};
             if (fmt == 2) {
                 ct_quantize_i8(W, CT_DT_F32, R, C, Q8, SC);
-                w = (ct_mat){Q8, CT_DT_I8, R, C, SC};
+                w = (ct_mat){Q8, CT_DT_I8, R, C, SC, 0};
             }
             if (fmt == 3) {
                 ct_quantize_q4(W, CT_DT_F32, R, C, Q4, SC);
-                w = (ct_mat){Q4, CT_DT_U8, R, C, SC};
+                w = (ct_mat){Q4, CT_DT_U8, R, C, SC, 0};
             }
             for (int nn = 1; nn <= n; nn += 2) {
                 for (int nt = 1; nt <= 3; nt++) {

@@ -73,6 +73,10 @@ static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r)
 
 void ct_matmul_rows_neon(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1) {
+    if (ct_xq_active(w, n)) { /* the integer-dot mode has no NEON kernel yet: the reference computes it */
+        ct_matmul_rows_scalar(w, bias, x, y, n, r0, r1);
+        return;
+    }
     const int R = w->rows, C = w->cols;
     float o[4];
     for (int r = r0; r < r1; r++) {

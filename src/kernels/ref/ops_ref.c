@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kernels/cpu.h"
+#include "kernels/matrow.h"
 #include "kernels/ops.h"
 
 float ct_bf16_to_f32(uint16_t h) {
@@ -138,9 +139,57 @@ static float dot_q4(const uint8_t *w, const float *sc, const float *x, int n) {
     return acc;
 }
 
+void ct_xq_quantize(const float *x, int cols, int8_t *q, float *s) {
+    for (int g = 0; g < cols / CT_Q4_GROUP; g++) {
+        const float *xg = x + g * CT_Q4_GROUP;
+        float amax = 0.0f;
+        for (int j = 0; j < CT_Q4_GROUP; j++) amax = fmaxf(amax, fabsf(xg[j]));
+        if (!(amax >= CT_XQ_MIN_AMAX)) {
+            s[g] = 0.0f;
+            memset(q + g * CT_Q4_GROUP, 0, CT_Q4_GROUP);
+            continue;
+        }
+        const float inv = 127.0f / amax;
+        s[g] = amax / 127.0f;
+        for (int j = 0; j < CT_Q4_GROUP; j++) q[g * CT_Q4_GROUP + j] = (int8_t)lrintf(xg[j] * inv);
+    }
+}
+
+/* Integer-dot mode (ops.h): exact group dots, scaled and summed over groups in order. */
+static void matmul_xq_scalar(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                             int r0, int r1) {
+    static _Thread_local int8_t qx[CT_XQ_MAXC];
+    static _Thread_local float sx[CT_XQ_MAXC / CT_Q4_GROUP];
+    const int R = w->rows, C = w->cols, G = C / CT_Q4_GROUP;
+    for (int t = 0; t < n; t++) {
+        ct_xq_quantize(x + (size_t)t * C, C, qx, sx);
+        for (int r = r0; r < r1; r++) {
+            float acc = 0.0f;
+            for (int g = 0; g < G; g++) {
+                int32_t d = 0;
+                if (w->dtype == CT_DT_I8) {
+                    const int8_t *q = (const int8_t *)w->data + (size_t)r * C + g * CT_Q4_GROUP;
+                    for (int j = 0; j < CT_Q4_GROUP; j++) d += (int32_t)q[j] * qx[g * CT_Q4_GROUP + j];
+                    acc += (float)d * sx[g];
+                } else {
+                    const uint8_t *q = (const uint8_t *)w->data + (size_t)r * (C / 2);
+                    for (int j = 0; j < CT_Q4_GROUP; j++)
+                        d += q4_at(q, g * CT_Q4_GROUP + j) * qx[g * CT_Q4_GROUP + j];
+                    acc += w->scales[(size_t)r * G + g] * ((float)d * sx[g]);
+                }
+            }
+            y[(size_t)t * R + r] = ct_post_scale(w, r) * acc + (bias ? bias[r] : 0.0f);
+        }
+    }
+}
+
 void ct_matmul_rows_scalar(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1) {
     const int R = w->rows, C = w->cols;
+    if (ct_xq_active(w, n)) {
+        matmul_xq_scalar(w, bias, x, y, n, r0, r1);
+        return;
+    }
     for (int r = r0; r < r1; r++) {
         float b = bias ? bias[r] : 0.0f;
         if (w->dtype == CT_DT_I8) {

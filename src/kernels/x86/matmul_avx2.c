@@ -130,6 +130,10 @@ static void rows2_tok1(const ct_mat *w, const float *x, float *out, int r) {
 
 void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1) {
+    if (ct_xq_active(w, n)) { /* the integer-dot mode has no AVX2 kernel: the reference computes it */
+        ct_matmul_rows_scalar(w, bias, x, y, n, r0, r1);
+        return;
+    }
     const int R = w->rows, C = w->cols;
     float o[8];
     if (n == 1) {

@@ -14,8 +14,8 @@
 
 #include "kernels/cpu.h"
 #include "kernels/matrow.h"
+#include "kernels/x86/simd512.h"
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* 16 weights of row p (dtype) at column k as f32, masked for the tail. INT8 comes back
    unscaled (the row scale is applied to the dot product); INT4 comes back scaled (sc = the
@@ -56,38 +56,6 @@ ALWAYS_INLINE void q4_group(const uint8_t *row, int g, __m512 *lo, __m512 *hi) {
 }
 
 
-
-/* Horizontal sums of v[0..15] (v[4*row + tok]) by a fixed shuffle tree; returns a vector whose
-   element 4*tok + row is sum(v[4*row + tok]), i.e. 128-bit lane tok holds rows 0..3. */
-ALWAYS_INLINE __m512 reduce16(const __m512 *v) {
-    __m512 s[8], u[4], q[2];
-    for (int i = 0; i < 8; i++)
-        s[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    for (int i = 0; i < 4; i++)
-        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-    for (int i = 0; i < 2; i++)
-        q[i] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_ps(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    return _mm512_add_ps(_mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_ps(q[0], q[1], _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/* Writes the reduced 4x4 block (lane tok = rows r..r+3) to y for the first nr rows and nt
-   tokens. */
-static inline void store_block(const ct_mat *w, const float *bias, __m512 red, float *y, int R,
-                               int r, int nr, int nt) {
-    float o[16];
-    _mm512_storeu_ps(o, red);
-    float sc[4], b[4];
-    for (int i = 0; i < nr; i++) {
-        sc[i] = ct_post_scale(w, r + i);
-        b[i] = bias ? bias[r + i] : 0.0f;
-    }
-    for (int t = 0; t < nt; t++)
-        for (int i = 0; i < nr; i++) y[(size_t)t * R + r + i] = sc[i] * o[4 * t + i] + b[i];
-}
 
 /* 4 rows (the first nr real, the rest repeat the last) x NT tokens (a constant 1 or 2) in f32
    FMA. Each (row, token) pair has two accumulators, over the even and the odd 16-column chunks
@@ -167,7 +135,7 @@ ALWAYS_INLINE __m512 q4_blk4(const ct_mat *w, const float *x, int r, int nr, con
             }
         }
     }
-    return reduce16(acc);
+    return ct_reduce16(acc);
 }
 
 #define RCHUNK 64 /* rows per L2-resident chunk (multiple of 4) */
@@ -191,7 +159,7 @@ static void gemm_f32(const ct_mat *w, const float *bias, const float *x, float *
                     case 3: red = q4_blk4(w, xt, r, nr, 3); break;
                     default: red = q4_blk4(w, xt, r, nr, 4); break;
                     }
-                    store_block(w, bias, red, yt, R, r, nr, nt);
+                    ct_store_block(w, bias, red, yt, R, r, nr, nt);
                 }
             }
             continue;
@@ -215,6 +183,10 @@ static void gemm_f32(const ct_mat *w, const float *bias, const float *x, float *
 
 void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1) {
+    if (ct_xq_active(w, n)) { /* integer-dot mode without VNNI: the reference computes it */
+        ct_matmul_rows_scalar(w, bias, x, y, n, r0, r1);
+        return;
+    }
     /* One path for every n: a token's arithmetic (one accumulator per row and token, the same
        reduction tree) never depends on how many tokens share the call, so a stream decoded in a
        batch gets bit-for-bit its solo result. */
@@ -264,7 +236,7 @@ DP_TARGET ALWAYS_INLINE __m512 dp_blk4(const ct_mat *w, int cp, int r, int nr, c
                 acc[4 * i + t] = _mm512_dpbf16_ps(acc[4 * i + t], (__m512bh)wv[i], (__m512bh)xv);
         }
     }
-    return reduce16(acc);
+    return ct_reduce16(acc);
 }
 
 DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x, float *y, int n,
@@ -286,7 +258,7 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
                 case 3: red = dp_blk4(w, cp, r, nr, 3); break;
                 default: red = dp_blk4(w, cp, r, nr, 4); break;
                 }
-                store_block(w, bias, red, yt, R, r, nr, nt);
+                ct_store_block(w, bias, red, yt, R, r, nr, nt);
             }
         }
     }
@@ -484,6 +456,10 @@ int ct_matmul_bf16act_enable(int on) {
 void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                                int r0, int r1) {
     const int q = w->dtype == CT_DT_I8 || w->dtype == CT_DT_U8;
+    if (ct_xq_active(w, n)) {
+        ct_matmul_rows_vnni(w, bias, x, y, n, r0, r1);
+        return;
+    }
     if ((w->dtype == CT_DT_BF16 || (q && w->cols <= AMX_WMAXC)) && amx_on && n >= CT_AMX_MIN_TOKENS &&
         w->cols % 32 == 0 && w->cols / 2 * 16 <= AMX_PAIRS)
         gemm_amx(w, bias, x, y, n, r0, r1);

@@ -1,0 +1,168 @@
+/* AVX-512 VNNI matmul for the integer-dot mode (ct_mat.xq, INT8/INT4 weights): each call
+   quantizes its tokens' activations per 32-column group to int8 (bit-identical to
+   ct_xq_quantize) and VPDPBUSD multiplies them with the weights fed as unsigned bytes (INT8
+   q ^ 0x80 = q + 128, INT4 nibbles q + 8); every group's integer accumulator starts at
+   -offset * (the sum of the four activation bytes of its lane), so the offset cancels
+   exactly. 4 rows x up to 4 tokens per block with one f32 accumulator per (row, token) and
+   the fixed reduction tree: results do not depend on the batch size or the thread count.
+   INT4 activations are stored in the order the nibbles unpack to: per 64 columns,
+   [g0 0-15 | g1 0-15 | g0 16-31 | g1 16-31]. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/cpu.h"
+#include "kernels/matrow.h"
+#include "kernels/x86/simd512.h"
+
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#define XQ_TOK 16      /* tokens quantized per pass */
+#define XQ_RCHUNK 256  /* rows per pass when the tokens do not fit one pass */
+#define XQ_RBLOCK 64   /* rows that stay in L2 while every 4-token block passes over them */
+#ifndef XQ_PFB
+#define XQ_PFB 8192    /* weight bytes ahead to prefetch per row (best of 512..16384 on the talker) */
+#endif
+
+typedef struct {
+    int8_t q[XQ_TOK][CT_XQ_MAXC];                  /* quantized activations (INT4: permuted) */
+    int32_t corr[XQ_TOK][CT_XQ_MAXC / 4];          /* -offset * sum of each 4-byte lane */
+    float s[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP];     /* group scales */
+} xq_buf;
+
+static _Thread_local xq_buf xb;
+
+/* Quantizes one token x[C] into slot t: q4 selects the INT4 byte order and offset 8, else
+   natural order and offset 128. */
+VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int t) {
+    int8_t *q = xb.q[t];
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512 absm = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    for (int k = 0; k < C; k += 64) {
+        __m128i b[4];
+        for (int h = 0; h < 2; h++) { /* group k/32 + h */
+            const float *xg = x + k + 32 * h;
+            __m512 a0 = _mm512_loadu_ps(xg), a1 = _mm512_loadu_ps(xg + 16);
+            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(a0, absm), _mm512_and_ps(a1, absm)));
+            float inv = 0.0f, s = 0.0f;
+            if (amax >= CT_XQ_MIN_AMAX) {
+                inv = 127.0f / amax;
+                s = amax / 127.0f;
+            }
+            xb.s[t][k / 32 + h] = s;
+            const __m512 iv = _mm512_set1_ps(inv);
+            b[2 * h] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(a0, iv)));
+            b[2 * h + 1] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(a1, iv)));
+        }
+        /* natural: g0 0-15, g0 16-31, g1 0-15, g1 16-31; INT4: g0 0-15, g1 0-15, g0 16-31, g1 16-31 */
+        const int o1 = q4 ? 2 : 1, o2 = q4 ? 1 : 2;
+        _mm_storeu_si128((__m128i *)(q + k), b[0]);
+        _mm_storeu_si128((__m128i *)(q + k + 16 * o1), b[1]);
+        _mm_storeu_si128((__m128i *)(q + k + 16 * o2), b[2]);
+        _mm_storeu_si128((__m128i *)(q + k + 48), b[3]);
+        __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512((const void *)(q + k)));
+        lane = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane, q4 ? 3 : 7));
+        _mm512_storeu_si512((void *)(xb.corr[t] + k / 4), lane);
+    }
+}
+
+/* Two consecutive group scales p[0], p[1] spread over the 16 lanes by idx. */
+VNNI_TARGET ALWAYS_INLINE __m512 spread2(const float *p, __m512i idx) {
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p))));
+}
+
+/* 4 rows (first nr real, the rest repeat the last) x NT tokens from slots t0.. */
+VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4(const ct_mat *w, int r, int nr, int t0, const int NT,
+                                         const int Q4) {
+    const int C = w->cols;
+    const uint8_t *p[4];
+    const float *sc[4];
+    for (int i = 0; i < 4; i++) {
+        p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
+        sc[i] = ct_row_sc(w, r + (i < nr ? i : nr - 1));
+    }
+    /* lane -> group of the 64-column step: INT8 natural order, INT4 permuted order */
+    const __m512i idx = Q4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1)
+                           : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i nib = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8((char)0x80);
+    const __m512i sh = _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0);
+    __m512 acc[16];
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    for (int k = 0; k < C; k += 64) {
+        const int kb = Q4 ? k / 2 : k;
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) _mm_prefetch((const char *)p[i] + kb + XQ_PFB, _MM_HINT_T0);
+        __m512i wv[4];
+        __m512 sw[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            if (Q4) {
+                __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p[i] + kb)));
+                wv[i] = _mm512_and_si512(_mm512_srlv_epi64(v, sh), nib);
+                sw[i] = spread2(sc[i] + k / 32, idx);
+            } else {
+                wv[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + kb)), flip);
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            const __m512i xv = _mm512_loadu_si512((const void *)(xb.q[t0 + t] + k));
+            const __m512i cv = _mm512_loadu_si512((const void *)(xb.corr[t0 + t] + k / 4));
+            const __m512 sx = spread2(xb.s[t0 + t] + k / 32, idx);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                __m512 f = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(cv, wv[i], xv));
+                if (Q4) acc[4 * i + t] = _mm512_fmadd_ps(_mm512_mul_ps(f, sx), sw[i], acc[4 * i + t]);
+                else acc[4 * i + t] = _mm512_fmadd_ps(f, sx, acc[4 * i + t]);
+            }
+        }
+    }
+    return ct_reduce16(acc);
+}
+
+VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
+                                int r1) {
+    const int R = w->rows, q4 = w->dtype == CT_DT_U8;
+    for (int rb = r0; rb < r1; rb += XQ_RBLOCK) {
+        const int rbe = rb + XQ_RBLOCK < r1 ? rb + XQ_RBLOCK : r1;
+        for (int t = 0; t < nt; t += 4) {
+            const int n4 = nt - t < 4 ? nt - t : 4;
+            float *yt = y + (size_t)(t0 + t) * R;
+            for (int r = rb; r < rbe; r += 4) {
+                const int nr = rbe - r < 4 ? rbe - r : 4;
+                __m512 red;
+                if (q4) {
+                    switch (n4) {
+                    case 1: red = xq_blk4(w, r, nr, t, 1, 1); break;
+                    case 2: red = xq_blk4(w, r, nr, t, 2, 1); break;
+                    case 3: red = xq_blk4(w, r, nr, t, 3, 1); break;
+                    default: red = xq_blk4(w, r, nr, t, 4, 1); break;
+                    }
+                } else {
+                    switch (n4) {
+                    case 1: red = xq_blk4(w, r, nr, t, 1, 0); break;
+                    case 2: red = xq_blk4(w, r, nr, t, 2, 0); break;
+                    case 3: red = xq_blk4(w, r, nr, t, 3, 0); break;
+                    default: red = xq_blk4(w, r, nr, t, 4, 0); break;
+                    }
+                }
+                ct_store_block(w, bias, red, yt, R, r, nr, n4);
+            }
+        }
+    }
+}
+
+VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y,
+                                     int n, int r0, int r1) {
+    const int C = w->cols, q4 = w->dtype == CT_DT_U8;
+    /* one quantization per call when the tokens fit one pass; otherwise passes of XQ_RCHUNK
+       rows, each re-quantizing its token blocks (rows still start at multiples of 4 from r0) */
+    const int rstep = n <= XQ_TOK ? r1 - r0 : XQ_RCHUNK;
+    for (int rc = r0; rc < r1; rc += rstep) {
+        const int rce = r1 - rc < rstep ? r1 : rc + rstep;
+        for (int t0 = 0; t0 < n; t0 += XQ_TOK) {
+            const int nt = n - t0 < XQ_TOK ? n - t0 : XQ_TOK;
+            for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, t);
+            xq_rows(w, bias, y, t0, nt, rc, rce);
+        }
+    }
+}
