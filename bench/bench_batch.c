@@ -2,7 +2,7 @@
    predictor, no codec), so the aggregate gain of shared weight passes is measured side by side.
    Build: gcc -O2 -Iinclude -Isrc bench/bench_batch.c build/libcodectalk.a $(pkg-config --libs
    jansson libpcre2-8 libutf8proc yaml-0.1 libmicrohttpd) -lpthread -lm -ldl -o bench_batch
-   Run:   ./bench_batch MODEL_DIR [threads] [frames] */
+   Run:   ./bench_batch MODEL_DIR [threads] [frames] [weights: bf16|int8|int4|mixed] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,17 +17,20 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL_DIR [threads] [frames]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL_DIR [threads] [frames] [weights]\n", argv[0]);
         return 2;
     }
     int threads = argc > 2 ? atoi(argv[2]) : 2, frames = argc > 3 ? atoi(argv[3]) : 12;
     char err[1024];
     ct_model *m = NULL;
-    if (ct_model_load(argv[1], NULL, &m, err, sizeof err) != CT_OK) {
+    ct_model_params mp = ct_model_params_default();
+    if (argc > 4) mp.weights = argv[4];
+    if (ct_model_load(argv[1], &mp, &m, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
     double base = 0;
+    printf("weights %s, %d threads, %d frames per measurement\n", argc > 4 ? argv[4] : "bf16", threads, frames);
     printf("| streams | ms per step | aggregate frames/s | vs 1 stream |\n|---|---|---|---|\n");
     for (int B = 1; B <= 4; B *= 2) {
         ct_batch *b = NULL;

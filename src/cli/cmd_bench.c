@@ -253,8 +253,9 @@ static int cmd_kernels(int argc, char **argv) {
     }
     for (int i = 0; i < 40 * 3072; i++) x[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
     for (int i = 0; i < 3072 * 1024; i++) wf[i] = (float)(((unsigned)i * 7919u) % 2003u) / 2003.0f - 0.5f;
-    printf("kernels %s%s, %d threads\n", ct_isa_name(ct_kernels()->isa), ct_kernels()->amx ? "+amx" : "",
-           threads);
+    printf("kernels %s%s, %d threads; INT8/INT4 %s\n", ct_isa_name(ct_kernels()->isa),
+           ct_kernels()->amx ? "+amx" : "", threads,
+           ct_kernels()->xq ? "decode with int8 activations (integer-dot mode, n < 16)" : "with f32 activations");
     printf("| format | rows x cols | tokens | us/call | GB/s (weights) | GFLOP/s |\n|---|---|---|---|---|---|\n");
     static const char *fn[4] = {"bf16", "f32", "int8", "int4"};
     for (int f = 0; f < 4; f++)
@@ -282,6 +283,8 @@ static int cmd_kernels(int argc, char **argv) {
                 ct_quantize_q4(wf, CT_DT_F32, R, C, buf, sc);
             }
             m.scales = sc;
+            /* the integer-dot mode, as the loader sets it */
+            m.xq = f >= 2 && ct_kernels()->xq && C % 64 == 0 && C <= CT_XQ_MAXC;
             const int copies = (int)(set / mb);
             for (int k = 1; k < copies; k++) memcpy(buf + (size_t)k * mb, buf, mb);
             m.data = buf;

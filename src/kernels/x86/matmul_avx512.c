@@ -3,11 +3,13 @@
    - n = 1: 4 rows x 1 token GEMV with software prefetch;
    - n > 1: register-blocked GEMM, 4 rows x up to 4 tokens, rows walked in chunks that stay in
      L2 while every token block passes over them, 16 accumulators reduced by one shuffle tree;
-   - ct_matmul_rows_avx512bf16: for BF16 weights and n >= CT_AMX_MIN_TOKENS, AMX tiles
-     (TDPBF16PS) on split activations (hi + lo bf16, f32-exact to ~1e-10 NMSE) where the CPU
-     and OS allow them; in the opt-in bf16-activation mode, VDPBF16PS (n >= CT_DP_MIN_TOKENS)
-     or single-term AMX on activations rounded to bf16. Everything else falls through to the
-     f32 kernels. The f32-weight path never reaches bf16 arithmetic. */
+   - ct_matmul_rows_avx512bf16: INT8/INT4 matrices in the integer-dot mode go to the VNNI
+     kernel for decode-sized calls; BF16 weights use AMX tiles (TDPBF16PS) on split
+     activations (hi + lo bf16, f32-exact to ~1e-10 NMSE) for every token count where the CPU
+     and OS allow them, INT8/INT4 for n >= CT_AMX_MIN_TOKENS; in the opt-in bf16-activation
+     mode, VDPBF16PS (n >= CT_DP_MIN_TOKENS) or single-term AMX on activations rounded to
+     bf16. Everything else falls through to the f32 kernels. The f32-weight path never
+     reaches bf16 arithmetic. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -281,8 +283,8 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
 #define AMX_TARGET                                                                              \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16")))
 #define AMX_PAIRS (64 * 3072 / 2) /* bf16 pairs per packed buffer: 64 tokens of 3072 columns */
-#ifndef AMX_PF
-#define AMX_PF 256 /* weight elements ahead to prefetch */
+#ifndef AMX_PFB
+#define AMX_PFB 2048 /* weight bytes ahead to prefetch per row */
 #endif
 
 static _Thread_local uint32_t amx_hi[AMX_PAIRS], amx_lo[AMX_PAIRS];
@@ -332,8 +334,9 @@ AMX_TARGET static void amx_pack(const float *x, int C, int nt, int lo_too) {
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
                                                              12, 13, 14, 15),
                                            _mm512_set1_epi32(16));
-    if (nt % 16)
-        for (size_t i = (size_t)(nb - 1) * P * 16; i < (size_t)nb * P * 16; i++) amx_hi[i] = amx_lo[i] = 0;
+    /* the unused token columns of a last partial block keep stale (finite) values: each C
+       tile column depends only on its own B column, and those columns are never stored */
+    (void)nb;
     for (int t = 0; t < nt; t++) {
         const float *xs = x + (size_t)t * C;
         const size_t o = (size_t)(t / 16) * P * 16 + (t % 16);
@@ -398,27 +401,31 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
                 _tile_zero(2);
                 _tile_zero(3);
                 for (int k = 0; k < C; k += 32) {
-                    if (b == 0 && k + AMX_PF < C && w->dtype == CT_DT_BF16) /* stream from memory */
+                    if (b == 0 && w->dtype == CT_DT_BF16) /* stream the rows ahead from memory */
                         for (int i = 0; i < 16; i++) {
-                            _mm_prefetch((const char *)(a0 + (size_t)i * C + k + AMX_PF), _MM_HINT_T0);
-                            _mm_prefetch((const char *)(a1 + (size_t)i * C + k + AMX_PF), _MM_HINT_T0);
+                            _mm_prefetch((const char *)(a0 + (size_t)i * C + k) + AMX_PFB, _MM_HINT_T0);
+                            _mm_prefetch((const char *)(a1 + (size_t)i * C + k) + AMX_PFB, _MM_HINT_T0);
                         }
                     const size_t kb = (size_t)(k / 2) * 16;
                     _tile_loadd(4, a0 + k, ws);
                     _tile_loadd(5, a1 + k, ws);
                     _tile_loadd(6, amx_hi + bo0 + kb, 64);
-                    _tile_loadd(7, amx_hi + bo1 + kb, 64);
                     _tile_dpbf16ps(0, 4, 6);
-                    _tile_dpbf16ps(1, 4, 7);
                     _tile_dpbf16ps(2, 5, 6);
-                    _tile_dpbf16ps(3, 5, 7);
+                    if (twob) { /* a second 16-token block: the same weight tiles, tiles 1 and 3 */
+                        _tile_loadd(7, amx_hi + bo1 + kb, 64);
+                        _tile_dpbf16ps(1, 4, 7);
+                        _tile_dpbf16ps(3, 5, 7);
+                    }
                     if (split) {
                         _tile_loadd(6, amx_lo + bo0 + kb, 64);
-                        _tile_loadd(7, amx_lo + bo1 + kb, 64);
                         _tile_dpbf16ps(0, 4, 6);
-                        _tile_dpbf16ps(1, 4, 7);
                         _tile_dpbf16ps(2, 5, 6);
-                        _tile_dpbf16ps(3, 5, 7);
+                        if (twob) {
+                            _tile_loadd(7, amx_lo + bo1 + kb, 64);
+                            _tile_dpbf16ps(1, 4, 7);
+                            _tile_dpbf16ps(3, 5, 7);
+                        }
                     }
                 }
                 _tile_stored(0, tile[0], 64);
@@ -460,7 +467,11 @@ void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *
         ct_matmul_rows_vnni(w, bias, x, y, n, r0, r1);
         return;
     }
-    if ((w->dtype == CT_DT_BF16 || (q && w->cols <= AMX_WMAXC)) && amx_on && n >= CT_AMX_MIN_TOKENS &&
+    /* BF16 weights take the tiles for every token count (decode too: as fast as the f32 GEMV
+       for one token, and 2-4 batched tokens cost about the same as one); quantized weights
+       only from CT_AMX_MIN_TOKENS (their dequantization would cost more than it saves) */
+    const int amx_min = w->dtype == CT_DT_BF16 && !bf16act_on ? 1 : CT_AMX_MIN_TOKENS;
+    if ((w->dtype == CT_DT_BF16 || (q && w->cols <= AMX_WMAXC)) && amx_on && n >= amx_min &&
         w->cols % 32 == 0 && w->cols / 2 * 16 <= AMX_PAIRS)
         gemm_amx(w, bias, x, y, n, r0, r1);
     else if (w->dtype == CT_DT_BF16 && bf16act_on && n >= CT_DP_MIN_TOKENS && w->cols <= DP_MAXC)
