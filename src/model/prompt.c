@@ -1,5 +1,6 @@
 /* Prompt builder: the talker prefill layouts of MODEL.md 2.5-2.6 (CustomVoice, VoiceDesign,
    Base x-vector; streaming-text and non-streaming bodies). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -23,6 +24,28 @@ static ct_status tokenize(ct_session *s, const char *str, int32_t *ids, size_t c
                        "fit the session context of %d positions", *n, s->cap);
     if (st != CT_OK) return ct_errf(s->err, sizeof s->err, st, "prompt: %s", inner);
     return CT_OK;
+}
+
+/* Text embeddings (text_embedding -> fc1 -> SiLU -> fc2) of ids[n] into out[n][H], batched
+   over the session pool in chunks of the talker scratch (weights read once per chunk; the
+   kernels' per-token arithmetic does not depend on the batch, so every row equals
+   ct_embed_text of its id). */
+static void embed_text_rows(ct_session *s, const int32_t *ids, int n, float *out) {
+    const ct_model *m = s->m;
+    const int TH = m->cfg.text_hidden, H = m->cfg.talker.hidden;
+    ct_stack_scratch *sc = &s->ts;
+    if (!sc->pool || sc->n_max < 1 || m->cfg.talker.ffn < TH) {
+        for (int i = 0; i < n; i++) ct_embed_text(m, ids[i], out + (size_t)i * H, s->etmp);
+        return;
+    }
+    for (int t0 = 0; t0 < n; t0 += sc->n_max) {
+        const int k = n - t0 < sc->n_max ? n - t0 : sc->n_max;
+        float *a = sc->g, *b = sc->u; /* [k][TH] each, free outside the stack forward */
+        for (int i = 0; i < k; i++) ct_mat_row(&m->text_emb, ids[t0 + i], a + (size_t)i * TH);
+        ct_matmul_pool(sc->pool, &m->tp_fc1, m->tp_b1, a, b, k);
+        for (size_t i = 0; i < (size_t)k * TH; i++) b[i] = b[i] / (1.0f + expf(-b[i]));
+        ct_matmul_pool(sc->pool, &m->tp_fc2, m->tp_b2, b, out + (size_t)t0 * H, k);
+    }
 }
 
 ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
@@ -164,10 +187,12 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     /* the trailing overlay rows are written last because `full` borrowed their storage */
     float *P = s->pad_row;
     float *row = s->prompt;
-    for (int i = 0; i < n_instr; i++, row += H) ct_embed_text(m, iids[i], row, s->etmp);
-    for (int i = 0; i < 3; i++, row += H) ct_embed_text(m, ids[i], row, s->etmp);
+    embed_text_rows(s, iids, n_instr, row);
+    row += (size_t)n_instr * H;
+    embed_text_rows(s, ids, 3, row);
+    row += (size_t)3 * H;
     for (int i = 0; i < header; i++, row += H) {
-        if (i == header - 1) ct_embed_text(m, c->tts_bos, row, s->etmp);
+        if (i == header - 1) embed_text_rows(s, &c->tts_bos, 1, row);
         else memcpy(row, P, (size_t)H * sizeof(float));
         if (i == spk_slot)
             for (int j = 0; j < H; j++) row[j] += g->xvector[j];
@@ -177,18 +202,16 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     const int32_t *T = ids + 3;
     int n_trailing = 0;
     if (non_streaming) {
-        for (int i = 0; i < N; i++, row += H) {
-            ct_embed_text(m, T[i], row, s->etmp);
-            ct_embed_codec_add(m, c->codec_pad, row);
-        }
-        ct_embed_text(m, c->tts_eos, row, s->etmp);
+        embed_text_rows(s, T, N, row);
+        for (int i = 0; i < N; i++, row += H) ct_embed_codec_add(m, c->codec_pad, row);
+        embed_text_rows(s, &c->tts_eos, 1, row);
         ct_embed_codec_add(m, c->codec_pad, row);
         row += H;
         memcpy(row, P, (size_t)H * sizeof(float));
         ct_embed_codec_add(m, c->codec_bos, row);
         row += H;
     } else {
-        ct_embed_text(m, T[0], row, s->etmp);
+        embed_text_rows(s, T, 1, row);
         ct_embed_codec_add(m, c->codec_bos, row);
         row += H;
         /* copy the remaining text ids off the borrowed buffer before overwriting it */
@@ -199,8 +222,8 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
         if (n_trailing > s->cap)
             return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text too long");
         /* ids live in s->ids (not in the borrowed buffer), so this is safe */
-        for (int i = 0; i < N - 1; i++) ct_embed_text(m, T[i + 1], s->trailing + (size_t)i * H, s->etmp);
-        ct_embed_text(m, c->tts_eos, s->trailing + (size_t)(N - 1) * H, s->etmp);
+        embed_text_rows(s, T + 1, N - 1, s->trailing);
+        embed_text_rows(s, &c->tts_eos, 1, s->trailing + (size_t)(N - 1) * H);
     }
     s->n_trailing = n_trailing;
     return CT_OK;
