@@ -192,6 +192,28 @@ void ct_matmul_pool_capped(ct_pool *pool, const ct_mat *w, const float *bias, co
     ct_pool_run(pool, mm1_run, &j);
 }
 
+/* gate and up rows of one thread (the same split for both), then SiLU(gate) * up on those
+   rows for every token: the MLP's elementwise step runs in parallel without another
+   dispatch. */
+typedef struct {
+    const ct_mat *gate, *up;
+    const float *x;
+    float *g, *u;
+    int n, cap;
+} mlp_job;
+
+static void mlp_run(void *ctx, int ith, int nth) {
+    const mlp_job *j = ctx;
+    const int F = j->gate->rows;
+    int lo, hi;
+    ct_pool_split(F, ith, nth, CT_ROW_ALIGN, &lo, &hi);
+    if (lo >= hi) return;
+    rows_capped(j->gate, NULL, j->x, j->g, j->n, j->cap, lo, hi);
+    rows_capped(j->up, NULL, j->x, j->u, j->n, j->cap, lo, hi);
+    for (int t = 0; t < j->n; t++)
+        ct_swiglu(j->g + (size_t)t * F + lo, j->g + (size_t)t * F + lo, j->u + (size_t)t * F + lo, hi - lo);
+}
+
 static void matmuls(ct_stack_scratch *s, int n, int k, const ct_mat *w0, float *x0, float *y0,
                     const ct_mat *w1, float *x1, float *y1, const ct_mat *w2, float *x2, float *y2) {
     mm_job j = {k, {w0, w1, w2}, {x0, x1, x2}, {y0, y1, y2}, n, s->tok_cap};
@@ -203,16 +225,41 @@ typedef struct {
     ct_kv *const *kvs; /* [n] cache of each token */
     const int *pos;    /* [n] position of each token */
     int layer, n;
+    const ct_layer_w *L;
     ct_stack_scratch *s;
 } att_job;
 
+/* Per thread, for its KV heads [lo, hi) and every token: QK-norm and RoPE on those KV heads
+   and their query heads, the K/V append at the token's position in its own cache (layer l),
+   then attention. Heads are independent, so the split changes nothing but who computes. */
 static void att_run(void *ctx, int ith, int nth) {
     const att_job *j = ctx;
     const ct_stack_cfg *c = j->c;
-    const int hd = c->head_dim, qd = c->heads * hd, group = c->heads / c->kv_heads;
+    const ct_layer_w *L = j->L;
+    const int hd = c->head_dim, half = hd / 2, qd = c->heads * hd, kd = c->kv_heads * hd,
+              group = c->heads / c->kv_heads;
     int lo, hi;
     ct_pool_split(c->kv_heads, ith, nth, 1, &lo, &hi);
     float *scores = j->s->scores + (size_t)ith * j->s->cap;
+    for (int t = 0; t < j->n; t++) {
+        const float *cs = j->s->cosv + (size_t)t * half, *sn = j->s->sinv + (size_t)t * half;
+        float *q = j->s->q + (size_t)t * qd, *k = j->s->k + (size_t)t * kd;
+        const float *v = j->s->v + (size_t)t * kd;
+        ct_kv *kvw = j->kvs[t];
+        const int p = j->pos[t];
+        for (int h = lo * group; h < hi * group; h++) {
+            ct_rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, L->q_norm, hd, c->eps);
+            ct_rope_apply(q + (size_t)h * hd, cs, sn, hd);
+        }
+        for (int h = lo; h < hi; h++) {
+            ct_rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, L->k_norm, hd, c->eps);
+            ct_rope_apply(k + (size_t)h * hd, cs, sn, hd);
+            memcpy(kvw->k[j->layer] + ((size_t)h * kvw->cap + p) * hd, k + (size_t)h * hd,
+                   (size_t)hd * sizeof(float));
+            memcpy(kvw->v[j->layer] + ((size_t)h * kvw->cap + p) * hd, v + (size_t)h * hd,
+                   (size_t)hd * sizeof(float));
+        }
+    }
     for (int t = 0; t < j->n; t++) {
         const ct_kv *kv = j->kvs[t];
         attend(c, kv->k[j->layer], kv->v[j->layer], kv->cap, j->s->q + (size_t)t * qd,
@@ -233,7 +280,6 @@ void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *p
                             ct_stack_scratch *s, float *x) {
     const ct_stack_cfg *c = w->cfg;
     const int H = c->hidden, hd = c->head_dim, half = hd / 2;
-    const int qd = c->heads * hd, kd = c->kv_heads * hd;
     for (int t = 0; t < n; t++)
         ct_rope_angles(pos[t], hd, c->rope_theta, s->cosv + (size_t)t * half,
                        s->sinv + (size_t)t * half);
@@ -242,36 +288,14 @@ void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *p
         for (int t = 0; t < n; t++)
             ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->in_norm, H, c->eps);
         matmuls(s, n, 3, &L->q, s->h, s->q, &L->k, s->h, s->k, &L->v, s->h, s->v);
-        for (int t = 0; t < n; t++) {
-            const float *cs = s->cosv + (size_t)t * half, *sn = s->sinv + (size_t)t * half;
-            float *q = s->q + (size_t)t * qd, *k = s->k + (size_t)t * kd;
-            for (int h = 0; h < c->heads; h++) {
-                ct_rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, L->q_norm, hd, c->eps);
-                ct_rope_apply(q + (size_t)h * hd, cs, sn, hd);
-            }
-            for (int h = 0; h < c->kv_heads; h++) {
-                ct_rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, L->k_norm, hd, c->eps);
-                ct_rope_apply(k + (size_t)h * hd, cs, sn, hd);
-            }
-            /* append K/V at the token's position in its own cache, layer l */
-            ct_kv *kv = kvs[t];
-            const int p = pos[t];
-            const float *v = s->v + (size_t)t * kd;
-            for (int h = 0; h < c->kv_heads; h++) {
-                memcpy(kv->k[l] + ((size_t)h * kv->cap + p) * hd, k + (size_t)h * hd,
-                       (size_t)hd * sizeof(float));
-                memcpy(kv->v[l] + ((size_t)h * kv->cap + p) * hd, v + (size_t)h * hd,
-                       (size_t)hd * sizeof(float));
-            }
-        }
-        att_job aj = {c, kvs, pos, l, n, s};
+        att_job aj = {c, kvs, pos, l, n, L, s};
         ct_pool_run(s->pool, att_run, &aj);
         matmuls(s, n, 1, &L->o, s->att, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
         for (int t = 0; t < n; t++)
             ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->post_norm, H, c->eps);
-        matmuls(s, n, 2, &L->gate, s->h, s->g, &L->up, s->h, s->u, NULL, NULL, NULL);
-        ct_swiglu(s->g, s->g, s->u, n * c->ffn);
+        mlp_job mj = {&L->gate, &L->up, s->h, s->g, s->u, n, s->tok_cap};
+        ct_pool_run(s->pool, mlp_run, &mj);
         matmuls(s, n, 1, &L->down, s->g, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
     }

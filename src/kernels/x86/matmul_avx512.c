@@ -283,8 +283,8 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
 #define AMX_TARGET                                                                              \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16")))
 #define AMX_PAIRS (64 * 3072 / 2) /* bf16 pairs per packed buffer: 64 tokens of 3072 columns */
-#ifndef AMX_PFB
-#define AMX_PFB 2048 /* weight bytes ahead to prefetch per row */
+#ifndef AMX_PF_ROWS
+#define AMX_PF_ROWS 32 /* rows ahead to prefetch: the next 32-row block */
 #endif
 
 static _Thread_local uint32_t amx_hi[AMX_PAIRS], amx_lo[AMX_PAIRS];
@@ -401,11 +401,9 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
                 _tile_zero(2);
                 _tile_zero(3);
                 for (int k = 0; k < C; k += 32) {
-                    if (b == 0 && w->dtype == CT_DT_BF16) /* stream the rows ahead from memory */
-                        for (int i = 0; i < 16; i++) {
-                            _mm_prefetch((const char *)(a0 + (size_t)i * C + k) + AMX_PFB, _MM_HINT_T0);
-                            _mm_prefetch((const char *)(a1 + (size_t)i * C + k) + AMX_PFB, _MM_HINT_T0);
-                        }
+                    if (b == 0 && w->dtype == CT_DT_BF16) /* the next 32-row block, same columns */
+                        for (int i = 0; i < 32; i++)
+                            _mm_prefetch((const char *)(a0 + (size_t)(AMX_PF_ROWS + i) * C + k), _MM_HINT_T0);
                     const size_t kb = (size_t)(k / 2) * 16;
                     _tile_loadd(4, a0 + k, ws);
                     _tile_loadd(5, a1 + k, ws);
