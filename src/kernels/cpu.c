@@ -106,8 +106,8 @@ ct_matmul_rows_fn ct_matmul_rows_for(ct_isa isa) {
     case CT_ISA_AVX512BF16: return ct_matmul_rows_avx512bf16;
 #endif
 #if defined(__aarch64__)
-    case CT_ISA_NEON:
-    case CT_ISA_NEON_DOTPROD: return ct_matmul_rows_neon;
+    case CT_ISA_NEON: return ct_matmul_rows_neon;
+    case CT_ISA_NEON_DOTPROD: return ct_matmul_rows_neon_dotprod;
 #endif
     default: return NULL;
     }
@@ -178,9 +178,11 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         const char *ba = getenv("CODECTALK_BF16_ACT");
         table.bf16act = isa == CT_ISA_AVX512BF16 && ba && strcmp(ba, "1") == 0;
         ct_matmul_bf16act_enable(table.bf16act);
-        const char *xa = getenv("CODECTALK_INT8_ACT");
-        table.xq = isa == CT_ISA_AVX512BF16 && !(xa && strcmp(xa, "0") == 0);
 #endif
+        /* the levels with integer-dot kernels: VNNI (avx512bf16), SDOT (neon-dotprod) */
+        const char *xa = getenv("CODECTALK_INT8_ACT");
+        table.xq = (isa == CT_ISA_AVX512BF16 || isa == CT_ISA_NEON_DOTPROD) &&
+                   !(xa && strcmp(xa, "0") == 0);
         __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);
     } else if (table.isa != isa) {
         st = ct_errf(err, errcap, CT_ERR_STATE, "kernels already selected as '%s'; cannot switch "

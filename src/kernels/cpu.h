@@ -47,7 +47,8 @@ typedef struct {
     int amx;     /* 1: the avx512bf16 variant uses AMX tiles for BF16 prefill */
     int bf16act; /* 1: bf16-activation mode (CODECTALK_BF16_ACT=1) */
     int xq;      /* 1: INT8/INT4 weights load in the integer-dot mode (ct_mat.xq): the level has
-                    VNNI kernels for it (avx512bf16) and CODECTALK_INT8_ACT is not 0 */
+                    integer-dot kernels for it (avx512bf16: VNNI, neon-dotprod: SDOT) and
+                    CODECTALK_INT8_ACT is not 0 */
 } ct_kernel_table;
 
 /* Selects the kernel table once per process: force (or, when NULL, the CODECTALK_ISA
@@ -75,8 +76,8 @@ void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *
                                int n, int r0, int r1);
 #endif
 /* Integer-dot mode (ct_mat.xq) with VPDPBUSD, for any token count when called directly; the
-   avx512bf16 variant routes calls with ct_xq_active here, the other variants compute those
-   with the scalar reference. */
+   avx512bf16 variant routes calls with ct_xq_active here (neon-dotprod: ct_matmul_rows_sdot),
+   the other variants compute those with the scalar reference. */
 void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1);
 #define CT_DP_MIN_TOKENS 8
@@ -92,7 +93,16 @@ int ct_amx_available(void);
    result per matmul; off by default. Returns the new state. */
 int ct_matmul_bf16act_enable(int on);
 #if defined(__aarch64__)
+/* NEON with f32 activations; the integer-dot mode falls back to the scalar reference. */
 void ct_matmul_rows_neon(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                         int r0, int r1);
+/* As neon, but calls with ct_xq_active run ct_matmul_rows_sdot (needs the dot-product
+   extension, HWCAP_ASIMDDP). */
+void ct_matmul_rows_neon_dotprod(const ct_mat *w, const float *bias, const float *x, float *y,
+                                 int n, int r0, int r1);
+/* Integer-dot mode (ct_mat.xq) with SDOT, for any token count when called directly; computes
+   the scalar reference's function in its order per output. */
+void ct_matmul_rows_sdot(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1);
 #endif
 

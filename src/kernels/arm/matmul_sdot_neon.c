@@ -1,0 +1,186 @@
+/* NEON dot-product (SDOT, the neon-dotprod level) matmul for the integer-dot mode (ct_mat.xq,
+   INT8/INT4 weights): each call quantizes its tokens' activations per 32-column group to int8
+   (bit-identical to ct_xq_quantize) and SDOT multiplies them with the weights as signed bytes
+   (INT8 as stored; INT4 nibbles q + 8 are fed unsigned and the group dot is corrected by
+   -8 * (sum of the group's activation bytes)), so every 32-column group dot is exact. A block
+   is 4 rows x up to 4 tokens: per group and token the four rows' SDOT lanes are reduced by a
+   pairwise-add tree to one vector [d_r0 .. d_r3] of exact group dots, which is converted,
+   scaled (s_group, times the INT4 group scale) and added to a per-token accumulator with the
+   rows in its lanes. Each lane therefore does the scalar reference's arithmetic in its order
+   (acc += d * s, or acc += sw * (d * s), over groups in order): the result is the reference's
+   and does not depend on the batch size or the row split. */
+#include <arm_neon.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/cpu.h"
+#include "kernels/matrow.h"
+
+/* GCC declares vdotq_s32 for armv8.2-a+dotprod and inlines it into functions of that target;
+   clang (before target-guarded intrinsics) declares it only under -march, so with clang SDOT
+   is inline assembly, which the integrated assembler takes in a target("dotprod") function. */
+#if defined(__clang__)
+#define SDOT_TARGET __attribute__((target("dotprod")))
+#else
+#define SDOT_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+#define SDOT_INLINE SDOT_TARGET static inline __attribute__((always_inline))
+
+#define XQ_TOK 16 /* tokens quantized per pass (routed calls have fewer than CT_AMX_MIN_TOKENS) */
+
+typedef struct {
+    int8_t q[XQ_TOK][CT_XQ_MAXC];              /* quantized activations, natural order */
+    float s[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP]; /* group scales */
+    int32_t c8[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP]; /* 8 * sum of each group's bytes (INT4 offset) */
+} xq_buf;
+
+static _Thread_local xq_buf xb;
+
+SDOT_INLINE int32x4_t sdot(int32x4_t acc, int8x16_t a, int8x16_t b) {
+#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)
+    __asm__("sdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(a), "w"(b)); /* assembled for the target */
+    return acc;
+#else
+    return vdotq_s32(acc, a, b);
+#endif
+}
+
+/* ct_xq_quantize for token x[C] into slot t (FMAXNM ignores NaN as fmaxf does; FCVTNS rounds to
+   nearest even as lrintf does in the default rounding mode). */
+static void xq_quantize_tok(const float *x, int C, int t) {
+    int8_t *q = xb.q[t];
+    for (int g = 0; g < C / CT_Q4_GROUP; g++) {
+        const float *xg = x + g * CT_Q4_GROUP;
+        float32x4_t v[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) v[i] = vld1q_f32(xg + 4 * i);
+        float32x4_t m0 = vmaxnmq_f32(vabsq_f32(v[0]), vabsq_f32(v[1]));
+        float32x4_t m1 = vmaxnmq_f32(vabsq_f32(v[2]), vabsq_f32(v[3]));
+        float32x4_t m2 = vmaxnmq_f32(vabsq_f32(v[4]), vabsq_f32(v[5]));
+        float32x4_t m3 = vmaxnmq_f32(vabsq_f32(v[6]), vabsq_f32(v[7]));
+        const float amax = vmaxnmvq_f32(vmaxnmq_f32(vmaxnmq_f32(m0, m1), vmaxnmq_f32(m2, m3)));
+        if (!(amax >= CT_XQ_MIN_AMAX)) {
+            xb.s[t][g] = 0.0f;
+            xb.c8[t][g] = 0;
+            memset(q + g * CT_Q4_GROUP, 0, CT_Q4_GROUP);
+            continue;
+        }
+        const float inv = 127.0f / amax;
+        xb.s[t][g] = amax / 127.0f;
+        int32x4_t iv[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) iv[i] = vcvtnq_s32_f32(vmulq_n_f32(v[i], inv));
+        int16x8_t h0 = vmovn_high_s32(vmovn_s32(iv[0]), iv[1]), h1 = vmovn_high_s32(vmovn_s32(iv[2]), iv[3]);
+        int16x8_t h2 = vmovn_high_s32(vmovn_s32(iv[4]), iv[5]), h3 = vmovn_high_s32(vmovn_s32(iv[6]), iv[7]);
+        int8x16_t b0 = vmovn_high_s16(vmovn_s16(h0), h1), b1 = vmovn_high_s16(vmovn_s16(h2), h3);
+        vst1q_s8(q + g * CT_Q4_GROUP, b0);
+        vst1q_s8(q + g * CT_Q4_GROUP + 16, b1);
+        xb.c8[t][g] = 8 * ((int32_t)vaddlvq_s8(b0) + (int32_t)vaddlvq_s8(b1));
+    }
+}
+
+/* 4 rows from r (first nr real, the rest repeat the last) x NT tokens from slot t0: acc[t]
+   lane i = the reference's accumulator of row r + i, token t0 + t. */
+SDOT_INLINE void xq_blk4(const ct_mat *w, int r, int nr, int t0, const int NT, const int Q4,
+                         float32x4_t *acc) {
+    const int G = w->cols / CT_Q4_GROUP;
+    const int8_t *p[4];
+    const float *sc[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        p[i] = (const int8_t *)ct_row_ptr(w, r + (i < nr ? i : nr - 1));
+        sc[i] = ct_row_sc(w, r + (i < nr ? i : nr - 1));
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) acc[t] = vdupq_n_f32(0.0f);
+    const uint8x16_t nib = vdupq_n_u8(0x0f);
+    const int32x4_t zero = vdupq_n_s32(0);
+    for (int g = 0; g < G; g++) {
+        int8x16_t wl[4], wh[4];
+        float32x4_t sw = vdupq_n_f32(0.0f);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            if (Q4) { /* byte j: column j in the low nibble, 16 + j in the high one */
+                const uint8x16_t v = vld1q_u8((const uint8_t *)p[i] + g * 16);
+                wl[i] = vreinterpretq_s8_u8(vandq_u8(v, nib));
+                wh[i] = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+            } else {
+                wl[i] = vld1q_s8(p[i] + g * CT_Q4_GROUP);
+                wh[i] = vld1q_s8(p[i] + g * CT_Q4_GROUP + 16);
+            }
+        }
+        if (Q4) {
+            sw = vsetq_lane_f32(sc[0][g], sw, 0);
+            sw = vsetq_lane_f32(sc[1][g], sw, 1);
+            sw = vsetq_lane_f32(sc[2][g], sw, 2);
+            sw = vsetq_lane_f32(sc[3][g], sw, 3);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            const int8_t *xq = xb.q[t0 + t] + g * CT_Q4_GROUP;
+            const int8x16_t x0 = vld1q_s8(xq), x1 = vld1q_s8(xq + 16);
+            int32x4_t a[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) a[i] = sdot(sdot(zero, wl[i], x0), wh[i], x1);
+            int32x4_t d = vpaddq_s32(vpaddq_s32(a[0], a[1]), vpaddq_s32(a[2], a[3]));
+            if (Q4) d = vsubq_s32(d, vdupq_n_s32(xb.c8[t0 + t][g]));
+            float32x4_t f = vmulq_n_f32(vcvtq_f32_s32(d), xb.s[t0 + t][g]);
+            if (Q4) f = vmulq_f32(sw, f);
+            acc[t] = vaddq_f32(acc[t], f);
+        }
+    }
+}
+
+SDOT_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
+                                int r1) {
+    const int R = w->rows, q4 = w->dtype == CT_DT_U8;
+    for (int r = r0; r < r1; r += 4) {
+        const int nr = r1 - r < 4 ? r1 - r : 4;
+        float sc[4], b[4];
+        for (int i = 0; i < nr; i++) {
+            sc[i] = ct_post_scale(w, r + i);
+            b[i] = bias ? bias[r + i] : 0.0f;
+        }
+        for (int t = 0; t < nt; t += 4) {
+            const int n4 = nt - t < 4 ? nt - t : 4;
+            float32x4_t acc[4];
+            if (q4) {
+                switch (n4) {
+                case 1: xq_blk4(w, r, nr, t, 1, 1, acc); break;
+                case 2: xq_blk4(w, r, nr, t, 2, 1, acc); break;
+                case 3: xq_blk4(w, r, nr, t, 3, 1, acc); break;
+                default: xq_blk4(w, r, nr, t, 4, 1, acc); break;
+                }
+            } else {
+                switch (n4) {
+                case 1: xq_blk4(w, r, nr, t, 1, 0, acc); break;
+                case 2: xq_blk4(w, r, nr, t, 2, 0, acc); break;
+                case 3: xq_blk4(w, r, nr, t, 3, 0, acc); break;
+                default: xq_blk4(w, r, nr, t, 4, 0, acc); break;
+                }
+            }
+            for (int j = 0; j < n4; j++) {
+                float o[4];
+                vst1q_f32(o, acc[j]);
+                float *yt = y + (size_t)(t0 + t + j) * R;
+                for (int i = 0; i < nr; i++) yt[r + i] = sc[i] * o[i] + b[i];
+            }
+        }
+    }
+}
+
+void ct_matmul_rows_sdot(const ct_mat *w, const float *bias, const float *x, float *y, int n, int r0,
+                         int r1) {
+    const int C = w->cols;
+    for (int t0 = 0; t0 < n; t0 += XQ_TOK) {
+        const int nt = n - t0 < XQ_TOK ? n - t0 : XQ_TOK;
+        for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, t);
+        xq_rows(w, bias, y, t0, nt, r0, r1);
+    }
+}
+
+void ct_matmul_rows_neon_dotprod(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                                 int r0, int r1) {
+    if (ct_xq_active(w, n)) ct_matmul_rows_sdot(w, bias, x, y, n, r0, r1);
+    else ct_matmul_rows_neon(w, bias, x, y, n, r0, r1);
+}
