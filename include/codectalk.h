@@ -191,9 +191,31 @@ int ct_codec_sample_rate(const ct_codec *c);       /* 24000 */
 /* ---- streaming synthesis (stage threads) -------------------------------------------- */
 
 /* A streaming synthesiser: stage 0 (talker + code predictor) and stage 1 (codec decoder) run
-   on their own threads, joined by a bounded frame queue; PCM reaches a callback in chunks chosen
-   by a schedule. One request at a time per object; create one per concurrent stream. */
+   on their own threads, joined by a bounded frame queue ("overlapped"), or one after the other
+   on one thread and its pool ("serial"); PCM reaches a callback in chunks chosen by a schedule.
+   One request at a time per object; create one per concurrent stream. */
 typedef struct ct_synth ct_synth;
+
+/* How the two stages share the CPUs (ct_synth_params.scheduling; docs/STREAMING.md 4). The
+   audio is bit-identical in both modes. */
+typedef enum {
+    CT_SCHEDULING_OVERLAPPED = 0, /* stage 0 (talker_threads) and stage 1 (codec_threads) run
+                                     concurrently on their own threads (default) */
+    CT_SCHEDULING_SERIAL = 1,     /* one thread and its pool of talker_threads runs the talker
+                                     and predictor for a frame, then decodes a due chunk there;
+                                     codec_threads and codec_cpus are not used */
+    CT_SCHEDULING_AUTO = 2        /* serial when the CPUs to use (the process's CPU set, or the
+                                     union of talker_cpus and codec_cpus when both are given)
+                                     number 2 or fewer: the pool then takes talker_threads (0 =
+                                     all) + codec_threads threads, at most one per CPU, pinned
+                                     to both lists; overlapped otherwise, and when only one
+                                     stage is pinned */
+} ct_scheduling;
+
+/* "overlapped", "serial", "auto"; "?" for anything else. */
+const char *ct_scheduling_str(int mode);
+/* Parses one of the names above into *mode; CT_ERR_INVALID_ARG for anything else. */
+ct_status ct_scheduling_parse(const char *name, int *mode);
 
 typedef struct {
     size_t size;
@@ -211,11 +233,12 @@ typedef struct {
                                 form); 0: exact stateful decoder (default) */
     int context_frames;      /* windowed left context (default 72) */
     int max_chunk_frames;    /* largest chunk any schedule may ask for (default 64) */
+    int scheduling;          /* ct_scheduling: overlapped (default), serial or auto */
 } ct_synth_params;
 
 ct_synth_params ct_synth_params_default(void);
 
-/* PCM sink, called on the stage-1 thread: n samples (mono f32 at the codec rate) of chunk
+/* PCM sink, called on the stage-1 thread (serial: the one stage thread): n samples (mono f32 at the codec rate) of chunk
    `index`. Return 0 to continue, non-zero to cancel the request. A slow sink blocks stage 1,
    which back-pressures stage 0 through the queue: audio is never dropped or reordered. */
 typedef int (*ct_pcm_sink)(void *ud, const float *pcm, int n, int index);
@@ -242,9 +265,15 @@ typedef struct {
     double t_done_ms;
     ct_stop_reason stop;
     double stage0_ms, stage1_ms; /* busy time per stage */
+    double prefill_ms;        /* stage 0: ct_session_start (prompt + prefill + first c0) */
+    double talker_ms, predictor_ms; /* stage 0 split after the prefill: talker steps, code
+                                       predictor; stage1_ms is the decoder */
 } ct_synth_stats;
 
 ct_synth_stats ct_synth_get_stats(const ct_synth *s);
+
+/* The scheduling the object runs (overlapped or serial; auto resolved at create). */
+ct_scheduling ct_synth_scheduling(const ct_synth *s);
 
 /* Chunk arrival timeline of the last run: t_ms since ct_synth_run began and samples per chunk.
    Returns the number of chunks; fills up to cap entries. */

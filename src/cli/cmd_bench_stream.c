@@ -1,7 +1,10 @@
 /* `codectalk bench stream` and `bench threads`: what a listener hears. Runs prompts through the
    streaming pipeline and scores each chunk timeline (TTFA, playback start, stalls, RTF, gaps),
-   writing the schema-1 JSON; `threads` repeats it over talker/codec CPU splits. */
+   writing the schema-1 JSON with the frame budget split (talker / predictor / decoder / other);
+   `--scheduling LIST` runs overlapped and serial stage scheduling side by side; `threads`
+   repeats the bench over talker/codec CPU splits. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +27,7 @@ static const char *default_prompts[] = {
     NULL};
 
 typedef struct {
-    const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language, *weights;
+    const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language, *weights, *scheduling;
     int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, ctx;
     uint64_t seed;
 } bench_args;
@@ -33,6 +36,60 @@ typedef struct {
     ct_chunk_rec *recs;
     int n, cap;
 } rec_sink;
+
+/* Where the time of a frame goes, over the measured requests: ms per frame. */
+typedef struct {
+    int frames;
+    double prefill_ms;  /* mean per request */
+    double talker, predictor, decoder, other, wall; /* ms per frame; wall = run after prefill */
+} frame_budget;
+
+/* What one bench run reports beyond the schema-1 summary. */
+typedef struct {
+    ct_stream_summary sum;
+    double ttfa_p95_ms, rtf_p95;
+    int n_stalls;          /* underruns of a player started at TTFA, over the measured requests */
+    double stall_total_ms; /* their total */
+    frame_budget fb;
+    ct_scheduling mode;    /* as resolved by the synthesiser */
+    char path[2048];       /* the result file */
+} run_extra;
+
+/* `other` is the wall time per frame the stage work does not explain: serial = wall - (talker +
+   predictor + decoder); overlapped = wall - max(talker + predictor, decoder), the stages
+   running side by side. */
+static void budget_finish(frame_budget *b, int n_req, ct_scheduling mode) {
+    double f = b->frames > 0 ? b->frames : 1;
+    b->talker /= f;
+    b->predictor /= f;
+    b->decoder /= f;
+    b->wall /= f;
+    if (n_req > 0) b->prefill_ms /= n_req;
+    double s0 = b->talker + b->predictor;
+    b->other = b->wall - (mode == CT_SCHEDULING_SERIAL ? s0 + b->decoder : (s0 > b->decoder ? s0 : b->decoder));
+}
+
+static json_t *budget_json(const frame_budget *b) {
+    return json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:{s:f,s:f,s:f,s:f,s:f}}", "frames", b->frames,
+                     "prefill_ms", b->prefill_ms, "talker_ms", b->talker, "predictor_ms", b->predictor,
+                     "decoder_ms", b->decoder, "other_ms", b->other, "wall_ms", b->wall, "share_of_80ms",
+                     "talker", b->talker / 80.0, "predictor", b->predictor / 80.0, "decoder", b->decoder / 80.0,
+                     "other", b->other / 80.0, "wall", b->wall / 80.0);
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank q-percentile of the finite values of v[n] (sorted in place); NAN when none. */
+static double pctl(double *v, int n, double q) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) v[k++] = v[i];
+    qsort(v, (size_t)k, sizeof *v, cmp_dbl);
+    return ct_percentile_nearest(v, k, q);
+}
 
 static int discard_sink(void *ud, const float *pcm, int n, int index) {
     (void)ud;
@@ -98,7 +155,7 @@ static void git_sha(char *out, size_t cap) {
    and fills *summary_out when non-NULL. */
 static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth_params sp,
                      const char *deploy_tag, int argc, char **argv, ct_stream_summary *summary_out,
-                     json_t **attribution_out) {
+                     json_t **attribution_out, run_extra *ex_out) {
     char err[1024];
     char **prompts = NULL;
     int n_prompts = 0, own_prompts = 0;
@@ -132,8 +189,12 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
     char (*ids)[32] = calloc((size_t)total, 32);
     double *tl = malloc(sizeof(double) * 8192);
     int *ns = malloc(sizeof(int) * 8192);
+    double *vals = malloc(sizeof(double) * (size_t)(total ? total : 1));
     int rc = -1, k = 0;
-    if (!reqs || !recs || !ids || !tl || !ns) goto done;
+    run_extra ex;
+    memset(&ex, 0, sizeof ex);
+    ex.mode = ct_synth_scheduling(sy);
+    if (!reqs || !recs || !ids || !tl || !ns || !vals) goto done;
     for (int pass = 0; pass < a->warmup + a->repeat; pass++) {
         int warm = pass < a->warmup;
         for (int i = 0; i < (warm ? 1 : n_prompts); i++) {
@@ -170,6 +231,17 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
                 fprintf(stderr, "error: scoring %s: %s\n", ids[k], err);
                 goto done;
             }
+            if (!warm) {
+                ct_synth_stats ss = ct_synth_get_stats(sy);
+                ex.fb.frames += ss.frames;
+                ex.fb.prefill_ms += ss.prefill_ms;
+                ex.fb.talker += ss.talker_ms;
+                ex.fb.predictor += ss.predictor_ms;
+                ex.fb.decoder += ss.stage1_ms;
+                ex.fb.wall += ss.t_done_ms - ss.prefill_ms;
+                if (r->m.n_stalls_at_ttfa > 0) ex.n_stalls += r->m.n_stalls_at_ttfa;
+                if (isfinite(r->m.stall_at_ttfa_ms)) ex.stall_total_ms += r->m.stall_at_ttfa_ms;
+            }
             k++;
         }
     }
@@ -178,6 +250,15 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
+    int nm = 0;
+    for (int i = 0; i < k; i++)
+        if (!reqs[i].warmup) vals[nm++] = reqs[i].m.ttfa_ms;
+    ex.ttfa_p95_ms = pctl(vals, nm, 0.95);
+    nm = 0;
+    for (int i = 0; i < k; i++)
+        if (!reqs[i].warmup) vals[nm++] = reqs[i].m.rtf_streamed;
+    ex.rtf_p95 = pctl(vals, nm, 0.95);
+    budget_finish(&ex.fb, sum.n_requests, ex.mode);
     json_t *stats = NULL;
     if (a->step_stats) {
         ct_stats_dump(NULL, err, sizeof err);
@@ -189,11 +270,12 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
     git_sha(sha, sizeof sha);
     time_t now = time(NULL);
     strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
-    json_t *bargs = json_pack("{s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:s?,s:s?}", "schedule", sp.schedule,
-                              "profile", a->profile, "windowed", sp.windowed, "context", sp.context_frames,
-                              "talker_threads", sp.talker_threads, "codec_threads", sp.codec_threads,
-                              "warmup", a->warmup, "repeat", a->repeat, "speaker", a->speaker,
-                              "language", a->language);
+    json_t *bargs = json_pack("{s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s,s:s,s:s?}", "schedule",
+                              sp.schedule, "profile", a->profile, "windowed", sp.windowed, "context",
+                              sp.context_frames, "talker_threads", sp.talker_threads, "codec_threads",
+                              sp.codec_threads, "warmup", a->warmup, "repeat", a->repeat, "speaker", a->speaker,
+                              "language", a->language, "scheduling", ct_scheduling_str(ex.mode),
+                              "scheduling_requested", ct_scheduling_str(sp.scheduling), "weights", a->weights);
     ct_bench_meta meta;
     memset(&meta, 0, sizeof meta);
     meta.model = a->model;
@@ -211,8 +293,16 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
     meta.init_s = init_s;
     meta.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
     json_t *doc = ct_bench_json(&meta, reqs, k, stats, err, sizeof err);
-    char path[2048];
-    if (!doc || ct_bench_result_path(a->out, a->model, deploy_tag, ts, a->tag, path, sizeof path, err,
+    if (doc) {
+        json_t *fb = budget_json(&ex.fb);
+        json_object_set_new(fb, "scheduling", json_string(ct_scheduling_str(ex.mode)));
+        json_object_set_new(doc, "frame_budget", fb);
+        json_object_set_new(json_object_get(doc, "summary"), "ttfa_p95_ms", json_real(ex.ttfa_p95_ms));
+        json_object_set_new(json_object_get(doc, "summary"), "stalls_at_ttfa",
+                            json_pack("{s:i,s:f}", "count", ex.n_stalls, "total_ms", ex.stall_total_ms));
+    }
+    char *path = ex.path;
+    if (!doc || ct_bench_result_path(a->out, a->model, deploy_tag, ts, a->tag, path, sizeof ex.path, err,
                                      sizeof err) != CT_OK ||
         ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: writing results: %s\n", err);
@@ -221,8 +311,8 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
         json_decref(stats);
         goto done;
     }
-    printf("%s: %d requests (+%d warm-up), schedule %s%s\n", path, sum.n_requests, a->warmup,
-           sp.schedule ? sp.schedule : "exact", sp.windowed ? " (windowed)" : "");
+    printf("%s: %d requests (+%d warm-up), schedule %s%s, %s scheduling\n", path, sum.n_requests, a->warmup,
+           sp.schedule ? sp.schedule : "exact", sp.windowed ? " (windowed)" : "", ct_scheduling_str(ex.mode));
     printf("| metric | p50 | p90 | max | mean |\n|---|---|---|---|---|\n");
     const struct {
         const char *name;
@@ -233,8 +323,19 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
     for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
         printf("| %s | %.3f | %.3f | %.3f | %.3f |\n", rows[r].name, rows[r].s->p50, rows[r].s->p90,
                rows[r].s->max, rows[r].s->mean);
+    printf("ttfa p95 %.3f ms, rtf_streamed p95 %.3f, stalls at TTFA: %d (%.1f ms in all)\n", ex.ttfa_p95_ms,
+           ex.rtf_p95, ex.n_stalls, ex.stall_total_ms);
     printf("peak RSS %.0f MiB, init %.2f s, audio %.1f s in %.1f s\n", (double)meta.peak_rss_bytes / 1048576.0,
            init_s, sum.total_audio_s, sum.total_wall_s);
+    printf("frame budget (%d frames, prefill %.1f ms per request):\n| stage | ms/frame | share of 80 ms |\n"
+           "|---|---|---|\n", ex.fb.frames, ex.fb.prefill_ms);
+    const struct {
+        const char *name;
+        double v;
+    } fbr[] = {{"talker", ex.fb.talker}, {"predictor", ex.fb.predictor}, {"decoder", ex.fb.decoder},
+               {"other", ex.fb.other}, {"wall (after prefill)", ex.fb.wall}};
+    for (size_t r = 0; r < sizeof fbr / sizeof *fbr; r++)
+        printf("| %s | %.1f | %.1f%% |\n", fbr[r].name, fbr[r].v, fbr[r].v / 0.8);
     if (stats) {
         json_t *merged = json_pack("{s:O,s:O}", "roles", json_object_get(stats, "roles"), "attribution",
                                    json_object_get(stats, "attribution"));
@@ -245,6 +346,8 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
         json_decref(merged);
     }
     if (summary_out) *summary_out = sum;
+    ex.sum = sum;
+    if (ex_out) *ex_out = ex;
     json_decref(doc);
     json_decref(bargs);
     json_decref(stats);
@@ -257,6 +360,7 @@ done:
     free(ids);
     free(tl);
     free(ns);
+    free(vals);
     if (own_prompts) {
         for (int i = 0; i < n_prompts; i++) free(prompts[i]);
         free(prompts);
@@ -286,6 +390,9 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         {"context", 0, CT_OPT_INT, &a->context, "N", "windowed left context (default 72)"},
         {"threads", 0, CT_OPT_INT, &a->threads, "N", "talker threads (default 1)"},
         {"codec-threads", 0, CT_OPT_INT, &a->codec_threads, "N", "codec threads (default 1)"},
+        {"scheduling", 0, CT_OPT_STR, &a->scheduling, "LIST",
+         "overlapped | serial | auto | both, or a comma list of MODE[:THREADS[+CODEC_THREADS]] run side by side "
+         "(default overlapped)"},
         {"speaker", 's', CT_OPT_STR, &a->speaker, "NAME", "speaker (default: the model's first)"},
         {"language", 'l', CT_OPT_STR, &a->language, "NAME", "language (default auto)"},
         {"seed", 0, CT_OPT_U64, &a->seed, "N", "base seed"},
@@ -295,8 +402,12 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         {"tag", 0, CT_OPT_STR, &a->tag, "NAME", "suffix for the result file name"},
         {"output", 'o', CT_OPT_STR, &a->out, "DIR", "results directory (default results/)"},
         {NULL, 0, 0, NULL, NULL, NULL}};
+    if (sweep) { /* bench threads sweeps overlapped talker+codec splits: no --scheduling */
+        size_t j = 0;
+        for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+            if (!opts[i].name || strcmp(opts[i].name, "scheduling") != 0) opts[j++] = opts[i];
+    }
     int r = ct_args_parse(argc, argv, opts, usage);
-    (void)sweep;
     if (r) return r < 0 ? 2 : 1;
     if (!a->model) {
         fprintf(stderr, "error: --model DIR is required\n");
@@ -321,12 +432,83 @@ static int setup(const bench_args *a, ct_model **m, ct_codec **c) {
     return 0;
 }
 
+/* One entry of --scheduling: a mode and the threads it runs with. */
+typedef struct {
+    int mode, threads, codec_threads;
+} sched_entry;
+
+/* "T+C", or "T" for serial (its one pool; no codec threads of its own). */
+static const char *threads_str(const sched_entry *e, char *buf, size_t cap) {
+    if (e->mode == CT_SCHEDULING_SERIAL) snprintf(buf, cap, "%d", e->threads);
+    else snprintf(buf, cap, "%d+%d", e->threads, e->codec_threads);
+    return buf;
+}
+
+/* Parses "MODE[:T[+C]],..." ("both" = overlapped,serial) into e[cap]; T and C default to
+   --threads and --codec-threads. Returns the count, or -1 with the error printed. */
+static int parse_scheduling(const char *spec, int t_def, int c_def, sched_entry *e, int cap) {
+    int n = 0;
+    const char *p = spec;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char tok[64], *colon;
+        if (len == 0 || len >= sizeof tok) goto bad;
+        memcpy(tok, p, len);
+        tok[len] = 0;
+        int t = t_def, c = c_def;
+        if ((colon = strchr(tok, ':')) != NULL) {
+            *colon = 0;
+            char *q = colon + 1, *e1;
+            long v = strtol(q, &e1, 10);
+            if (e1 == q || v < 0 || v > 256) goto bad;
+            t = (int)v;
+            if (*e1 == '+') {
+                q = e1 + 1;
+                v = strtol(q, &e1, 10);
+                if (e1 == q || v < 0 || v > 256) goto bad;
+                c = (int)v;
+            }
+            if (*e1) goto bad;
+        }
+        int modes[2], nmodes = 1;
+        if (strcmp(tok, "both") == 0) {
+            modes[0] = CT_SCHEDULING_OVERLAPPED;
+            modes[1] = CT_SCHEDULING_SERIAL;
+            nmodes = 2;
+        } else if (ct_scheduling_parse(tok, &modes[0]) != CT_OK) {
+            fprintf(stderr, "error: --scheduling '%s': unknown mode '%s' (expected overlapped, serial, auto or "
+                    "both)\n", spec, tok);
+            return -1;
+        }
+        for (int i = 0; i < nmodes; i++) {
+            if (n == cap) {
+                fprintf(stderr, "error: --scheduling '%s': more than %d runs\n", spec, cap);
+                return -1;
+            }
+            e[n++] = (sched_entry){modes[i], t, c};
+        }
+        if (!end) break;
+        p = end + 1;
+    }
+    return n;
+bad:
+    fprintf(stderr, "error: --scheduling '%s': expected MODE[:THREADS[+CODEC_THREADS]],... with MODE overlapped, "
+            "serial, auto or both and thread counts in [0, 256]\n", spec);
+    return -1;
+}
+
 int ct_cli_bench_stream(int argc, char **argv) {
     bench_args a;
     int r = parse_common(argc, argv, &a, "usage: codectalk bench stream -m DIR [--prompts FILE] [--warmup N --repeat N] "
-                         "[--profile auto|FILE] [--schedule SPEC] [--step-stats] -o results/\n"
-                         "Measures TTFA, playback start, stalls, RTF and gaps per request.", 0);
+                         "[--profile auto|FILE] [--schedule SPEC] [--scheduling LIST] [--step-stats] -o results/\n"
+                         "Measures TTFA, playback start, stalls, RTF, gaps and the frame budget split per request;\n"
+                         "--scheduling both (or overlapped:1+1,serial:2) compares stage scheduling side by side.", 0);
     if (r) return r == 1 ? 0 : r;
+    sched_entry runs[8];
+    int n_runs = 1;
+    runs[0] = (sched_entry){CT_SCHEDULING_OVERLAPPED, a.threads, a.codec_threads};
+    if (a.scheduling && (n_runs = parse_scheduling(a.scheduling, a.threads, a.codec_threads, runs, 8)) < 0) return 2;
     ct_model *m;
     ct_codec *c;
     if (setup(&a, &m, &c) != 0) return 1;
@@ -345,7 +527,76 @@ int ct_cli_bench_stream(int argc, char **argv) {
         sp.context_frames = a.context;
     }
     const char *tag = a.profile ? (strcmp(a.profile, "auto") == 0 ? "profile_auto" : a.profile) : NULL;
-    rc = run_bench(&a, m, c, sp, tag, argc, argv, NULL, NULL) == 0 ? 0 : 1;
+    if (n_runs == 1) {
+        sp.scheduling = runs[0].mode;
+        if (a.scheduling) { /* an explicit thread count in the entry wins over the profile's */
+            sp.talker_threads = runs[0].threads;
+            sp.codec_threads = runs[0].codec_threads;
+        }
+        rc = run_bench(&a, m, c, sp, tag, argc, argv, NULL, NULL, NULL) == 0 ? 0 : 1;
+        goto out;
+    }
+    /* side by side: one result file per entry (tag suffix MODE_T+C), then the comparison */
+    run_extra ex[8];
+    char tags[8][160];
+    rc = 0;
+    for (int i = 0; i < n_runs; i++) {
+        ct_synth_params spi = sp;
+        spi.scheduling = runs[i].mode;
+        spi.talker_threads = runs[i].threads;
+        spi.codec_threads = runs[i].codec_threads;
+        char th[32];
+        snprintf(tags[i], sizeof tags[i], "%s%s%s_%s", a.tag ? a.tag : "", a.tag ? "_" : "",
+                 ct_scheduling_str(runs[i].mode), threads_str(&runs[i], th, sizeof th));
+        bench_args ai = a;
+        ai.tag = tags[i];
+        printf("\n== %s scheduling, threads %s ==\n", ct_scheduling_str(runs[i].mode), th);
+        if (run_bench(&ai, m, c, spi, tag, argc, argv, NULL, NULL, &ex[i]) != 0) {
+            rc = 1;
+            n_runs = i;
+            break;
+        }
+    }
+    if (n_runs > 0) {
+        printf("\n| scheduling (requested) | threads | TTFA p50 ms | TTFA p95 ms | RTF p50 | stalls at TTFA (n, ms) "
+               "| talker | predictor | decoder | other | wall ms/frame |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+        json_t *rows = json_array();
+        int best_ttfa = 0, best_rtf = 0;
+        for (int i = 0; i < n_runs; i++) {
+            const run_extra *e = &ex[i];
+            const frame_budget *b = &e->fb;
+            char th[32];
+            printf("| %s (%s) | %s | %.1f | %.1f | %.3f | %d, %.0f | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.1f |\n",
+                   ct_scheduling_str(e->mode), ct_scheduling_str(runs[i].mode), threads_str(&runs[i], th, sizeof th),
+                   e->sum.ttfa_ms.p50, e->ttfa_p95_ms, e->sum.rtf_streamed.p50, e->n_stalls, e->stall_total_ms,
+                   b->talker / 0.8, b->predictor / 0.8, b->decoder / 0.8, b->other / 0.8, b->wall);
+            if (e->sum.ttfa_ms.p50 < ex[best_ttfa].sum.ttfa_ms.p50) best_ttfa = i;
+            if (e->sum.rtf_streamed.p50 < ex[best_rtf].sum.rtf_streamed.p50) best_rtf = i;
+            json_array_append_new(
+                rows, json_pack("{s:s,s:s,s:i,s:i,s:{s:f,s:f},s:{s:f,s:f},s:{s:i,s:f,s:f},s:o,s:s}", "scheduling",
+                                ct_scheduling_str(e->mode), "requested", ct_scheduling_str(runs[i].mode),
+                                "talker_threads", runs[i].threads, "codec_threads", runs[i].codec_threads,
+                                "ttfa_ms", "p50", e->sum.ttfa_ms.p50, "p95", e->ttfa_p95_ms, "rtf_streamed", "p50",
+                                e->sum.rtf_streamed.p50, "p95", e->rtf_p95, "stalls_at_ttfa", "count", e->n_stalls,
+                                "total_ms", e->stall_total_ms, "p50_ms", e->sum.stall_at_ttfa_ms.p50,
+                                "frame_budget", budget_json(b), "result", e->path));
+        }
+        char th1[32], th2[32];
+        printf("faster: TTFA p50 %s %s, RTF p50 %s %s\n", ct_scheduling_str(ex[best_ttfa].mode),
+               threads_str(&runs[best_ttfa], th1, sizeof th1), ct_scheduling_str(ex[best_rtf].mode),
+               threads_str(&runs[best_rtf], th2, sizeof th2));
+        char path[1400], err[512];
+        snprintf(path, sizeof path, "%s/scheduling_compare%s%s.json", a.out, a.tag ? "_" : "", a.tag ? a.tag : "");
+        json_t *doc = json_pack("{s:s,s:s,s:s?,s:s,s:o}", "model", a.model, "kind", "scheduling_compare", "weights",
+                                a.weights, "schedule", sp.schedule ? sp.schedule : "exact", "sweep", rows);
+        if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
+            fprintf(stderr, "error: %s\n", err);
+            rc = 1;
+        } else {
+            printf("comparison written to %s\n", path);
+        }
+        json_decref(doc);
+    }
 out:
     ct_codec_free(c);
     ct_model_free(m);
@@ -389,7 +640,7 @@ int ct_cli_bench_threads(int argc, char **argv) {
         json_t *attr = NULL;
         bench_args aa = a;
         aa.tag = tag;
-        if (run_bench(&aa, m, c, sp, "threads", argc, argv, &s, &attr) != 0) break;
+        if (run_bench(&aa, m, c, sp, "threads", argc, argv, &s, &attr, NULL) != 0) break;
         off += (size_t)snprintf(line + off, sizeof line - off, "| %d+%d | %.1f | %.1f | %.1f | %.3f |\n", t, cc,
                                 s.ttfa_ms.p50, s.playback_start_ms.p50, s.stall_at_ttfa_ms.p50, s.rtf_streamed.p50);
         json_array_append_new(rows, json_pack("{s:i,s:i,s:f,s:f,s:f,s:f,s:o*}", "talker_threads", t,

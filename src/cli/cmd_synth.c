@@ -1,6 +1,6 @@
 /* `codectalk synth`: text -> frames -> 24 kHz audio through the streaming pipeline (talker and
-   codec on their own threads; the codec decodes as frames arrive), written as WAV (PCM16 or
-   float) or raw s16le to stdout. */
+   codec on their own threads, or one after the other on one pool: --scheduling; the codec
+   decodes as frames arrive), written as WAV (PCM16 or float) or raw s16le to stdout. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +66,7 @@ static int cpus_flag(const char *flag, const char *v, int *cpus, int cap) {
 int ct_cli_synth(int argc, char **argv) {
     ct_cli_gen a;
     ct_cli_gen_init(&a);
-    const char *out = NULL, *schedule = NULL, *tcpus = NULL, *ccpus = NULL, *profile = NULL;
+    const char *out = NULL, *schedule = NULL, *tcpus = NULL, *ccpus = NULL, *profile = NULL, *scheduling = NULL;
     int use_float = 0, max_bytes = 300, windowed = 0, context = 72, codec_threads = 1;
     ct_opt extra[] = {
         {"output", 'o', CT_OPT_STR, &out, "FILE", "output WAV file, or '-' for raw s16le on stdout"},
@@ -77,6 +77,9 @@ int ct_cli_synth(int argc, char **argv) {
         {"windowed", 0, CT_OPT_FLAG, &windowed, NULL, "stateless windowed codec decode (the exported form)"},
         {"context", 0, CT_OPT_INT, &context, "N", "windowed decode left context in frames (default 72)"},
         {"codec-threads", 0, CT_OPT_INT, &codec_threads, "N", "codec decoder threads (default 1)"},
+        {"scheduling", 0, CT_OPT_STR, &scheduling, "MODE",
+         "overlapped (talker and codec threads side by side) | serial (one pool runs both in turn) | "
+         "auto (default: serial on 2 or fewer CPUs)"},
         {"talker-cpus", 0, CT_OPT_STR, &tcpus, "LIST", "pin stage 0 (talker) to CPUs, e.g. 0-2"},
         {"codec-cpus", 0, CT_OPT_STR, &ccpus, "LIST", "pin stage 1 (codec) to CPUs, e.g. 3"},
         {NULL, 0, 0, NULL, NULL, NULL}};
@@ -90,6 +93,11 @@ int ct_cli_synth(int argc, char **argv) {
     if (r) return r < 0 ? 2 : 0;
     if (!out) {
         fprintf(stderr, "error: -o FILE (or -o - for raw s16le on stdout) is required\n");
+        return 2;
+    }
+    int sched_mode = CT_SCHEDULING_AUTO;
+    if (scheduling && ct_scheduling_parse(scheduling, &sched_mode) != CT_OK) {
+        fprintf(stderr, "error: --scheduling '%s': expected overlapped, serial or auto\n", scheduling);
         return 2;
     }
     int raw = strcmp(out, "-") == 0;
@@ -152,9 +160,11 @@ int ct_cli_synth(int argc, char **argv) {
     if (schedule) sp.schedule = schedule;
     sp.windowed = windowed;
     if (!profile || context != 72) sp.context_frames = context;
-    if (!sp.talker_threads) { /* default: the talker gets all cores but one, the codec the last */
+    sp.scheduling = sched_mode;
+    if (!sp.talker_threads) { /* default: the talker gets all cores but one, the codec the last;
+                                 serial: one pool of all cores */
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        sp.talker_threads = ncpu > 1 ? (int)ncpu - 1 : 1;
+        sp.talker_threads = sched_mode == CT_SCHEDULING_SERIAL ? (ncpu > 0 ? (int)ncpu : 1) : ncpu > 1 ? (int)ncpu - 1 : 1;
     }
     if (ntc) {
         sp.talker_cpus = tc;
@@ -219,9 +229,10 @@ int ct_cli_synth(int argc, char **argv) {
     }
     if (!a.quiet)
         fprintf(stderr, "%s: %.2f s of audio in %.2f s (RTF %.3f), time to first audio %.3f s, "
-                "%zu utterance(s), stops: eos %d, max_frames %d, budget %d (load %.2f s)\n",
+                "%zu utterance(s), stops: eos %d, max_frames %d, budget %d (load %.2f s, %s scheduling)\n",
                 raw ? "stdout" : out, audio, wall, audio > 0 ? wall / audio : 0.0, st.ttfa / 1e3, nu,
-                stops[CT_STOP_EOS], stops[CT_STOP_MAX_FRAMES], stops[CT_STOP_BUDGET], t_load / 1e3);
+                stops[CT_STOP_EOS], stops[CT_STOP_MAX_FRAMES], stops[CT_STOP_BUDGET], t_load / 1e3,
+                ct_scheduling_str(ct_synth_scheduling(sy)));
     rc = 0;
 done:
     if (f && f != stdout) fclose(f);

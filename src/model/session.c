@@ -169,6 +169,7 @@ ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
     s->running = 0;
     s->stop = CT_STOP_NONE;
     s->frames = s->n_generated = s->pos = 0;
+    s->advance_pending = 0;
     s->t_pred_ms = s->t_talker_ms = 0;
     ct_gen_params g = *gp;
     s->tcfg.do_sample = g.greedy ? 0 : c->do_sample;
@@ -253,22 +254,34 @@ ct_status ct_session_take_c0(ct_session *s) {
     return CT_OK;
 }
 
-ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got) {
+ct_status ct_session_frame_codes(ct_session *s, int32_t *codes, int *got) {
     if (!s || !codes || !got) return CT_ERR_INVALID_ARG;
     *got = 0;
+    if (s->advance_pending)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_STATE, "frame_codes before the previous frame's advance");
     if (!s->running) {
         if (s->stop == CT_STOP_NONE)
             return ct_errf(s->err, sizeof s->err, CT_ERR_STATE, "next_frame before a successful start");
         return CT_OK;
     }
-    const int H = s->m->cfg.talker.hidden;
     double t0 = ct_now_ms();
     ct_predict_frame(s, s->h, s->c0, NULL, codes, NULL);
-    double t1 = ct_now_ms();
-    s->t_pred_ms += t1 - t0;
+    s->t_pred_ms += ct_now_ms() - t0;
     *got = 1;
-    if (!ct_session_frame_done(s)) return CT_OK;
-    ct_frame_embedding(s, codes, ct_session_overlay(s), s->x);
+    if (ct_session_frame_done(s)) {
+        memcpy(s->pend_codes, codes, sizeof(int32_t) * (size_t)s->m->cfg.n_groups);
+        s->advance_pending = 1;
+    }
+    return CT_OK;
+}
+
+ct_status ct_session_frame_advance(ct_session *s) {
+    if (!s) return CT_ERR_INVALID_ARG;
+    if (!s->advance_pending) return CT_OK;
+    s->advance_pending = 0;
+    const int H = s->m->cfg.talker.hidden;
+    double t1 = ct_now_ms();
+    ct_frame_embedding(s, s->pend_codes, ct_session_overlay(s), s->x);
     memcpy(s->ptmp, s->x, (size_t)H * sizeof(float));
     ct_talker_run(s, s->ptmp, 1);
     ct_talker_logits(s, s->logits);
@@ -276,4 +289,10 @@ ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got) {
     s->t_talker_ms += ct_now_ms() - t1;
     if (ct_stats_enabled()) ct_stats_add("talker.step_ms", ct_now_ms() - t1);
     return st;
+}
+
+ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got) {
+    ct_status st = ct_session_frame_codes(s, codes, got);
+    if (st != CT_OK || !*got) return st;
+    return ct_session_frame_advance(s);
 }

@@ -34,6 +34,8 @@ struct ct_session {
     int limit_is_budget;
     int running, prompt_len, n_trailing, text_tokens, frames, frame_limit, n_generated;
     int c0;                  /* sampled codebook-0 code pending residuals */
+    int advance_pending;     /* ct_session_frame_codes gave a frame whose talker step is due */
+    int32_t pend_codes[CT_MAX_GROUPS]; /* that frame's codes */
     int pos;                 /* next talker position */
     ct_stop_reason stop;
     ct_sample_cfg tcfg, scfg;
@@ -73,5 +75,13 @@ int ct_session_frame_done(ct_session *s);
 const float *ct_session_overlay(const ct_session *s);
 /* After a talker step left logits in s->logits: samples the next c0, handles EOS. */
 ct_status ct_session_take_c0(ct_session *s);
+
+/* ct_session_next_frame in two halves, so a caller can hand the codes on before the talker
+   step that follows them: frame_codes runs the code predictor and writes the frame (*got = 0
+   when generation has finished); frame_advance runs the talker step for the next frame (a
+   no-op when the frame was the last). next_frame = frame_codes + frame_advance; the codes do
+   not depend on the split. frame_codes twice without an advance is CT_ERR_STATE. */
+ct_status ct_session_frame_codes(ct_session *s, int32_t *codes, int *got);
+ct_status ct_session_frame_advance(ct_session *s);
 
 #endif

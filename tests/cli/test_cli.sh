@@ -67,6 +67,37 @@ expect_rc 0 "$BIN" synth -m "$M" -t "With the auto profile." -s vivian --profile
 has "profile auto" "$WORK/err"
 expect_rc 0 "$BIN" codes -m "$M" -t "Profile." -s vivian --profile auto --max-frames 2 -o "$WORK/p.json"
 expect_rc 1 "$BIN" synth -m "$M" -t "Hi" -s vivian --profile /nonexistent.yaml -o "$WORK/x.wav"
+# stage scheduling: serial and overlapped write the same audio; a bad mode is a usage error
+for sm in overlapped serial auto; do
+  expect_rc 0 "$BIN" synth -m "$M" -t "One sentence. And another one!" -s vivian --max-frames 6 --seed 2 \
+    --schedule ramp:2,4,8,16,25 --scheduling $sm -o "$WORK/s_$sm.wav"
+  if [ $sm = auto ]; then has "serial scheduling)\|overlapped scheduling)" "$WORK/err"; else has "$sm scheduling)" "$WORK/err"; fi
+done
+if cmp -s "$WORK/s_overlapped.wav" "$WORK/s_serial.wav" && cmp -s "$WORK/s_overlapped.wav" "$WORK/s_auto.wav"; then ok
+else bad "serial and overlapped scheduling wrote different audio"; fi
+expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --scheduling fastest -o "$WORK/x.wav"
+has "expected overlapped, serial or auto" "$WORK/err"
+"$BIN" synth --help > "$WORK/out" 2>&1; has "\-\-scheduling" "$WORK/out"
+# bench stream: both modes side by side, the comparison JSON and the frame budget split
+printf 'Hello there.\n' > "$WORK/p1.txt"
+expect_rc 0 "$BIN" bench stream -m "$M" --prompts "$WORK/p1.txt" --warmup 0 --max-frames 4 --scheduling both -o "$WORK/bench"
+has "| overlapped (overlapped) | 1+1 |" "$WORK/out"; has "| serial (serial) | 1 |" "$WORK/out"; has "frame budget" "$WORK/out"
+python3 - "$WORK/bench/scheduling_compare.json" <<'PY' && ok || bad "scheduling_compare.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["sweep"]
+assert [r["scheduling"] for r in rows] == ["overlapped", "serial"], rows
+for r in rows:
+    fb = r["frame_budget"]
+    assert fb["frames"] == 4 and fb["talker_ms"] >= 0 and fb["decoder_ms"] > 0, fb
+    assert set(fb["share_of_80ms"]) == {"talker", "predictor", "decoder", "other", "wall"}
+    assert r["ttfa_ms"]["p95"] >= r["ttfa_ms"]["p50"] > 0
+    res = json.load(open(r["result"]))
+    assert res["frame_budget"]["scheduling"] == r["scheduling"] and res["meta"]["bench_args"]["scheduling"] == r["scheduling"]
+PY
+expect_rc 2 "$BIN" bench stream -m "$M" --scheduling serial:x -o "$WORK/bench";  has "THREADS" "$WORK/err"
+expect_rc 2 "$BIN" bench stream -m "$M" --scheduling sideways -o "$WORK/bench";  has "unknown mode 'sideways'" "$WORK/err"
+expect_rc 2 "$BIN" bench threads -m "$M" --scheduling serial -o "$WORK/bench";   has "unknown option '--scheduling'" "$WORK/err"
 for c in serve export quantize stats; do
   "$BIN" $c --help > "$WORK/out" 2>&1; has "usage" "$WORK/out"
 done

@@ -1,6 +1,7 @@
 /* Streaming pipeline: stage threads produce exactly the audio of the sequential path for every
    exact-decoder schedule, a slow sink loses nothing, cancellation stops both stages, the
-   windowed schedule emits the ramp's chunk sizes. */
+   windowed schedule emits the ramp's chunk sizes; serial scheduling (both stages on one pool)
+   gives the same audio and chunks as overlapped, and cancels as promptly. */
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -8,6 +9,7 @@
 #include "codec/codec.h"
 #include "codectalk.h"
 #include "ct_test.h"
+#include "model/session_internal.h"
 #include "test_models.h"
 
 typedef struct {
@@ -58,6 +60,22 @@ static long reference(float *pcm, long cap) {
     if ((long)n * 1920 > cap) return -1;
     if (ct_codec_decode(C, codes, n, pcm, err, sizeof err) != CT_OK) return -1;
     return (long)n * 1920;
+}
+
+/* Runs one request with sp and g, collecting into c (reset first). */
+static ct_status run_with(const ct_synth_params *sp, const ct_gen_params *g, collect *c, ct_synth **keep) {
+    char err[512];
+    ct_synth *sy = NULL;
+    ct_status st = ct_synth_create(M, C, sp, &sy, err, sizeof err);
+    if (st != CT_OK) {
+        printf("create: %s\n", err);
+        return st;
+    }
+    c->n = c->chunks = 0;
+    st = ct_synth_run(sy, g, sink, c);
+    if (keep) *keep = sy;
+    else ct_synth_free(sy);
+    return st;
 }
 
 static void *canceller(void *arg) {
@@ -168,6 +186,137 @@ int main(void) {
         ct_synth_free(sy);
     }
 
+    /* the session's two halves: codes first, then the talker step; codes twice is an error */
+    {
+        ct_session *se = NULL;
+        CHECK(ct_session_create(M, NULL, &se, err, sizeof err) == CT_OK);
+        ct_gen_params g = gen();
+        int32_t a[16], b[16];
+        int got = 0;
+        CHECK(ct_session_start(se, &g) == CT_OK);
+        CHECK(ct_session_frame_codes(se, a, &got) == CT_OK && got == 1);
+        CHECK(ct_session_frame_codes(se, b, &got) == CT_ERR_STATE);
+        CHECK(ct_session_frame_advance(se) == CT_OK);
+        CHECK(ct_session_frame_advance(se) == CT_OK); /* nothing pending: a no-op */
+        CHECK(ct_session_next_frame(se, b, &got) == CT_OK && got == 1);
+        ct_session_free(se);
+    }
+
+    /* serial scheduling: the same PCM and chunk sizes as overlapped (exact and windowed), for 1
+       and 2 pool threads */
+    {
+        const char *scheds[] = {"exact", "ramp:2,4,8,16,25", "fixed:3,10"};
+        collect o = {malloc(sizeof(float) * cap), 0, cap, 0, 0, 0, {0}};
+        for (int i = 0; i < 3; i++)
+            for (int windowed = 0; windowed < 2; windowed++) {
+                if (windowed && i == 0) continue; /* exact + windowed: a 73-frame window per frame; slow */
+                ct_synth_params sp = ct_synth_params_default();
+                sp.schedule = scheds[i];
+                sp.windowed = windowed;
+                ct_gen_params g = gen();
+                CHECK(run_with(&sp, &g, &o, NULL) == CT_OK && o.n == nref);
+                if (!windowed) CHECK(memcmp(o.pcm, ref, sizeof(float) * (size_t)nref) == 0);
+                /* 2 pool threads once: a shared 2-core box makes pool barriers slow */
+                for (int threads = 1; threads <= (i == 1 && !windowed ? 2 : 1); threads++) {
+                    sp.scheduling = CT_SCHEDULING_SERIAL;
+                    sp.talker_threads = threads;
+                    sp.queue_frames = 2; /* serial holds a whole chunk regardless */
+                    ct_synth *sy = NULL;
+                    ct_status st = run_with(&sp, &g, &c, &sy);
+                    CHECKF(st == CT_OK, "serial %s windowed %d threads %d: %s", scheds[i], windowed, threads,
+                           sy ? ct_synth_errmsg(sy) : "create");
+                    if (!sy) continue;
+                    CHECK(ct_synth_scheduling(sy) == CT_SCHEDULING_SERIAL);
+                    CHECKF(c.n == o.n && memcmp(c.pcm, o.pcm, sizeof(float) * (size_t)o.n) == 0,
+                           "serial %s windowed %d threads %d: PCM differs from overlapped", scheds[i], windowed,
+                           threads);
+                    CHECK(c.chunks == o.chunks);
+                    for (int k = 0; k < c.chunks && k < 256; k++) CHECK(c.sizes[k] == o.sizes[k]);
+                    ct_synth_stats ss = ct_synth_get_stats(sy);
+                    CHECK(ss.frames == 40 && ss.chunks == c.chunks && ss.stop == CT_STOP_MAX_FRAMES);
+                    CHECK(ss.t_first_frame_ms > 0 && ss.t_first_audio_ms >= ss.t_first_frame_ms &&
+                          ss.t_done_ms >= ss.t_first_audio_ms);
+                    CHECK(ss.stage0_ms > 0 && ss.stage1_ms > 0 && ss.prefill_ms > 0 && ss.talker_ms > 0 &&
+                          ss.predictor_ms > 0);
+                    CHECK(ss.stage0_ms >= ss.prefill_ms + ss.talker_ms + ss.predictor_ms - 1e-6);
+                    double tl[256];
+                    int ns[256], mono = 1;
+                    CHECK(ct_synth_timeline(sy, tl, ns, 256) == c.chunks);
+                    for (int k = 1; k < c.chunks && k < 256; k++) mono &= tl[k] >= tl[k - 1];
+                    CHECK(mono && ns[0] == c.sizes[0]);
+                    ct_synth_free(sy);
+                }
+            }
+        /* overlapped with a codec pool of its own: the same PCM */
+        ct_synth_params sp = ct_synth_params_default();
+        sp.codec_threads = 2;
+        ct_gen_params g = gen();
+        CHECK(run_with(&sp, &g, &c, NULL) == CT_OK && c.n == nref &&
+              memcmp(c.pcm, ref, sizeof(float) * (size_t)nref) == 0);
+        free(o.pcm);
+    }
+
+    /* serial cancellation: by the sink after 3 chunks, from another thread, then reuse */
+    {
+        ct_synth_params sp = ct_synth_params_default();
+        sp.scheduling = CT_SCHEDULING_SERIAL;
+        sp.talker_threads = 2;
+        ct_synth *sy = NULL;
+        CHECK(ct_synth_create(M, C, &sp, &sy, err, sizeof err) == CT_OK);
+        c.n = c.chunks = 0;
+        c.cancel_after = 3;
+        ct_gen_params g = gen();
+        g.max_frames = 0;
+        g.min_new_tokens = 1000;
+        g.budget_base = 100000;
+        CHECK(ct_synth_run(sy, &g, sink, &c) == CT_ERR_ABORTED);
+        CHECK(c.chunks == 3);
+        ct_synth_stats ss = ct_synth_get_stats(sy);
+        CHECK(ss.stop == CT_STOP_ABORTED && ss.frames == 3); /* stopped within the frame */
+        c.cancel_after = 0;
+        c.sleep_us = 1000;
+        c.n = c.chunks = 0;
+        pthread_t th;
+        pthread_create(&th, NULL, canceller, sy);
+        CHECK(ct_synth_run(sy, &g, sink, &c) == CT_ERR_ABORTED);
+        pthread_join(th, NULL);
+        CHECK(c.chunks < 1000);
+        ss = ct_synth_get_stats(sy);
+        CHECK(ss.stop == CT_STOP_ABORTED && ss.frames - c.chunks <= 1);
+        c.sleep_us = 0;
+        c.n = c.chunks = 0;
+        g = gen();
+        CHECK(ct_synth_run(sy, &g, sink, &c) == CT_OK && c.n == nref &&
+              memcmp(c.pcm, ref, sizeof(float) * (size_t)nref) == 0);
+        ct_synth_free(sy);
+    }
+
+    /* auto: serial on <= 2 CPUs (both stages pinned to CPU 0 here), overlapped when one stage
+       alone is pinned; the names parse both ways */
+    {
+        int cpu0 = 0;
+        ct_synth_params sp = ct_synth_params_default();
+        sp.scheduling = CT_SCHEDULING_AUTO;
+        sp.talker_cpus = sp.codec_cpus = &cpu0;
+        sp.n_talker_cpus = sp.n_codec_cpus = 1;
+        ct_synth *sy = NULL;
+        ct_gen_params g = gen();
+        CHECK(run_with(&sp, &g, &c, &sy) == CT_OK && c.n == nref &&
+              memcmp(c.pcm, ref, sizeof(float) * (size_t)nref) == 0);
+        CHECK(sy && ct_synth_scheduling(sy) == CT_SCHEDULING_SERIAL);
+        ct_synth_free(sy);
+        sp.n_codec_cpus = 0;
+        sp.codec_cpus = NULL;
+        CHECK(ct_synth_create(M, C, &sp, &sy, err, sizeof err) == CT_OK);
+        CHECK(ct_synth_scheduling(sy) == CT_SCHEDULING_OVERLAPPED);
+        ct_synth_free(sy);
+        int mode = -1;
+        for (int m = 0; m <= 2; m++) CHECK(ct_scheduling_parse(ct_scheduling_str(m), &mode) == CT_OK && mode == m);
+        CHECK(ct_scheduling_parse("fastest", &mode) == CT_ERR_INVALID_ARG && mode == 2);
+        CHECK(strcmp(ct_scheduling_str(9), "?") == 0);
+        CHECK(ct_synth_params_default().scheduling == CT_SCHEDULING_OVERLAPPED);
+    }
+
     /* bad parameters are reported */
     ct_synth_params sp = ct_synth_params_default();
     sp.schedule = "ramp:0,2";
@@ -179,6 +328,10 @@ int main(void) {
     sp = ct_synth_params_default();
     sp.queue_frames = 0;
     CHECK(ct_synth_create(M, C, &sp, &sy, err, sizeof err) == CT_ERR_INVALID_ARG);
+    sp = ct_synth_params_default();
+    sp.scheduling = 3;
+    CHECK(ct_synth_create(M, C, &sp, &sy, err, sizeof err) == CT_ERR_INVALID_ARG && sy == NULL);
+    CHECK(strstr(err, "scheduling") != NULL);
     free(ref);
     free(c.pcm);
     ct_codec_free(C);
