@@ -23,7 +23,7 @@
 #include "stream/metrics.h"
 
 int ct_cli_serve(int argc, char **argv) {
-    const char *model = NULL, *host = "127.0.0.1", *profile = NULL, *api_key = NULL, *tok = NULL;
+    const char *model = NULL, *host = "127.0.0.1", *profile = NULL, *api_key = NULL, *tok = NULL, *weights = NULL;
     int port = 8000, max_streams = 0, queue = 8, threads = 1, ctx = 0, timeout = 30, f32 = 0, body_kb = 64;
     int margin = -1, max_chars = 4096, buffer_ms = 10000, no_throttle = 0;
     ct_opt opts[] = {
@@ -44,10 +44,11 @@ int ct_cli_serve(int argc, char **argv) {
         {"max-input-chars", 0, CT_OPT_INT, &max_chars, "N", "limit on `input` characters (default 4096)"},
         {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files directory (default: model dir)"},
         {"f32", 0, CT_OPT_FLAG, &f32, NULL, "convert weights to f32 at load"},
+        {"weights", 0, CT_OPT_STR, &weights, "FMT", "bf16 (as stored), int8, int4 or mixed (docs/KERNELS.md)"},
         {NULL, 0, 0, NULL, NULL, NULL}};
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk serve -m DIR [--host 127.0.0.1] [--port 8000] [--profile auto|FILE]\n"
-                          "       [--api-key K] [--max-streams N] [--queue N] [--threads N]\n"
+                          "       [--api-key K] [--max-streams N] [--queue N] [--threads N] [--weights FMT]\n"
                           "OpenAI-compatible speech server: POST /v1/audio/speech, GET /v1/models, /health, /metrics.");
     if (r) return r < 0 ? 2 : 0;
     if (!model) {
@@ -87,7 +88,7 @@ int ct_cli_serve(int argc, char **argv) {
     ep.queue_cap = queue;
     ep.n_threads = threads ? threads : 1;
     ep.pcm_buffer_ms = buffer_ms;
-    ct_model *m = ct_cli_load_model(model, tok, f32);
+    ct_model *m = ct_cli_load_model_w(model, tok, f32, weights);
     if (!m) return 1;
     ct_codec *codec = NULL;
     if (ct_codec_load(model, &codec, err, sizeof err) != CT_OK) {
