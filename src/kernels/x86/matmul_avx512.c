@@ -284,7 +284,8 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16")))
 #define AMX_PAIRS (64 * 3072 / 2) /* bf16 pairs per packed buffer: 64 tokens of 3072 columns */
 #ifndef AMX_PF_ROWS
-#define AMX_PF_ROWS 32 /* rows ahead to prefetch: the next 32-row block */
+#define AMX_PF_ROWS 32 /* rows ahead to prefetch: the next 32-row block (an extra L2 prefetch
+                          64-128 rows ahead measured 12-45% slower on the talker) */
 #endif
 
 static _Thread_local uint32_t amx_hi[AMX_PAIRS], amx_lo[AMX_PAIRS];

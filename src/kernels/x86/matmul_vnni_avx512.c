@@ -19,8 +19,13 @@
 #define XQ_TOK 16      /* tokens quantized per pass */
 #define XQ_RCHUNK 256  /* rows per pass when the tokens do not fit one pass */
 #define XQ_RBLOCK 64   /* rows that stay in L2 while every 4-token block passes over them */
+/* Weight prefetch per row: XQ_PFB bytes ahead into L1 and XQ_PFB2 bytes ahead into L2 (best
+   of 2-8 KiB x 16-32 KiB and single-distance variants on the DRAM-bound talker) */
 #ifndef XQ_PFB
-#define XQ_PFB 8192    /* weight bytes ahead to prefetch per row (best of 512..16384 on the talker) */
+#define XQ_PFB 4096
+#endif
+#ifndef XQ_PFB2
+#define XQ_PFB2 16384
 #endif
 
 typedef struct {
@@ -90,7 +95,10 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4(const ct_mat *w, int r, int nr, int t0,
     for (int k = 0; k < C; k += 64) {
         const int kb = Q4 ? k / 2 : k;
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) _mm_prefetch((const char *)p[i] + kb + XQ_PFB, _MM_HINT_T0);
+        for (int i = 0; i < 4; i++) {
+            _mm_prefetch((const char *)p[i] + kb + XQ_PFB, _MM_HINT_T0);
+            _mm_prefetch((const char *)p[i] + kb + XQ_PFB2, _MM_HINT_T1);
+        }
         __m512i wv[4];
         __m512 sw[4];
 #pragma GCC unroll 4
