@@ -25,6 +25,7 @@
 int ct_cli_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *profile = NULL, *api_key = NULL, *tok = NULL, *weights = NULL;
     int port = 8000, max_streams = 0, queue = 8, threads = 1, ctx = 0, timeout = 30, f32 = 0, body_kb = 64;
+    int codec_chunk = 1;
     int margin = -1, max_chars = 4096, buffer_ms = 10000, no_throttle = 0;
     ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
@@ -45,6 +46,7 @@ int ct_cli_serve(int argc, char **argv) {
         {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files directory (default: model dir)"},
         {"f32", 0, CT_OPT_FLAG, &f32, NULL, "convert weights to f32 at load"},
         {"weights", 0, CT_OPT_STR, &weights, "FMT", "bf16 (as stored), int8, int4 or mixed (docs/KERNELS.md)"},
+        {"codec-chunk", 0, CT_OPT_INT, &codec_chunk, "N", "frames per codec push after the first chunk, 1..25 (default 1)"},
         {NULL, 0, 0, NULL, NULL, NULL}};
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk serve -m DIR [--host 127.0.0.1] [--port 8000] [--profile auto|FILE]\n"
@@ -82,6 +84,7 @@ int ct_cli_serve(int argc, char **argv) {
         free(pr);
     }
     if (max_streams) ep.max_streams = max_streams;
+    ep.codec_chunk = codec_chunk;
     if (ctx) ep.max_context = ctx;
     if (margin >= 0) ep.safety_margin_ms = margin;
     if (no_throttle) ep.safety_margin_ms = -INFINITY;

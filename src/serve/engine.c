@@ -53,8 +53,11 @@ typedef struct stream {
     int32_t codes[64];        /* [n_groups] of the frame made by the last step */
     int got;                  /* 1: the last step produced a frame */
     ct_status step_status;
-    float *pcm;               /* [spf] decoded frame */
-    int16_t *s16;             /* [spf] */
+    int32_t *pend;            /* [chunk][n_groups] frames made but not decoded yet */
+    int npend;                /* frames in pend */
+    int ndec;                 /* frames decoded into pcm/s16 by the last step */
+    float *pcm;               /* [chunk * spf] decoded frames */
+    int16_t *s16;             /* [chunk * spf] */
     int frame_limit;
     /* playback model (engine clock, ms) */
     double t_play;            /* first release, NAN before */
@@ -67,6 +70,7 @@ struct ct_engine {
     const ct_codec *codec;
     ct_engine_params p;
     int G, spf, rate;
+    int chunk;                /* codec_chunk in force */
     uint64_t kv_per_stream, kv_budget, kv_per_token, kv_used;
     stream *slots;            /* [max_streams] */
     stream **active;          /* [max_streams] scratch for the step */
@@ -114,6 +118,7 @@ ct_engine_params ct_engine_params_default(void) {
     p.max_defer_ms = 5000;
     p.pcm_buffer_ms = 10000;
     p.warmup = 1;
+    p.codec_chunk = 1;
     return p;
 }
 
@@ -341,6 +346,16 @@ static int engine_step(ct_engine *e, stream **active, int n) {
     return made;
 }
 
+/* Frames the stream's next codec push waits for: the rest of the first chunk (initial_frames)
+   while it is held back, then e->chunk, never more than the job's PCM ring holds. */
+static int chunk_target(const ct_engine *e, const stream *s) {
+    const ct_job *j = s->job;
+    int ch = e->chunk, room = (int)(j->cap / (size_t)e->spf) - 1;
+    if (ch > room) ch = room;
+    if (j->frames < j->initial_frames && j->initial_frames - j->frames < ch) ch = j->initial_frames - j->frames;
+    return ch < 1 ? 1 : ch;
+}
+
 /* Slack minus next-chunk ETA of the most endangered active stream (ms); +inf when none. */
 static double worst_margin_locked(ct_engine *e, double now) {
     double worst = INFINITY;
@@ -349,7 +364,7 @@ static double worst_margin_locked(ct_engine *e, double now) {
         ct_job *j = s->job;
         if (!j || j->state != CT_JOB_RUNNING) continue;
         double slack = isnan(s->t_play) ? 0.0 : s->released_ms - (now - s->t_play);
-        int need = isnan(s->t_play) ? j->initial_frames - j->frames : 1;
+        int need = isnan(s->t_play) ? j->initial_frames - j->frames - s->npend : chunk_target(e, s) - s->npend;
         if (need < 1) need = 1;
         double eta = e->prefill_ms + need * e->step_ms;
         double m = slack - eta;
@@ -506,6 +521,7 @@ static void *engine_main(void *arg) {
                 pre->t_play = NAN;
                 pre->released_ms = pre->stall_ms = 0;
                 pre->frame_limit = 0;
+                pre->npend = 0;
                 e->kv_used += e->kv_per_stream;
                 e->n_active++;
                 e->admitted++;
@@ -520,7 +536,7 @@ static void *engine_main(void *arg) {
         for (int i = 0; i < e->p.max_streams; i++) {
             stream *s = &e->slots[i];
             if (s == pre || !s->job || s->job->state != CT_JOB_RUNNING) continue;
-            if (s->job->cap - (s->job->tail - s->job->head) < (size_t)e->spf) continue;
+            if (s->job->cap - (s->job->tail - s->job->head) < (size_t)e->spf * (size_t)(s->npend + 1)) continue;
             e->active[n++] = s;
         }
         if (!pre && n == 0) {
@@ -537,16 +553,22 @@ static void *engine_main(void *arg) {
         if (n) {
             double t0 = ct_now_ms();
             engine_step(e, e->active, n);
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < n; i++) { /* decode due chunks: full ones, and the rest at the end */
                 stream *s = e->active[i];
-                if (!s->got) continue;
-                ct_status st = ct_codec_stream_push(s->cs, s->codes, 1, s->pcm, err, sizeof err);
+                s->ndec = 0;
+                if (s->got) memcpy(s->pend + (size_t)s->npend++ * e->G, s->codes, sizeof(int32_t) * (size_t)e->G);
+                const int ended = !s->got && s->step_status == CT_OK;
+                if (!s->npend || (s->npend < chunk_target(e, s) && !ended)) continue;
+                ct_status st = ct_codec_stream_push(s->cs, s->pend, s->npend, s->pcm, err, sizeof err);
                 if (st != CT_OK) {
                     s->step_status = st;
                     s->got = 0;
+                    s->npend = 0;
                     continue;
                 }
-                for (int k = 0; k < e->spf; k++) s->s16[k] = ct_pcm16_of(s->pcm[k]);
+                for (size_t k = 0; k < (size_t)s->npend * (size_t)e->spf; k++) s->s16[k] = ct_pcm16_of(s->pcm[k]);
+                s->ndec = s->npend;
+                s->npend = 0;
             }
             double t1 = ct_now_ms();
             pthread_mutex_lock(&e->mu);
@@ -554,17 +576,20 @@ static void *engine_main(void *arg) {
             for (int i = 0; i < n; i++) {
                 stream *s = e->active[i];
                 ct_job *j = s->job;
-                if (s->got) {
-                    for (int k = 0; k < e->spf;) {
+                if (s->ndec) {
+                    const size_t ns = (size_t)s->ndec * (size_t)e->spf;
+                    for (size_t k = 0; k < ns;) {
                         size_t at = j->tail % j->cap, run = j->cap - at;
-                        if (run > (size_t)(e->spf - k)) run = (size_t)(e->spf - k);
+                        if (run > ns - k) run = ns - k;
                         memcpy(j->ring + at, s->s16 + k, run * sizeof(int16_t));
                         j->tail += run;
-                        k += (int)run;
+                        k += run;
                     }
-                    j->frames++;
-                    e->audio_s += (double)e->spf / e->rate;
+                    j->frames += s->ndec;
+                    e->audio_s += (double)ns / e->rate;
                     release_locked(e, s, 0, t1);
+                }
+                if (s->got) {
                 } else if (s->step_status != CT_OK) {
                     job_fail_locked(j, s->step_status, ct_session_errmsg(s->sess));
                     slot_finish_locked(e, s);
@@ -612,6 +637,7 @@ static void slots_free(ct_engine *e) {
         ct_codec_stream_free(e->slots[i].cs);
         free(e->slots[i].pcm);
         free(e->slots[i].s16);
+        free(e->slots[i].pend);
     }
     free(e->slots);
 }
@@ -626,6 +652,8 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: max_streams %d not in [1, 256]", pp->max_streams);
     if (pp->queue_cap < 0 || pp->queue_cap > 65536)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: queue %d not in [0, 65536]", pp->queue_cap);
+    if (pp->codec_chunk < 1 || pp->codec_chunk > 25)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: codec_chunk %d not in [1, 25]", pp->codec_chunk);
     if (pp->max_context < 16)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: max_context %d < 16", pp->max_context);
     if (ct_codec_n_groups(c) > 64 || ct_model_get_info(m).n_groups != ct_codec_n_groups(c))
@@ -656,6 +684,7 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
     int fit = ct_kv_max_seqs(budget, pp->max_context, per_tok);
     if (fit < e->p.max_streams) e->p.max_streams = fit; /* slots the budget cannot back are useless */
     e->G = ct_codec_n_groups(c);
+    e->chunk = e->p.codec_chunk;
     e->spf = ct_codec_samples_per_frame(c);
     e->rate = ct_codec_sample_rate(c);
     e->kv_per_stream = per_seq;
@@ -677,11 +706,12 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
         stream *s = &e->slots[i];
         s->idx = i;
         s->t_play = NAN;
-        s->pcm = malloc(sizeof(float) * (size_t)e->spf);
-        s->s16 = malloc(sizeof(int16_t) * (size_t)e->spf);
-        if (!s->pcm || !s->s16) st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
+        s->pcm = malloc(sizeof(float) * (size_t)e->spf * (size_t)e->chunk);
+        s->s16 = malloc(sizeof(int16_t) * (size_t)e->spf * (size_t)e->chunk);
+        s->pend = malloc(sizeof(int32_t) * (size_t)e->G * (size_t)e->chunk);
+        if (!s->pcm || !s->s16 || !s->pend) st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
         if (st == CT_OK) st = ct_session_create(m, &sp, &s->sess, err, errcap);
-        if (st == CT_OK) st = ct_codec_stream_create(c, 1, &s->cs, err, errcap);
+        if (st == CT_OK) st = ct_codec_stream_create(c, e->chunk, &s->cs, err, errcap);
         if (st == CT_OK && e->codec_pool) st = ct_codec_stream_set_pool(s->cs, e->codec_pool);
     }
     if (st == CT_OK)

@@ -31,6 +31,9 @@ typedef struct {
     double max_defer_ms;          /* longest a prefill is held back (default 5000; 0 = forever) */
     int pcm_buffer_ms;            /* per-request PCM buffer (default 10000 ms) */
     int warmup;                   /* 1 (default): run a short generation before ready */
+    int codec_chunk;              /* frames per codec push once a stream's first chunk is out
+                                     (1..25, default 1 = every frame); larger pushes decode
+                                     faster per frame and release audio in steps of that size */
 } ct_engine_params;
 
 ct_engine_params ct_engine_params_default(void);

@@ -468,6 +468,48 @@ int main(void) {
     }
     ct_http_stop(H);
     ct_engine_free(E);
+
+    /* 9. codec pushes of 4 frames: the same samples (WAV and a raw PCM stream, two at once);
+       codec_chunk outside 1..25 is rejected */
+    ct_engine_params ep9 = ct_engine_params_default();
+    ep9.max_streams = 2;
+    ep9.max_context = 512;
+    ep9.model_dir = dir;
+    ep9.warmup = 0;
+    ep9.codec_chunk = 26;
+    E = NULL;
+    CHECK(ct_engine_create(M, C, &ep9, &E, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "codec_chunk"));
+    ep9.codec_chunk = 4;
+    H = NULL;
+    CHECKF(ct_engine_create(M, C, &ep9, &E, err, sizeof err) == CT_OK, "%s", err);
+    hp.api_key = NULL;
+    CHECK(E && ct_http_start(E, M, &hp, &H, err, sizeof err) == CT_OK);
+    if (E && H) {
+        atomic_int stop = 0;
+        client_job cj[2];
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+            memset(&cj[i], 0, sizeof cj[i]);
+            cj[i].port = ct_http_port(H);
+            cj[i].stop = &stop;
+            snprintf(cj[i].body, sizeof cj[i].body,
+                     i ? "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d}"
+                       : "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,"
+                         "\"response_format\":\"pcm\",\"stream\":true,\"stream_format\":\"audio\"}",
+                     TEXT, voice, MNT);
+            pthread_create(&th[i], NULL, client_thread, &cj[i]);
+        }
+        for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+        CHECKF(cj[0].st == CT_OK && cj[0].r.status == 200 && cj[0].r.body_len == ref_len - 44 &&
+                   memcmp(cj[0].r.body, ref + 44, ref_len - 44) == 0,
+               "chunked codec pcm %zu vs %zu bytes", cj[0].r.body_len, ref_len - 44);
+        CHECKF(cj[1].st == CT_OK && cj[1].r.status == 200 && cj[1].r.body_len == ref_len &&
+                   memcmp(cj[1].r.body, ref, ref_len) == 0,
+               "chunked codec wav %zu vs %zu bytes", cj[1].r.body_len, ref_len);
+        for (int i = 0; i < 2; i++) ct_http_resp_free(&cj[i].r);
+    }
+    ct_http_stop(H);
+    ct_engine_free(E);
     free(ref);
     ct_codec_free(C);
     ct_model_free(M);
