@@ -172,6 +172,11 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
     if (!selected) {
         table.isa = isa;
         table.matmul_rows = ct_matmul_rows_for(isa);
+        table.attend_head = ct_attend_head_scalar;
+#if defined(__x86_64__)
+        if (isa == CT_ISA_AVX2) table.attend_head = ct_attend_head_avx2;
+        if (isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16) table.attend_head = ct_attend_head_avx512;
+#endif
 #if defined(__x86_64__)
         table.amx = isa == CT_ISA_AVX512BF16 && ct_amx_available();
         ct_matmul_amx_enable(table.amx);

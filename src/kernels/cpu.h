@@ -5,6 +5,7 @@
 #define CT_CPU_H
 
 #include "core/status.h"
+#include "kernels/attn.h"
 #include "kernels/ops.h"
 
 typedef enum {
@@ -46,6 +47,7 @@ typedef struct {
     ct_matmul_rows_fn matmul_rows;
     int amx;     /* 1: the avx512bf16 variant uses AMX tiles for BF16 prefill */
     int bf16act; /* 1: bf16-activation mode (CODECTALK_BF16_ACT=1) */
+    ct_attend_head_fn attend_head; /* attention over one KV head (kernels/attn.h) */
     int xq;      /* 1: INT8/INT4 weights load in the integer-dot mode (ct_mat.xq): the level has
                     integer-dot kernels for it (avx512bf16: VNNI, neon-dotprod: SDOT) and
                     CODECTALK_INT8_ACT is not 0 */

@@ -64,7 +64,7 @@ ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *c, int 
     s->proj = malloc(n * c->hidden * sizeof(float));
     s->g = malloc(n * c->ffn * sizeof(float));
     s->u = malloc(n * c->ffn * sizeof(float));
-    s->scores = malloc((size_t)s->n_threads * (size_t)cap * sizeof(float));
+    s->scores = malloc((size_t)s->n_threads * (size_t)cap * (size_t)(c->heads / c->kv_heads) * sizeof(float));
     s->cosv = malloc(n * (c->head_dim / 2) * sizeof(float));
     s->sinv = malloc(n * (c->head_dim / 2) * sizeof(float));
     s->kvs = malloc(n * sizeof(ct_kv *));
@@ -94,42 +94,15 @@ void ct_stack_scratch_free(ct_stack_scratch *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* Attention for one query token at position pos against cache entries 0..pos. Query heads
-   are grouped over their KV head: head h uses KV head h / (heads / kv_heads). */
+/* Attention for one query token at position pos against cache entries 0..pos, KV heads
+   [j0, j1). Query heads are grouped over their KV head: head h uses KV head h / group. */
 static void attend(const ct_stack_cfg *c, const float *kc, const float *vc, int cap,
                    const float *q, float *out, int pos, float *scores, int j0, int j1, int group) {
     const int hd = c->head_dim;
-    const float scale = 1.0f / sqrtf((float)hd);
-    for (int j = j0; j < j1; j++) {
-        const float *K = kc + (size_t)j * cap * hd;
-        const float *V = vc + (size_t)j * cap * hd;
-        for (int g = 0; g < group; g++) {
-            int h = j * group + g;
-            const float *qh = q + (size_t)h * hd;
-            float *oh = out + (size_t)h * hd;
-            float m = -INFINITY;
-            for (int t = 0; t <= pos; t++) {
-                const float *kt = K + (size_t)t * hd;
-                float d = 0.0f;
-                for (int i = 0; i < hd; i++) d += qh[i] * kt[i];
-                d *= scale;
-                scores[t] = d;
-                if (d > m) m = d;
-            }
-            float sum = 0.0f;
-            for (int t = 0; t <= pos; t++) {
-                scores[t] = expf(scores[t] - m);
-                sum += scores[t];
-            }
-            float inv = 1.0f / sum;
-            memset(oh, 0, (size_t)hd * sizeof(float));
-            for (int t = 0; t <= pos; t++) {
-                const float *vt = V + (size_t)t * hd;
-                float p = scores[t] * inv;
-                for (int i = 0; i < hd; i++) oh[i] += p * vt[i];
-            }
-        }
-    }
+    const ct_attend_head_fn fn = ct_kernels()->attend_head;
+    for (int j = j0; j < j1; j++)
+        fn(kc + (size_t)j * cap * hd, vc + (size_t)j * cap * hd, hd, q + (size_t)j * group * hd,
+           out + (size_t)j * group * hd, pos + 1, group, scores);
 }
 
 /* Up to three independent matmuls in one pool dispatch, each split by rows (aligned to CT_ROW_ALIGN so
@@ -240,7 +213,7 @@ static void att_run(void *ctx, int ith, int nth) {
               group = c->heads / c->kv_heads;
     int lo, hi;
     ct_pool_split(c->kv_heads, ith, nth, 1, &lo, &hi);
-    float *scores = j->s->scores + (size_t)ith * j->s->cap;
+    float *scores = j->s->scores + (size_t)ith * j->s->cap * (size_t)group;
     for (int t = 0; t < j->n; t++) {
         const float *cs = j->s->cosv + (size_t)t * half, *sn = j->s->sinv + (size_t)t * half;
         float *q = j->s->q + (size_t)t * qd, *k = j->s->k + (size_t)t * kd;

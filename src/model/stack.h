@@ -42,7 +42,7 @@ typedef struct {
     float *proj;   /* [n_max][H] */
     float *g;      /* [n_max][F] */
     float *u;      /* [n_max][F] */
-    float *scores; /* [n_threads][cap] */
+    float *scores; /* [n_threads][heads / kv_heads][cap] attention scratch */
     ct_kv **kvs;   /* [n_max] per-token cache (filled by ct_stack_forward) */
     int *pos;      /* [n_max] per-token position */
     ct_pool *pool; /* borrowed; NULL = single thread */

@@ -269,6 +269,78 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
     free(sc);
 }
 
+/* Attention over one KV head: every variant against the scalar reference (|err| <= 1e-5 *
+   (sum_t p_t |v_t| + 1e-30) per output) for head sizes with and without SIMD tails, 1..300
+   positions and 1..9 grouped query heads (past one 8-head pass), outputs of a row of equal
+   scores = the mean of V, and a one-position cache returning V exactly. */
+static void check_attention(ct_rng *rng) {
+    enum { MP = 300, MH = 160, MG = 9 };
+    float *K = malloc(sizeof(float) * MP * MH), *V = malloc(sizeof(float) * MP * MH);
+    float *q = malloc(sizeof(float) * MG * MH), *o0 = malloc(sizeof(float) * MG * MH),
+          *o1 = malloc(sizeof(float) * MG * MH), *sc = malloc(sizeof(float) * MG * MP);
+    struct {
+        const char *name;
+        ct_attend_head_fn fn;
+        ct_isa isa;
+    } v[] = {{"scalar", ct_attend_head_scalar, CT_ISA_SCALAR},
+#if defined(__x86_64__)
+             {"avx2", ct_attend_head_avx2, CT_ISA_AVX2},
+             {"avx512", ct_attend_head_avx512, CT_ISA_AVX512},
+#endif
+    };
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    static const int hds[] = {8, 12, 16, 64, 128, 160};
+    static const int nps[] = {1, 2, 7, 64, 300};
+    static const int gs[] = {1, 2, 3, 9};
+    for (size_t vi = 0; vi < sizeof v / sizeof *v; vi++) {
+        if (!ct_isa_supported(v[vi].isa, &f)) continue;
+        int bad = 0, exact = 1;
+        double worst = 0;
+        for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+            for (size_t pi = 0; pi < sizeof nps / sizeof *nps; pi++)
+                for (size_t gi = 0; gi < sizeof gs / sizeof *gs; gi++) {
+                    const int hd = hds[hi], np = nps[pi], G = gs[gi];
+                    for (int i = 0; i < np * hd; i++) {
+                        K[i] = urand(rng) * 2.0f;
+                        V[i] = urand(rng);
+                    }
+                    for (int i = 0; i < G * hd; i++) q[i] = urand(rng) * 2.0f;
+                    ct_attend_head_scalar(K, V, hd, q, o0, np, G, sc);
+                    v[vi].fn(K, V, hd, q, o1, np, G, sc);
+                    for (int i = 0; i < G * hd; i++) {
+                        double m = 0; /* sum_t |v_t| bounds sum_t p_t |v_t| */
+                        for (int t = 0; t < np; t++) m += fabs(V[(size_t)t * hd + i % hd]);
+                        if (fabsf(o1[i] - o0[i]) > 1e-5f * (float)m + 1e-30f) bad++;
+                    }
+                    double e = ct_nmse(o1, o0, (size_t)G * hd);
+                    if (e > worst) worst = e;
+                    if (np == 1) exact &= memcmp(o1, V, sizeof(float) * (size_t)hd) == 0;
+                }
+        /* zero queries: every position weighs 1/n, the output is the mean of V */
+        const int hd = 64, np = 7;
+        for (int i = 0; i < np * hd; i++) V[i] = urand(rng);
+        memset(q, 0, sizeof(float) * hd);
+        v[vi].fn(K, V, hd, q, o1, np, 1, sc);
+        int mean_ok = 1;
+        for (int i = 0; i < hd; i++) {
+            double m = 0;
+            for (int t = 0; t < np; t++) m += V[t * hd + i];
+            mean_ok &= fabs(o1[i] - m / np) <= 1e-6;
+        }
+        printf("attention %s: worst NMSE vs scalar %.2e, %d outputs over the bound\n", v[vi].name, worst, bad);
+        CHECKF(bad == 0, "attention %s: %d outputs off the reference", v[vi].name, bad);
+        CHECKF(exact, "attention %s: one position does not return V", v[vi].name);
+        CHECKF(mean_ok, "attention %s: zero query is not the mean of V", v[vi].name);
+    }
+    free(K);
+    free(V);
+    free(q);
+    free(o0);
+    free(o1);
+    free(sc);
+}
+
 int main(void) {
     ct_cpu_features f;
     ct_cpu_detect(&f);
@@ -276,6 +348,7 @@ int main(void) {
     ct_rng_init(&rng, 7, 0);
     check_batch_invariance(&rng);
     check_xq(&rng, &f);
+    check_attention(&rng);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
     const int rows[] = {1, 3, 4, 5, 9, 70};
     const int toks[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 37};
