@@ -30,7 +30,7 @@ static ct_status tokenize(ct_session *s, const char *str, int32_t *ids, size_t c
    over the session pool in chunks of the talker scratch (weights read once per chunk; the
    kernels' per-token arithmetic does not depend on the batch, so every row equals
    ct_embed_text of its id). */
-static void embed_text_rows(ct_session *s, const int32_t *ids, int n, float *out) {
+void ct_embed_text_rows(ct_session *s, const int32_t *ids, int n, float *out) {
     const ct_model *m = s->m;
     const int TH = m->cfg.text_hidden, H = m->cfg.talker.hidden;
     ct_stack_scratch *sc = &s->ts;
@@ -187,12 +187,12 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     /* the trailing overlay rows are written last because `full` borrowed their storage */
     float *P = s->pad_row;
     float *row = s->prompt;
-    embed_text_rows(s, iids, n_instr, row);
+    ct_embed_text_rows(s, iids, n_instr, row);
     row += (size_t)n_instr * H;
-    embed_text_rows(s, ids, 3, row);
+    ct_embed_text_rows(s, ids, 3, row);
     row += (size_t)3 * H;
     for (int i = 0; i < header; i++, row += H) {
-        if (i == header - 1) embed_text_rows(s, &c->tts_bos, 1, row);
+        if (i == header - 1) ct_embed_text_rows(s, &c->tts_bos, 1, row);
         else memcpy(row, P, (size_t)H * sizeof(float));
         if (i == spk_slot)
             for (int j = 0; j < H; j++) row[j] += g->xvector[j];
@@ -202,16 +202,16 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     const int32_t *T = ids + 3;
     int n_trailing = 0;
     if (non_streaming) {
-        embed_text_rows(s, T, N, row);
+        ct_embed_text_rows(s, T, N, row);
         for (int i = 0; i < N; i++, row += H) ct_embed_codec_add(m, c->codec_pad, row);
-        embed_text_rows(s, &c->tts_eos, 1, row);
+        ct_embed_text_rows(s, &c->tts_eos, 1, row);
         ct_embed_codec_add(m, c->codec_pad, row);
         row += H;
         memcpy(row, P, (size_t)H * sizeof(float));
         ct_embed_codec_add(m, c->codec_bos, row);
         row += H;
     } else {
-        embed_text_rows(s, T, 1, row);
+        ct_embed_text_rows(s, T, 1, row);
         ct_embed_codec_add(m, c->codec_bos, row);
         row += H;
         /* copy the remaining text ids off the borrowed buffer before overwriting it */
@@ -222,8 +222,8 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
         if (n_trailing > s->cap)
             return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text too long");
         /* ids live in s->ids (not in the borrowed buffer), so this is safe */
-        embed_text_rows(s, T + 1, N - 1, s->trailing);
-        embed_text_rows(s, &c->tts_eos, 1, s->trailing + (size_t)(N - 1) * H);
+        ct_embed_text_rows(s, T + 1, N - 1, s->trailing);
+        ct_embed_text_rows(s, &c->tts_eos, 1, s->trailing + (size_t)(N - 1) * H);
     }
     s->n_trailing = n_trailing;
     return CT_OK;

@@ -47,6 +47,9 @@ struct ct_session {
 
 /* Builds s->prompt / s->trailing for the request. Sets prompt_len, n_trailing, text_tokens. */
 ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g);
+/* Text embeddings of ids[n] into out[n][hidden], batched over the session pool; every row
+   bit-identical to ct_embed_text of its id. */
+void ct_embed_text_rows(ct_session *s, const int32_t *ids, int n, float *out);
 
 /* Runs n embeddings x[n][H] through the talker from position s->pos (chunked), advancing
    s->pos and leaving the last position's post-norm hidden in s->h. */
