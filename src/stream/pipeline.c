@@ -335,18 +335,30 @@ static void producer_finish(ct_synth *s, ct_status st) {
     pthread_mutex_unlock(&s->mu);
 }
 
-static void *stage0(void *arg) {
-    ct_synth *s = arg;
+/* Stage-0 thread start: pinning, the stats role and the prefill. */
+static ct_status stage0_enter(ct_synth *s) {
     pin(s->p.talker_cpus, s->p.n_talker_cpus);
     ct_stats_thread_role("stage0");
-    ct_status st = run_prefill(s);
+    return run_prefill(s);
+}
+
+/* The next frame's codes (code predictor); its time goes to *ms and to stage 0's busy time. */
+static ct_status timed_codes(ct_synth *s, int32_t *codes, int *got, double *ms) {
+    const double t1 = now_ms();
+    ct_status st = ct_session_frame_codes(s->sess, codes, got);
+    *ms = now_ms() - t1;
+    s->st.stage0_ms += *ms;
+    return st;
+}
+
+static void *stage0(void *arg) {
+    ct_synth *s = arg;
+    ct_status st = stage0_enter(s);
     int32_t codes[CT_MAX_GROUPS];
     while (st == CT_OK && !atomic_load(&s->cancel)) {
         int got = 0;
-        double t1 = now_ms();
-        st = ct_session_frame_codes(s->sess, codes, &got);
-        double t2 = now_ms();
-        s->st.stage0_ms += t2 - t1;
+        double pred_ms = 0;
+        st = timed_codes(s, codes, &got, &pred_ms);
         if (st != CT_OK || !got) break;
         pthread_mutex_lock(&s->mu);
         double tw = now_ms();
@@ -364,7 +376,7 @@ static void *stage0(void *arg) {
         if (s->produced == 1) s->st.t_first_frame_ms = now_ms() - s->t0;
         pthread_cond_signal(&s->cv_data);
         pthread_mutex_unlock(&s->mu);
-        st = advance(s, t2 - t1);
+        st = advance(s, pred_ms);
     }
     producer_finish(s, st);
     return NULL;
@@ -489,9 +501,7 @@ static void *stage1(void *arg) {
    consumer that sees every frame as it comes. */
 static void *serial_stage(void *arg) {
     ct_synth *s = arg;
-    pin(s->p.talker_cpus, s->p.n_talker_cpus);
-    ct_stats_thread_role("stage0");
-    ct_status st = run_prefill(s);
+    ct_status st = stage0_enter(s);
     int32_t codes[CT_MAX_GROUPS];
     int idx = 0, stopped = 0;
     ct_sched_obs obs;
@@ -499,10 +509,8 @@ static void *serial_stage(void *arg) {
     obs.active_streams = 1;
     while (st == CT_OK && !atomic_load(&s->cancel)) {
         int got = 0;
-        double t1 = now_ms();
-        st = ct_session_frame_codes(s->sess, codes, &got);
-        double t2 = now_ms();
-        s->st.stage0_ms += t2 - t1;
+        double pred_ms = 0;
+        st = timed_codes(s, codes, &got, &pred_ms);
         if (st != CT_OK || !got) break;
         pthread_mutex_lock(&s->mu);
         int full = s->q_count == s->q_cap;
@@ -528,7 +536,7 @@ static void *serial_stage(void *arg) {
             break;
         }
         if (atomic_load(&s->cancel)) break;
-        st = advance(s, t2 - t1);
+        st = advance(s, pred_ms);
     }
     if (st == CT_OK && !stopped && !atomic_load(&s->cancel)) {
         obs.finished = 1;

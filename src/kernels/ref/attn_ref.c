@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernels/attn.h"
+#include "kernels/ops.h"
 
 void ct_attend_head_scalar(const float *K, const float *V, int hd, const float *q, float *out,
                            int n_pos, int group, float *scores) {
@@ -11,25 +12,17 @@ void ct_attend_head_scalar(const float *K, const float *V, int hd, const float *
     for (int g = 0; g < group; g++) {
         const float *qh = q + (size_t)g * hd;
         float *oh = out + (size_t)g * hd;
-        float m = -INFINITY;
         for (int t = 0; t < n_pos; t++) {
             const float *kt = K + (size_t)t * hd;
             float d = 0.0f;
             for (int i = 0; i < hd; i++) d += qh[i] * kt[i];
-            d *= scale;
-            scores[t] = d;
-            if (d > m) m = d;
+            scores[t] = d * scale;
         }
-        float sum = 0.0f;
-        for (int t = 0; t < n_pos; t++) {
-            scores[t] = expf(scores[t] - m);
-            sum += scores[t];
-        }
-        const float inv = 1.0f / sum;
+        ct_softmax(scores, n_pos);
         memset(oh, 0, (size_t)hd * sizeof(float));
         for (int t = 0; t < n_pos; t++) {
             const float *vt = V + (size_t)t * hd;
-            const float p = scores[t] * inv;
+            const float p = scores[t];
             for (int i = 0; i < hd; i++) oh[i] += p * vt[i];
         }
     }

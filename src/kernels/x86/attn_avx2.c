@@ -1,9 +1,10 @@
 /* AVX2 attention for one KV head (kernels/attn.h): as the AVX-512 variant with 8-lane FMAs
-   and a scalar column tail; the softmax is the reference's. */
+   and a scalar column tail; the softmax is ct_softmax, as in the reference. */
 #include <immintrin.h>
 #include <math.h>
 
 #include "kernels/attn.h"
+#include "kernels/ops.h"
 
 #define GMAX 8
 
@@ -37,17 +38,7 @@ void ct_attend_head_avx2(const float *K, const float *V, int hd, const float *q,
                 sc[g][t] = d * scale;
             }
         }
-        for (int g = 0; g < ng; g++) {
-            float mx = -INFINITY, sum = 0.0f;
-            for (int t = 0; t < n_pos; t++)
-                if (sc[g][t] > mx) mx = sc[g][t];
-            for (int t = 0; t < n_pos; t++) {
-                sc[g][t] = expf(sc[g][t] - mx);
-                sum += sc[g][t];
-            }
-            const float inv = 1.0f / sum;
-            for (int t = 0; t < n_pos; t++) sc[g][t] *= inv;
-        }
+        for (int g = 0; g < ng; g++) ct_softmax(sc[g], n_pos);
         for (int i = 0; i < h8; i += 8) {
             __m256 o[GMAX];
             for (int g = 0; g < ng; g++) o[g] = _mm256_setzero_ps();

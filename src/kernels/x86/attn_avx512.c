@@ -1,10 +1,11 @@
 /* AVX-512 attention for one KV head (kernels/attn.h): the dot products and the weighted sum
    of V in 16-lane FMAs (masked tails), every query head of the group sharing each K/V row
-   load; the softmax is the reference's (f32, expf, same order). */
+   load; the softmax is ct_softmax, as in the reference. */
 #include <immintrin.h>
 #include <math.h>
 
 #include "kernels/attn.h"
+#include "kernels/ops.h"
 
 #define GMAX 8 /* query heads per KV head handled in one pass */
 
@@ -28,17 +29,7 @@ void ct_attend_head_avx512(const float *K, const float *V, int hd, const float *
             }
             for (int g = 0; g < ng; g++) sc[g][t] = _mm512_reduce_add_ps(acc[g]) * scale;
         }
-        for (int g = 0; g < ng; g++) {
-            float mx = -INFINITY, sum = 0.0f;
-            for (int t = 0; t < n_pos; t++)
-                if (sc[g][t] > mx) mx = sc[g][t];
-            for (int t = 0; t < n_pos; t++) {
-                sc[g][t] = expf(sc[g][t] - mx);
-                sum += sc[g][t];
-            }
-            const float inv = 1.0f / sum;
-            for (int t = 0; t < n_pos; t++) sc[g][t] *= inv;
-        }
+        for (int g = 0; g < ng; g++) ct_softmax(sc[g], n_pos);
         /* weighted sums, one V row at a time, 16 columns per register */
         for (int i = 0; i < hd; i += 16) {
             const __mmask16 m = hd - i >= 16 ? 0xffff : (__mmask16)((1u << (hd - i)) - 1);
