@@ -43,6 +43,7 @@ typedef struct {
     ct_sbuf log;
     ct_sbuf overview; /* rows of the stream overview table */
     ct_sbuf models;   /* rows of the model-bench overview table */
+    ct_sbuf serves;   /* rows of the serve-bench overview table */
     ct_sbuf body;     /* the per-file sections */
     ct_sbuf skipped;  /* rows of the "files not summarised" table */
     ct_status fatal;  /* CT_ERR_IO / CT_ERR_NOMEM once output cannot be written */
@@ -734,10 +735,15 @@ static void do_model(run *r, const char *rel, const json_t *doc) {
     static const char *hdr[6] = {"stage", "ms/frame", "MB/frame", "GB/s", "% of read roofline", "share of 80 ms"};
     static const ct_md_align al[6] = {CT_MD_LEFT, CT_MD_RIGHT, CT_MD_RIGHT, CT_MD_RIGHT, CT_MD_RIGHT, CT_MD_RIGHT};
     ct_md_table_header(b, 6, hdr, al);
-    const char *names[3] = {"talker", "code predictor", "codec (1 frame)"};
-    double ms[3] = {t, p, cd}, mb[3] = {tb / 1e6, pb / 1e6, NAN}, gbs[3] = {tg, pg, NAN};
-    for (int i = 0; i < 3; i++) {
-        if (i == 2 && !(cd > 0)) continue;
+    /* results since the ramp-schedule codec carry codec_exact_ms (1-frame pushes) beside
+       codec_ms (the ramp); older ones have only codec_ms, measured with 1-frame pushes */
+    const double cx = jd(doc, "codec_exact_ms");
+    const int ramp = cx > 0;
+    const char *names[4] = {"talker", "code predictor", ramp ? "codec (stream, ramp 2..25)" : "codec (1 frame)",
+                            "codec (1-frame pushes, not in the total)"};
+    double ms[4] = {t, p, cd, cx}, mb[4] = {tb / 1e6, pb / 1e6, NAN, NAN}, gbs[4] = {tg, pg, NAN, NAN};
+    for (int i = 0; i < 4; i++) {
+        if ((i == 2 && !(cd > 0)) || (i == 3 && !ramp)) continue;
         char c[5][48];
         ct_md_num(c[0], sizeof c[0], ms[i], 2);
         ct_md_num(c[1], sizeof c[1], mb[i], 1);
@@ -759,7 +765,7 @@ static void do_model(run *r, const char *rel, const json_t *doc) {
                    ct_md_num(pre, sizeof pre, jd(doc, "prefill_ms"), 1), ct_md_num(rtf, sizeof rtf, jd(doc, "rtf"), 3),
                    ct_md_num(c0, sizeof c0, roof, 1), ct_md_num(c4, sizeof c4, jd(doc, "roofline_fma_gflops"), 0));
     /* stage bars */
-    const char *labels[4] = {"talker", "code predictor", "codec (1 frame)", "total"};
+    const char *labels[4] = {"talker", "code predictor", ramp ? "codec (ramp)" : "codec (1 frame)", "total"};
     double vals[4] = {100 * t / FRAME_MS, 100 * p / FRAME_MS, cd > 0 ? 100 * cd / FRAME_MS : NAN, 100 * tot / FRAME_MS};
     char tx[4][64];
     const char *texts[4];
@@ -794,6 +800,68 @@ static void do_model(run *r, const char *rel, const json_t *doc) {
                          ct_md_num(cm[3], sizeof cm[3], jd(doc, "rtf"), 3)};
     ct_md_table_row(&r->models, 7, mc);
     r->res->n_model++;
+}
+
+/* ---- serve bench (`bench serve --json`) --------------------------------------------------- */
+
+#define SERVE_SCHEMA "codectalk.bench_serve/1"
+
+static double jd2(const json_t *o, const char *a, const char *b) {
+    return jd(json_object_get(o, a), b);
+}
+
+/* One table row per concurrency level; the overview gets the best aggregate level. */
+static void do_serve(run *r, const char *path, const char *rel, const json_t *doc) {
+    const json_t *lv = json_object_get(doc, "levels");
+    if (!json_is_array(lv) || json_array_size(lv) == 0) {
+        logf_(r, "error", path, SERVE_SCHEMA " result: \"levels\" is missing or empty; skipped");
+        r->res->n_failed++;
+        return;
+    }
+    ct_sbuf *b = &r->body;
+    char rq[32], mnt[32];
+    ct_sbuf_printf(b, "## %s\n\n", rel);
+    ct_sbuf_printf(b, "serve bench · %s · %s requests per level · max_new_tokens %s\n\n",
+                   js(doc, "url") ? js(doc, "url") : "-", jtext(json_object_get(doc, "requests"), rq, sizeof rq) ? rq : "-",
+                   jtext(json_object_get(doc, "max_new_tokens"), mnt, sizeof mnt) ? mnt : "-");
+    static const char *hdr[11] = {"concurrency", "ok", "503", "errors", "TTFA p50 ms", "TTFA p95 ms", "RTF p50",
+                                  "RTF p95", "stalls (n, ms)", "audio s/s", "vs first level"};
+    ct_md_table_header(b, 11, hdr, NULL);
+    double best = NAN;
+    int best_c = 0;
+    for (size_t i = 0; i < json_array_size(lv); i++) {
+        const json_t *l = json_array_get(lv, i);
+        char c[11][48];
+        const char *cells[11];
+        for (int k = 0; k < 11; k++) cells[k] = c[k];
+        if (!jtext(json_object_get(l, "concurrency"), c[0], sizeof c[0])) snprintf(c[0], sizeof c[0], "-");
+        if (!jtext(json_object_get(l, "ok"), c[1], sizeof c[1])) snprintf(c[1], sizeof c[1], "-");
+        if (!jtext(json_object_get(l, "rejected_503"), c[2], sizeof c[2])) snprintf(c[2], sizeof c[2], "-");
+        if (!jtext(json_object_get(l, "errors"), c[3], sizeof c[3])) snprintf(c[3], sizeof c[3], "-");
+        ct_md_num(c[4], sizeof c[4], jd2(l, "ttfa_ms", "p50"), 0);
+        ct_md_num(c[5], sizeof c[5], jd2(l, "ttfa_ms", "p95"), 0);
+        ct_md_num(c[6], sizeof c[6], jd2(l, "rtf_streamed", "p50"), 3);
+        ct_md_num(c[7], sizeof c[7], jd2(l, "rtf_streamed", "p95"), 3);
+        char n1[24], n2[24];
+        snprintf(c[8], sizeof c[8], "%s, %s", ct_md_num(n1, sizeof n1, jd2(l, "stalls", "count"), 0),
+                 ct_md_num(n2, sizeof n2, jd2(l, "stalls", "total_ms"), 0));
+        const double a = jd(l, "audio_s_per_s");
+        ct_md_num(c[9], sizeof c[9], a, 2);
+        const double v = jd(l, "throughput_vs_first_level");
+        if (isfinite(v)) snprintf(c[10], sizeof c[10], "%.2fx", v);
+        else snprintf(c[10], sizeof c[10], "-");
+        ct_md_table_row(b, 11, cells);
+        if (isfinite(a) && !(a <= best)) {
+            best = a;
+            best_c = (int)jd(l, "concurrency");
+        }
+    }
+    ct_sbuf_puts(b, "\n");
+    char bc[32], ba[48];
+    snprintf(bc, sizeof bc, "%d", best_c);
+    const char *oc[3] = {rel, bc, ct_md_num(ba, sizeof ba, best, 2)};
+    ct_md_table_row(&r->serves, 3, oc);
+    r->res->n_serve++;
 }
 
 /* ---- sweeps -------------------------------------------------------------------------------- */
@@ -888,10 +956,13 @@ static void do_file(run *r, const char *rel) {
         r->res->n_skipped++;
     } else if (schema) {
         if (json_is_integer(schema) && json_integer_value(schema) == 1) do_stream(r, path, rel, doc);
+        else if (json_is_string(schema) && strcmp(json_string_value(schema), SERVE_SCHEMA) == 0)
+            do_serve(r, path, rel, doc);
         else {
             char t[64];
             const char *s = jtext(schema, t, sizeof t);
-            logf_(r, "warning", path, "unsupported result schema %s (this build reads schema 1), skipped", s ? s : "null");
+            logf_(r, "warning", path, "unsupported result schema %s (this build reads schema 1 and " SERVE_SCHEMA "), skipped",
+                  s ? s : "null");
             r->res->n_skipped++;
         }
     } else if (json_is_array(json_object_get(doc, "sweep"))) {
@@ -947,6 +1018,7 @@ ct_status ct_summarize_dir(const char *dir, const char *out_dir, const ct_summar
     ct_sbuf_init(&r.log);
     ct_sbuf_init(&r.overview);
     ct_sbuf_init(&r.models);
+    ct_sbuf_init(&r.serves);
     ct_sbuf_init(&r.body);
     ct_sbuf_init(&r.skipped);
 
@@ -964,10 +1036,10 @@ ct_status ct_summarize_dir(const char *dir, const char *out_dir, const ct_summar
         ct_sbuf md;
         ct_sbuf_init(&md);
         ct_sbuf_printf(&md, "# Bench summary: %s\n\n", dir);
-        ct_sbuf_printf(&md, "%d result file%s: %d stream, %d model bench, %d sweep; %d skipped, %d with errors. "
-                            "See docs/BENCH.md for how to read these tables and plots.\n\n",
-                       res->n_json, res->n_json == 1 ? "" : "s", res->n_stream, res->n_model, res->n_sweep,
-                       res->n_skipped, res->n_failed);
+        ct_sbuf_printf(&md, "%d result file%s: %d stream, %d model bench, %d serve bench, %d sweep; %d skipped, %d "
+                            "with errors. See docs/BENCH.md for how to read these tables and plots.\n\n",
+                       res->n_json, res->n_json == 1 ? "" : "s", res->n_stream, res->n_model, res->n_serve,
+                       res->n_sweep, res->n_skipped, res->n_failed);
         if (res->n_stream) {
             static const char *hdr[13] = {"result", "model", "profile", "schedule", "n", "TTFA p50 ms", "TTFA p90 ms",
                                           "playback start p50 ms", "stall p50 ms", "RTF streamed p50", "RTF total p50",
@@ -984,6 +1056,13 @@ ct_status ct_summarize_dir(const char *dir, const char *out_dir, const ct_summar
             ct_sbuf_puts(&md, ct_sbuf_str(&r.models));
             ct_sbuf_puts(&md, "\n");
         }
+        if (res->n_serve) {
+            static const char *hdr[3] = {"result", "best concurrency", "audio s per s"};
+            ct_sbuf_puts(&md, "## Serve bench runs\n\n");
+            ct_md_table_header(&md, 3, hdr, NULL);
+            ct_sbuf_puts(&md, ct_sbuf_str(&r.serves));
+            ct_sbuf_puts(&md, "\n");
+        }
         if (res->n_json == 0) ct_sbuf_puts(&md, "No result files (*.json) found.\n\n");
         ct_sbuf_puts(&md, ct_sbuf_str(&r.body));
         if (r.skipped.len) {
@@ -994,7 +1073,7 @@ ct_status ct_summarize_dir(const char *dir, const char *out_dir, const ct_summar
             ct_sbuf_puts(&md, "\n");
         }
         if (!ct_sbuf_ok(&md) || !ct_sbuf_ok(&r.body) || !ct_sbuf_ok(&r.overview) || !ct_sbuf_ok(&r.skipped) ||
-            !ct_sbuf_ok(&r.models)) {
+            !ct_sbuf_ok(&r.models) || !ct_sbuf_ok(&r.serves)) {
             r.fatal = ct_errf(r.fatal_msg, sizeof r.fatal_msg, CT_ERR_NOMEM, "out of memory building summary.md");
         } else {
             char *path = res->summary_path;
@@ -1012,6 +1091,7 @@ ct_status ct_summarize_dir(const char *dir, const char *out_dir, const ct_summar
     ct_sbuf_free(&r.log);
     ct_sbuf_free(&r.overview);
     ct_sbuf_free(&r.models);
+    ct_sbuf_free(&r.serves);
     ct_sbuf_free(&r.body);
     ct_sbuf_free(&r.skipped);
     if (r.fatal != CT_OK) return ct_errf(err, errcap, r.fatal, "%s", r.fatal_msg);

@@ -34,6 +34,7 @@ typedef struct {
     int n_stream;  /* rendered as stream results */
     int n_model;   /* rendered as model-bench results */
     int n_sweep;   /* rendered as sweep tables */
+    int n_serve;   /* rendered as serve-bench results (schema "codectalk.bench_serve/1") */
     int n_skipped; /* foreign JSON and step-stats dumps, skipped */
     int n_failed;  /* corrupt or malformed, skipped with an error */
     int n_svg;     /* SVG files written */

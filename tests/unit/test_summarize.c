@@ -266,8 +266,8 @@ static void test_fixtures(const char *tmp) {
     ct_summarize_opts o = ct_summarize_opts_default();
     ct_status st = ct_summarize_dir(FIX, out, &o, &res, err, sizeof err);
     CHECKF(st == CT_OK, "%s", err);
-    CHECK(res.n_json == 9);
-    CHECK(res.n_stream == 2 && res.n_model == 1 && res.n_sweep == 1);
+    CHECK(res.n_json == 10);
+    CHECK(res.n_stream == 2 && res.n_model == 1 && res.n_sweep == 1 && res.n_serve == 1);
     CHECK(res.n_skipped == 3); /* foreign.json, array.json, the step-stats dump */
     CHECK(res.n_failed == 2);  /* the corrupt file and the bad chunk */
     CHECK(res.n_svg == 5);     /* 3 timelines, attribution bars, model stage bars */
@@ -333,6 +333,11 @@ static void test_fixtures(const char *tmp) {
     CHECK(strstr(md, "| talker | 30.50 | 880.0 | 28.9 | 72% | 38.1% |\n") != NULL);
     CHECK(strstr(md, "| total | 46.75 |  |  |  | 58.4% |\n") != NULL);
     CHECK(strstr(md, "| threads | ttfa_ms.p50 | ttfa_ms.p90 | rtf | ok | note |\n") != NULL);
+    /* serve bench: a row per level, the best level in the overview */
+    CHECK(strstr(md, "## serve_bench.json\n") != NULL);
+    CHECK(strstr(md, "| 4 | 4 | 0 | 0 | 454 | 748 | 2.069 | 2.132 | 48, 16167 | 1.88 | 1.74x |\n") != NULL);
+    CHECK(strstr(md, "| 1 | 4 | 0 | 0 | 177 | 200 | 0.916 | 0.936 | 4, 824 | 1.08 | 1.00x |\n") != NULL);
+    CHECK(strstr(md, "## Serve bench runs\n") != NULL && strstr(md, "| serve_bench.json | 4 | 1.88 |\n") != NULL);
     CHECK(strstr(md, "| 2+1 | 500.25 | 520 | 1.25 | - | a\\|b |\n") != NULL);
     /* the failures are listed, the good files all have sections */
     CHECK(strstr(md, "## Files not summarised") != NULL);
@@ -440,6 +445,21 @@ static void test_errors(const char *tmp) {
     char *md = slurp(out);
     CHECK(md && strstr(md, "No result files (*.json) found.") != NULL);
     free(md);
+
+    /* a serve-bench result without levels is an error naming the file */
+    snprintf(dir, sizeof dir, "%s/badserve", tmp);
+    CHECK(mkdir(dir, 0755) == 0);
+    snprintf(out, sizeof out, "%s/s.json", dir);
+    FILE *f = fopen(out, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("{\"schema\": \"codectalk.bench_serve/1\", \"levels\": []}", f);
+        fclose(f);
+    }
+    CHECK(ct_summarize_dir(dir, NULL, NULL, &res, err, sizeof err) == CT_OK);
+    CHECK(res.n_failed == 1 && res.n_serve == 0 && res.log && strstr(res.log, "s.json: codectalk.bench_serve/1 result: "
+                                                                            "\"levels\" is missing or empty"));
+    ct_summarize_result_free(&res);
 }
 
 int main(void) {
