@@ -1,6 +1,6 @@
 /* Attention over one KV head's cache, with the query heads of that KV head grouped on it
-   (grouped-query attention without expanding K/V): a scalar reference and AVX2 / AVX-512
-   variants, chosen with the matmul level. */
+   (grouped-query attention without expanding K/V): a scalar reference and AVX2 / AVX-512 /
+   NEON variants, chosen with the matmul level. */
 #ifndef CT_ATTN_H
 #define CT_ATTN_H
 
@@ -19,6 +19,10 @@ void ct_attend_head_avx2(const float *K, const float *V, int hd, const float *q,
                          int n_pos, int group, float *scores);
 void ct_attend_head_avx512(const float *K, const float *V, int hd, const float *q, float *out,
                            int n_pos, int group, float *scores);
+#endif
+#if defined(__aarch64__)
+void ct_attend_head_neon(const float *K, const float *V, int hd, const float *q, float *out,
+                         int n_pos, int group, float *scores);
 #endif
 
 #endif

@@ -177,6 +177,9 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         if (isa == CT_ISA_AVX2) table.attend_head = ct_attend_head_avx2;
         if (isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16) table.attend_head = ct_attend_head_avx512;
 #endif
+#if defined(__aarch64__)
+        if (isa == CT_ISA_NEON || isa == CT_ISA_NEON_DOTPROD) table.attend_head = ct_attend_head_neon;
+#endif
 #if defined(__x86_64__)
         table.amx = isa == CT_ISA_AVX512BF16 && ct_amx_available();
         ct_matmul_amx_enable(table.amx);

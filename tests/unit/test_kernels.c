@@ -287,6 +287,9 @@ static void check_attention(ct_rng *rng) {
              {"avx2", ct_attend_head_avx2, CT_ISA_AVX2},
              {"avx512", ct_attend_head_avx512, CT_ISA_AVX512},
 #endif
+#if defined(__aarch64__)
+             {"neon", ct_attend_head_neon, CT_ISA_NEON},
+#endif
     };
     ct_cpu_features f;
     ct_cpu_detect(&f);
