@@ -14,6 +14,23 @@ typedef void (*ct_attend_head_fn)(const float *K, const float *V, int hd, const 
 
 void ct_attend_head_scalar(const float *K, const float *V, int hd, const float *q, float *out,
                            int n_pos, int group, float *scores);
+/* The SIMD variants share one driver (ref/attn_ref.c) and supply two primitives over ng <=
+   CT_ATTN_GMAX query heads: scores sc[g][t] = scale * q[g] . K[t], and out[g] = sum_t
+   sc[g][t] V[t]. The driver takes the heads in passes of CT_ATTN_GMAX and applies ct_softmax
+   to each head's scores in between; ct_attn_tail_* do columns [c0, hd) in scalar code. */
+#define CT_ATTN_GMAX 8
+typedef struct {
+    void (*scores)(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc);
+    void (*wsum)(const float *V, int hd, const float *sc, int ng, int n_pos, float *out);
+} ct_attn_prims;
+
+void ct_attend_head_prims(const ct_attn_prims *p, const float *K, const float *V, int hd, const float *q,
+                          float *out, int n_pos, int group, float *scores);
+/* q[g] . K[t] over columns [c0, hd), added to d. */
+float ct_attn_tail_dot(const float *qg, const float *kt, int c0, int hd, float d);
+/* out[g][c] = sum_t sc[g][t] V[t][c] for columns [c0, hd). */
+void ct_attn_tail_wsum(const float *V, int hd, const float *sc, int ng, int n_pos, int c0, float *out);
+
 #if defined(__x86_64__)
 void ct_attend_head_avx2(const float *K, const float *V, int hd, const float *q, float *out,
                          int n_pos, int group, float *scores);

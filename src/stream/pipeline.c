@@ -335,6 +335,16 @@ static void producer_finish(ct_synth *s, ct_status st) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Appends a frame's codes to the queue (s->mu held, a free slot guaranteed) and counts it. */
+static void queue_push_locked(ct_synth *s, const int32_t *codes) {
+    int slot = (s->q_head + s->q_count) % s->q_cap;
+    memcpy(s->q + (size_t)slot * s->G, codes, sizeof(int32_t) * (size_t)s->G);
+    s->q_t[slot] = now_ms();
+    s->q_count++;
+    s->produced++;
+    if (s->produced == 1) s->st.t_first_frame_ms = now_ms() - s->t0;
+}
+
 /* Stage-0 thread start: pinning, the stats role and the prefill. */
 static ct_status stage0_enter(ct_synth *s) {
     pin(s->p.talker_cpus, s->p.n_talker_cpus);
@@ -368,12 +378,7 @@ static void *stage0(void *arg) {
             pthread_mutex_unlock(&s->mu);
             break;
         }
-        int slot = (s->q_head + s->q_count) % s->q_cap;
-        memcpy(s->q + (size_t)slot * s->G, codes, sizeof(int32_t) * (size_t)s->G);
-        s->q_t[slot] = now_ms();
-        s->q_count++;
-        s->produced++;
-        if (s->produced == 1) s->st.t_first_frame_ms = now_ms() - s->t0;
+        queue_push_locked(s, codes);
         pthread_cond_signal(&s->cv_data);
         pthread_mutex_unlock(&s->mu);
         st = advance(s, pred_ms);
@@ -515,12 +520,7 @@ static void *serial_stage(void *arg) {
         pthread_mutex_lock(&s->mu);
         int full = s->q_count == s->q_cap;
         if (!full) {
-            int slot = (s->q_head + s->q_count) % s->q_cap;
-            memcpy(s->q + (size_t)slot * s->G, codes, sizeof(int32_t) * (size_t)s->G);
-            s->q_t[slot] = now_ms();
-            s->q_count++;
-            s->produced++;
-            if (s->produced == 1) s->st.t_first_frame_ms = now_ms() - s->t0;
+            queue_push_locked(s, codes);
         }
         pthread_mutex_unlock(&s->mu);
         if (full) { /* the schedule held back more frames than the ring has room for */

@@ -85,6 +85,43 @@ static void *canceller(void *arg) {
     return NULL;
 }
 
+/* A synth with params sp cancelled by its sink after 3 chunks (serial: within that frame),
+   then from another thread; afterwards it is reusable and gives the reference PCM again. */
+static void check_cancel(const ct_synth_params *sp, collect *c, const float *ref, long nref) {
+    char err[256];
+    ct_synth *sy = NULL;
+    CHECKF(ct_synth_create(M, C, sp, &sy, err, sizeof err) == CT_OK, "%s", err);
+    if (!sy) return;
+    c->n = c->chunks = 0;
+    c->cancel_after = 3;
+    ct_gen_params g = gen();
+    g.max_frames = 0;
+    g.min_new_tokens = 1000;
+    g.budget_base = 100000;
+    CHECK(ct_synth_run(sy, &g, sink, c) == CT_ERR_ABORTED);
+    CHECK(c->chunks == 3);
+    ct_synth_stats ss = ct_synth_get_stats(sy);
+    CHECK(ss.stop == CT_STOP_ABORTED);
+    if (sp->scheduling == CT_SCHEDULING_SERIAL) CHECK(ss.frames == 3); /* stopped within the frame */
+    c->cancel_after = 0;
+    c->sleep_us = 1000;
+    c->n = c->chunks = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, canceller, sy);
+    CHECK(ct_synth_run(sy, &g, sink, c) == CT_ERR_ABORTED);
+    pthread_join(th, NULL);
+    CHECK(c->chunks < 1000);
+    ss = ct_synth_get_stats(sy);
+    CHECK(ss.stop == CT_STOP_ABORTED);
+    if (sp->scheduling == CT_SCHEDULING_SERIAL) CHECK(ss.frames - c->chunks <= 1);
+    c->sleep_us = 0;
+    c->n = c->chunks = 0;
+    g = gen();
+    CHECK(ct_synth_run(sy, &g, sink, c) == CT_OK && c->n == nref &&
+          memcmp(c->pcm, ref, sizeof(float) * (size_t)nref) == 0);
+    ct_synth_free(sy);
+}
+
 int main(void) {
     const char *dir = ct_test_make("tiny", "pipeline-tiny", 8);
     char err[1024];
@@ -158,32 +195,7 @@ int main(void) {
     {
         ct_synth_params sp = ct_synth_params_default();
         sp.queue_frames = 4;
-        ct_synth *sy = NULL;
-        CHECK(ct_synth_create(M, C, &sp, &sy, err, sizeof err) == CT_OK);
-        c.n = c.chunks = 0;
-        c.cancel_after = 3;
-        ct_gen_params g = gen();
-        g.max_frames = 0;
-        g.min_new_tokens = 1000;
-        g.budget_base = 100000;
-        CHECK(ct_synth_run(sy, &g, sink, &c) == CT_ERR_ABORTED);
-        CHECK(c.chunks == 3);
-        CHECK(ct_synth_get_stats(sy).stop == CT_STOP_ABORTED);
-        c.cancel_after = 0;
-        c.sleep_us = 1000;
-        c.n = c.chunks = 0;
-        pthread_t th;
-        pthread_create(&th, NULL, canceller, sy);
-        CHECK(ct_synth_run(sy, &g, sink, &c) == CT_ERR_ABORTED);
-        pthread_join(th, NULL);
-        CHECK(c.chunks < 1000);
-        /* the object is reusable after a cancel */
-        c.sleep_us = 0;
-        c.n = c.chunks = 0;
-        g = gen();
-        CHECK(ct_synth_run(sy, &g, sink, &c) == CT_OK && c.n == nref &&
-              memcmp(c.pcm, ref, sizeof(float) * (size_t)nref) == 0);
-        ct_synth_free(sy);
+        check_cancel(&sp, &c, ref, nref);
     }
 
     /* the session's two halves: codes first, then the talker step; codes twice is an error */
@@ -261,34 +273,7 @@ int main(void) {
         ct_synth_params sp = ct_synth_params_default();
         sp.scheduling = CT_SCHEDULING_SERIAL;
         sp.talker_threads = 2;
-        ct_synth *sy = NULL;
-        CHECK(ct_synth_create(M, C, &sp, &sy, err, sizeof err) == CT_OK);
-        c.n = c.chunks = 0;
-        c.cancel_after = 3;
-        ct_gen_params g = gen();
-        g.max_frames = 0;
-        g.min_new_tokens = 1000;
-        g.budget_base = 100000;
-        CHECK(ct_synth_run(sy, &g, sink, &c) == CT_ERR_ABORTED);
-        CHECK(c.chunks == 3);
-        ct_synth_stats ss = ct_synth_get_stats(sy);
-        CHECK(ss.stop == CT_STOP_ABORTED && ss.frames == 3); /* stopped within the frame */
-        c.cancel_after = 0;
-        c.sleep_us = 1000;
-        c.n = c.chunks = 0;
-        pthread_t th;
-        pthread_create(&th, NULL, canceller, sy);
-        CHECK(ct_synth_run(sy, &g, sink, &c) == CT_ERR_ABORTED);
-        pthread_join(th, NULL);
-        CHECK(c.chunks < 1000);
-        ss = ct_synth_get_stats(sy);
-        CHECK(ss.stop == CT_STOP_ABORTED && ss.frames - c.chunks <= 1);
-        c.sleep_us = 0;
-        c.n = c.chunks = 0;
-        g = gen();
-        CHECK(ct_synth_run(sy, &g, sink, &c) == CT_OK && c.n == nref &&
-              memcmp(c.pcm, ref, sizeof(float) * (size_t)nref) == 0);
-        ct_synth_free(sy);
+        check_cancel(&sp, &c, ref, nref);
     }
 
     /* auto: serial on <= 2 CPUs (both stages pinned to CPU 0 here), overlapped when one stage

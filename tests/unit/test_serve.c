@@ -142,6 +142,13 @@ typedef struct {
     int pieces;
 } client_job;
 
+/* A cleared client for port, aborting when *stop is set (stop may be NULL). */
+static void client_init(client_job *c, int port, atomic_int *stop) {
+    memset(c, 0, sizeof *c);
+    c->port = port;
+    c->stop = stop;
+}
+
 static int client_cb(void *ud, const unsigned char *p, size_t n) {
     client_job *c = ud;
     (void)p, (void)n;
@@ -312,8 +319,7 @@ int main(void) {
         size_t rl[2];
         int rf[2];
         for (int i = 0; i < 2; i++) {
-            memset(&cj[i], 0, sizeof cj[i]);
-            cj[i].port = PORT;
+            client_init(&cj[i], PORT, NULL);
             snprintf(cj[i].body, sizeof cj[i].body,
                      "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":%d,\"max_new_tokens\":%d,\"response_format\":"
                      "\"pcm\",\"stream_format\":\"audio\",\"initial_codec_chunk_frames\":%d}",
@@ -440,9 +446,7 @@ int main(void) {
         client_job cj[2];
         pthread_t th[2];
         for (int i = 0; i < 2; i++) {
-            memset(&cj[i], 0, sizeof cj[i]);
-            cj[i].port = ct_http_port(H);
-            cj[i].stop = &stop;
+            client_init(&cj[i], ct_http_port(H), &stop);
             cj[i].hold = 1; /* a stalled reader keeps its slot (its stream pauses) */
             snprintf(cj[i].body, sizeof cj[i].body,
                      "{\"input\":\"%s\",\"stream\":true,\"seed\":%d,\"max_new_tokens\":400}", TEXT, i);
@@ -489,9 +493,7 @@ int main(void) {
         client_job cj[2];
         pthread_t th[2];
         for (int i = 0; i < 2; i++) {
-            memset(&cj[i], 0, sizeof cj[i]);
-            cj[i].port = ct_http_port(H);
-            cj[i].stop = &stop;
+            client_init(&cj[i], ct_http_port(H), &stop);
             snprintf(cj[i].body, sizeof cj[i].body,
                      i ? "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d}"
                        : "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,"

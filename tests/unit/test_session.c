@@ -215,17 +215,23 @@ static void test_replay_and_stops(void) {
     ct_session_free(s);
 }
 
+/* A session on the test model with 256 positions and nt compute threads (NULL on failure). */
+static ct_session *session_threads(int nt) {
+    ct_session_params sp = ct_session_params_default();
+    sp.max_context = 256;
+    sp.n_threads = nt;
+    ct_session *s = NULL;
+    char err[256];
+    CHECKF(ct_session_create(M, &sp, &s, err, sizeof err) == CT_OK, "%s", err);
+    return s;
+}
+
 /* identical codes for 1, 2 and 3 compute threads */
 static void test_threads(void) {
     static int32_t a[40 * 16], b[40 * 16];
     int na = -1;
     for (int nt = 1; nt <= 3; nt++) {
-        ct_session_params sp = ct_session_params_default();
-        sp.max_context = 256;
-        sp.n_threads = nt;
-        ct_session *s = NULL;
-        char err[256];
-        CHECK(ct_session_create(M, &sp, &s, err, sizeof err) == CT_OK);
+        ct_session *s = session_threads(nt);
         ct_gen_params g = ct_gen_params_default();
         g.text = "Threads must not change a single code.";
         g.speaker = "sohee";
@@ -247,12 +253,7 @@ static void test_embed_rows(void) {
           *tmp = malloc(sizeof(float) * 2 * (size_t)TH);
     for (int i = 0; i < n; i++) ids[i] = (int32_t)((i * 7919) % M->cfg.text_vocab);
     for (int nt = 1; nt <= 3; nt += 2) {
-        ct_session_params sp = ct_session_params_default();
-        sp.max_context = 256;
-        sp.n_threads = nt;
-        ct_session *s = NULL;
-        char err[256];
-        CHECK(ct_session_create(M, &sp, &s, err, sizeof err) == CT_OK);
+        ct_session *s = session_threads(nt);
         if (!s) continue;
         ct_embed_text_rows(s, ids, n, a);
         int same = 1;

@@ -1,4 +1,4 @@
-/* Reference attention for one KV head: the query heads grouped on it attend over cache
+/* Reference attention for one KV head, and the driver the SIMD variants share: the query heads grouped on it attend over cache
    positions 0..n_pos-1 (scaled dot products, softmax in f32, weighted sum of V). */
 #include <math.h>
 #include <string.h>
@@ -26,4 +26,29 @@ void ct_attend_head_scalar(const float *K, const float *V, int hd, const float *
             for (int i = 0; i < hd; i++) oh[i] += p * vt[i];
         }
     }
+}
+
+void ct_attend_head_prims(const ct_attn_prims *p, const float *K, const float *V, int hd, const float *q,
+                          float *out, int n_pos, int group, float *scores) {
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (int g0 = 0; g0 < group; g0 += CT_ATTN_GMAX) {
+        const int ng = group - g0 < CT_ATTN_GMAX ? group - g0 : CT_ATTN_GMAX;
+        p->scores(K, hd, q + (size_t)g0 * hd, ng, n_pos, scale, scores);
+        for (int g = 0; g < ng; g++) ct_softmax(scores + (size_t)g * n_pos, n_pos);
+        p->wsum(V, hd, scores, ng, n_pos, out + (size_t)g0 * hd);
+    }
+}
+
+float ct_attn_tail_dot(const float *qg, const float *kt, int c0, int hd, float d) {
+    for (int i = c0; i < hd; i++) d += qg[i] * kt[i];
+    return d;
+}
+
+void ct_attn_tail_wsum(const float *V, int hd, const float *sc, int ng, int n_pos, int c0, float *out) {
+    for (int i = c0; i < hd; i++)
+        for (int g = 0; g < ng; g++) {
+            float o = 0.0f;
+            for (int t = 0; t < n_pos; t++) o += sc[(size_t)g * n_pos + t] * V[(size_t)t * hd + i];
+            out[(size_t)g * hd + i] = o;
+        }
 }
