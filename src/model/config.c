@@ -18,15 +18,25 @@ const char *ct_model_kind_name(ct_model_kind k) {
     return "?";
 }
 
+/* A missing (or null) field: 1 with *use_def set when def >= lo, else the "is missing" error
+   (0). 1 with *use_def = 0 when the field is present. */
+static int absent(const json_t *v, double def, double lo, const char *where, const char *key, int *use_def,
+                  char *err, size_t errcap) {
+    *use_def = !v || json_is_null(v);
+    if (*use_def && def < lo) {
+        ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s.%s is missing", where, key);
+        return 0;
+    }
+    return 1;
+}
+
 /* Reads an integer field in [lo, hi]; a missing field uses def unless def < lo (required). */
 static int get_int(json_t *obj, const char *key, long lo, long hi, long def, int *out,
                    const char *where, char *err, size_t errcap) {
     json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) {
-        if (def < lo) {
-            ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s.%s is missing", where, key);
-            return 0;
-        }
+    int use_def;
+    if (!absent(v, (double)def, (double)lo, where, key, &use_def, err, errcap)) return 0;
+    if (use_def) {
         *out = (int)def;
         return 1;
     }
@@ -44,14 +54,13 @@ static int get_int(json_t *obj, const char *key, long lo, long hi, long def, int
     return 1;
 }
 
+/* Reads a number field in [lo, hi], same rule for a missing field. */
 static int get_num(json_t *obj, const char *key, double lo, double hi, double def, double *out,
                    const char *where, char *err, size_t errcap) {
     json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) {
-        if (def < lo) {
-            ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s.%s is missing", where, key);
-            return 0;
-        }
+    int use_def;
+    if (!absent(v, def, lo, where, key, &use_def, err, errcap)) return 0;
+    if (use_def) {
         *out = def;
         return 1;
     }

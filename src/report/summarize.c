@@ -138,6 +138,17 @@ static int put_svg(run *r, const char *name, ct_sbuf *svg) {
     return 1;
 }
 
+/* Renders the bar chart c as out_dir/<slug>.<kind>.svg and links it from b with alt text. */
+static void put_bars(run *r, ct_sbuf *b, const ct_svg_bars *c, const char *slug, const char *kind, const char *alt) {
+    ct_sbuf svg;
+    ct_sbuf_init(&svg);
+    char e2[256], name[1200];
+    snprintf(name, sizeof name, "%s.%s.svg", slug, kind);
+    if (ct_svg_bars_render(c, &svg, e2, sizeof e2) == CT_OK && put_svg(r, name, &svg))
+        ct_sbuf_printf(b, "![%s](%s)\n\n", alt, name);
+    ct_sbuf_free(&svg);
+}
+
 static ct_status mkdir_p(const char *path, char *err, size_t errcap) {
     char d[4096];
     if (snprintf(d, sizeof d, "%s", path) >= (int)sizeof d)
@@ -485,7 +496,7 @@ static void attribution(run *r, const json_t *step_stats, const char *slug, cons
         double vmax = 0;
         for (int i = 0; i < nb; i++)
             if (isfinite(vals[i]) && vals[i] > vmax) vmax = vals[i];
-        char title[600], name[1200];
+        char title[600];
         snprintf(title, sizeof title, "%s: share of the 80 ms frame per counter", rel);
         ct_svg_bars c;
         memset(&c, 0, sizeof c);
@@ -499,13 +510,7 @@ static void attribution(run *r, const json_t *step_stats, const char *slug, cons
         c.xmax = NAN;
         c.ref = vmax > 40 ? 100.0 : NAN;
         c.ref_label = "80 ms";
-        ct_sbuf svg;
-        ct_sbuf_init(&svg);
-        char e2[256];
-        snprintf(name, sizeof name, "%s.attribution.svg", slug);
-        if (ct_svg_bars_render(&c, &svg, e2, sizeof e2) == CT_OK && put_svg(r, name, &svg))
-            ct_sbuf_printf(b, "![attribution bars](%s)\n\n", name);
-        ct_sbuf_free(&svg);
+        put_bars(r, b, &c, slug, "attribution", "attribution bars");
     } else if (r->fatal == CT_OK) {
         r->fatal = ct_errf(r->fatal_msg, sizeof r->fatal_msg, CT_ERR_NOMEM, "out of memory (attribution of %s)", rel);
     }
@@ -774,7 +779,7 @@ static void do_model(run *r, const char *rel, const json_t *doc) {
         snprintf(tx[i], sizeof tx[i], "%.2f ms (%.1f%%)", msv[i], vals[i]);
         texts[i] = isfinite(vals[i]) ? tx[i] : "-";
     }
-    char title[700], name[1200];
+    char title[700];
     snprintf(title, sizeof title, "%s: ms per 80 ms frame by stage", rel);
     ct_svg_bars c;
     memset(&c, 0, sizeof c);
@@ -787,13 +792,7 @@ static void do_model(run *r, const char *rel, const json_t *doc) {
     c.xmax = NAN;
     c.ref = 100.0;
     c.ref_label = "80 ms (real time)";
-    ct_sbuf svg;
-    ct_sbuf_init(&svg);
-    char e2[256];
-    snprintf(name, sizeof name, "%s.stages.svg", slug);
-    if (ct_svg_bars_render(&c, &svg, e2, sizeof e2) == CT_OK && put_svg(r, name, &svg))
-        ct_sbuf_printf(b, "![stage bars](%s)\n\n", name);
-    ct_sbuf_free(&svg);
+    put_bars(r, b, &c, slug, "stages", "stage bars");
     char cm[7][48];
     const char *mc[7] = {rel, js(doc, "model"), jtext(json_object_get(doc, "threads"), cm[0], sizeof cm[0]), js(doc, "isa"),
                          ct_md_num(cm[1], sizeof cm[1], t, 2), ct_md_num(cm[2], sizeof cm[2], p, 2),

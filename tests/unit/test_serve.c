@@ -142,6 +142,14 @@ typedef struct {
     int pieces;
 } client_job;
 
+/* POSTs body (with the key) to the test server and checks the status and error body. */
+static void expect_error(const char *body, int status, const char *param, const char *msg_part) {
+    ct_http_resp r;
+    CHECKF(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK, "post %s", body);
+    CHECKF(r.status == status && body_has_error(&r, param, msg_part), "%s: status %d", body, r.status);
+    ct_http_resp_free(&r);
+}
+
 /* A cleared client for port, aborting when *stop is set (stop may be NULL). */
 static void client_init(client_job *c, int port, atomic_int *stop) {
     memset(c, 0, sizeof *c);
@@ -346,30 +354,14 @@ int main(void) {
     ct_http_resp_free(&r);
     CHECK(get(PORT, "/v1/models", NULL, &r) == CT_OK && r.status == 401);
     ct_http_resp_free(&r);
-    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\",", NULL, NULL, &r) == CT_OK);
-    CHECK(r.status == 400 && body_has_error(&r, NULL, "not valid JSON"));
-    ct_http_resp_free(&r);
-    CHECK(post(PORT, KEY_HDR, "{\"input\": 5}", NULL, NULL, &r) == CT_OK);
-    CHECK(r.status == 400 && body_has_error(&r, "input", "must be a string"));
-    ct_http_resp_free(&r);
-    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"seed\": \"x\"}", NULL, NULL, &r) == CT_OK);
-    CHECK(r.status == 400 && body_has_error(&r, "seed", NULL));
-    ct_http_resp_free(&r);
-    CHECK(post(PORT, KEY_HDR, "{\"input\": \"   \"}", NULL, NULL, &r) == CT_OK);
-    CHECK(r.status == 400 && body_has_error(&r, "input", "empty"));
-    ct_http_resp_free(&r);
-    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"voice\": \"nobody\"}", NULL, NULL, &r) == CT_OK);
-    CHECK(r.status == 400 && body_has_error(&r, "voice", voice));
-    ct_http_resp_free(&r);
-    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"language\": \"klingon\"}", NULL, NULL, &r) == CT_OK);
-    CHECK(r.status == 400 && body_has_error(&r, "language", "auto"));
-    ct_http_resp_free(&r);
-    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"response_format\": \"mp3\"}", NULL, NULL, &r) == CT_OK);
-    CHECK(r.status == 400 && body_has_error(&r, "response_format", "unsupported"));
-    ct_http_resp_free(&r);
-    CHECK(post(PORT, KEY_HDR, "{\"input\": \"hi\", \"model\": \"other\"}", NULL, NULL, &r) == CT_OK);
-    CHECK(r.status == 404 && body_has_error(&r, "model", NULL));
-    ct_http_resp_free(&r);
+    expect_error("{\"input\": \"hi\",", 400, NULL, "not valid JSON");
+    expect_error("{\"input\": 5}", 400, "input", "must be a string");
+    expect_error("{\"input\": \"hi\", \"seed\": \"x\"}", 400, "seed", NULL);
+    expect_error("{\"input\": \"   \"}", 400, "input", "empty");
+    expect_error("{\"input\": \"hi\", \"voice\": \"nobody\"}", 400, "voice", voice);
+    expect_error("{\"input\": \"hi\", \"language\": \"klingon\"}", 400, "language", "auto");
+    expect_error("{\"input\": \"hi\", \"response_format\": \"mp3\"}", 400, "response_format", "unsupported");
+    expect_error("{\"input\": \"hi\", \"model\": \"other\"}", 404, "model", NULL);
     {
         size_t big = 100 * 1024;
         char *b = malloc(big + 64);
