@@ -352,13 +352,15 @@ static ct_status stage0_enter(ct_synth *s) {
     return run_prefill(s);
 }
 
-/* The next frame's codes (code predictor); its time goes to *ms and to stage 0's busy time. */
-static ct_status timed_codes(ct_synth *s, int32_t *codes, int *got, double *ms) {
+/* The next frame's codes (code predictor) into codes: 1 when a frame came, 0 at the end or
+   on an error (*st). Its time goes to *ms and to stage 0's busy time. */
+static int next_codes(ct_synth *s, int32_t *codes, ct_status *st, double *ms) {
+    int got = 0;
     const double t1 = now_ms();
-    ct_status st = ct_session_frame_codes(s->sess, codes, got);
+    *st = ct_session_frame_codes(s->sess, codes, &got);
     *ms = now_ms() - t1;
     s->st.stage0_ms += *ms;
-    return st;
+    return *st == CT_OK && got;
 }
 
 static void *stage0(void *arg) {
@@ -366,10 +368,8 @@ static void *stage0(void *arg) {
     ct_status st = stage0_enter(s);
     int32_t codes[CT_MAX_GROUPS];
     while (st == CT_OK && !atomic_load(&s->cancel)) {
-        int got = 0;
         double pred_ms = 0;
-        st = timed_codes(s, codes, &got, &pred_ms);
-        if (st != CT_OK || !got) break;
+        if (!next_codes(s, codes, &st, &pred_ms)) break;
         pthread_mutex_lock(&s->mu);
         double tw = now_ms();
         while (s->q_count == s->q_cap && !atomic_load(&s->cancel)) pthread_cond_wait(&s->cv_space, &s->mu);
@@ -513,10 +513,8 @@ static void *serial_stage(void *arg) {
     memset(&obs, 0, sizeof obs);
     obs.active_streams = 1;
     while (st == CT_OK && !atomic_load(&s->cancel)) {
-        int got = 0;
         double pred_ms = 0;
-        st = timed_codes(s, codes, &got, &pred_ms);
-        if (st != CT_OK || !got) break;
+        if (!next_codes(s, codes, &st, &pred_ms)) break;
         pthread_mutex_lock(&s->mu);
         int full = s->q_count == s->q_cap;
         if (!full) {

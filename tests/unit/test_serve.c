@@ -142,6 +142,16 @@ typedef struct {
     int pieces;
 } client_job;
 
+/* A new engine with ep and an HTTP server for it without an API key (*E, *H NULL on failure). */
+static void start_server(const ct_engine_params *ep, ct_http_params *hp, ct_engine **E, ct_http **H) {
+    char err[1024];
+    *E = NULL;
+    *H = NULL;
+    CHECKF(ct_engine_create(M, C, ep, E, err, sizeof err) == CT_OK, "%s", err);
+    hp->api_key = NULL;
+    CHECKF(*E && ct_http_start(*E, M, hp, H, err, sizeof err) == CT_OK, "%s", err);
+}
+
 /* POSTs body (with the key) to the test server and checks the status and error body. */
 static void expect_error(const char *body, int status, const char *param, const char *msg_part) {
     ct_http_resp r;
@@ -428,11 +438,7 @@ int main(void) {
     ep.max_streams = 1;
     ep.queue_cap = 1;
     ep.warmup = 0;
-    E = NULL;
-    H = NULL;
-    CHECK(ct_engine_create(M, C, &ep, &E, err, sizeof err) == CT_OK);
-    hp.api_key = NULL;
-    CHECK(E && ct_http_start(E, M, &hp, &H, err, sizeof err) == CT_OK);
+    start_server(&ep, &hp, &E, &H);
     if (E && H) {
         atomic_int stop = 0;
         client_job cj[2];
@@ -476,16 +482,12 @@ int main(void) {
     E = NULL;
     CHECK(ct_engine_create(M, C, &ep9, &E, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "codec_chunk"));
     ep9.codec_chunk = 4;
-    H = NULL;
-    CHECKF(ct_engine_create(M, C, &ep9, &E, err, sizeof err) == CT_OK, "%s", err);
-    hp.api_key = NULL;
-    CHECK(E && ct_http_start(E, M, &hp, &H, err, sizeof err) == CT_OK);
+    start_server(&ep9, &hp, &E, &H);
     if (E && H) {
-        atomic_int stop = 0;
-        client_job cj[2];
+        client_job cj[2]; /* both read to the end */
         pthread_t th[2];
         for (int i = 0; i < 2; i++) {
-            client_init(&cj[i], ct_http_port(H), &stop);
+            client_init(&cj[i], ct_http_port(H), NULL);
             snprintf(cj[i].body, sizeof cj[i].body,
                      i ? "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d}"
                        : "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,"
