@@ -188,7 +188,194 @@ void ct_codec_free(ct_codec *c);
 int ct_codec_samples_per_frame(const ct_codec *c); /* 1920 */
 int ct_codec_sample_rate(const ct_codec *c);       /* 24000 */
 
-/* ---- streaming synthesis (stage threads) -------------------------------------------- */
+/* ---- the stream engine ----------------------------------------------------------------- */
+
+/* One engine runs every stream: a scheduler loop admits requests, prefills newcomers between
+   decode steps, advances all active streams with one batched talker + code-predictor step (a
+   single stream is a batch of one), and decodes each stream's due codec chunk by its own chunk
+   schedule. PCM (or codec frames) is read from each stream's bounded buffer; a stream whose
+   reader falls behind pauses alone. docs/STREAMING.md describes the loop. */
+typedef struct ct_engine ct_engine;
+typedef struct ct_stream ct_stream;
+
+/* Where the two stages run (ct_engine_params.placement; docs/STREAMING.md 4). The audio is
+   bit-identical in every placement. */
+typedef enum {
+    CT_PLACEMENT_OVERLAPPED = 0, /* the talker + predictor (talker_threads) and the codec
+                                    (codec_threads) run side by side on their own threads,
+                                    joined by a bounded frame queue (queue_frames) */
+    CT_PLACEMENT_SERIAL = 1,     /* one pool of talker_threads runs the step, then the due
+                                    codec chunks; codec_threads and codec_cpus are not used */
+    CT_PLACEMENT_AUTO = 2        /* serial when the CPUs to use (the process's CPU set, or the
+                                    union of talker_cpus and codec_cpus when both are given)
+                                    number 2 or fewer: the pool then takes talker_threads (0 =
+                                    all) + codec_threads threads, at most one per CPU;
+                                    overlapped otherwise, and when only one stage is pinned */
+} ct_placement;
+
+/* "overlapped", "serial", "auto"; "?" for anything else. */
+const char *ct_placement_str(int placement);
+/* Parses one of the names above into *placement; CT_ERR_INVALID_ARG for anything else. */
+ct_status ct_placement_parse(const char *name, int *placement);
+
+typedef struct {
+    size_t size;             /* sizeof(ct_engine_params), set by the default */
+    int max_streams;         /* streams generating at once, each with its own KV (default 1) */
+    int queue_cap;           /* requests that may wait for a stream slot (default 8; 0 = none) */
+    int max_context;         /* talker KV positions per stream (default 2048) */
+    uint64_t kv_budget_bytes;/* talker KV budget; 0 = max_streams worst-case streams. Slots
+                                the budget cannot back are not created. */
+    int placement;           /* ct_placement (default AUTO) */
+    int talker_threads;      /* stage-0 pool; 0 = every usable CPU (serial) or all but one
+                                (overlapped). Default 0. Results do not depend on it. */
+    const int *talker_cpus;  /* optional pinning for stage 0 (borrowed until create returns) */
+    int n_talker_cpus;
+    int codec_threads;       /* overlapped: the codec stage's threads (default 1) */
+    const int *codec_cpus;   /* optional pinning for the codec stage */
+    int n_codec_cpus;
+    int queue_frames;        /* overlapped: frames in flight between the stages (default 64);
+                                a full queue blocks the step */
+    int max_chunk_frames;    /* largest codec chunk any stream's schedule may ask for (64) */
+    double safety_margin_ms; /* a newcomer's prefill waits while an active stream's playback
+                                slack minus its next chunk's ETA is under this (default 120) */
+    double max_defer_ms;     /* longest such wait (default 5000; 0 = no limit) */
+    int buffer_ms;           /* per-stream output buffer in audio ms (default 10000; at least
+                                max_chunk_frames + 1 frames) */
+    int warmup;              /* 1: generate two frames before ct_engine_ready says 1 (0) */
+} ct_engine_params;
+
+ct_engine_params ct_engine_params_default(void);
+
+/* Reserves every stream slot (KV caches, scratch, codec state, output buffers) and starts the
+   engine's threads. Model and codec are borrowed and must outlive the engine. Errors:
+   CT_ERR_INVALID_ARG (a field out of range: the message names it), CT_ERR_LIMIT (the KV
+   budget holds no stream: the message gives both numbers), CT_ERR_FORMAT (model and codec
+   disagree), CT_ERR_NOMEM. */
+ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine_params *p,
+                           ct_engine **out, char *err, size_t errcap);
+
+/* Stops the threads, fails every waiting or running stream (CT_ERR_ABORTED) and frees the
+   engine. Streams still held by callers stay valid (reads return finished) until released.
+   NULL is fine. */
+void ct_engine_free(ct_engine *e);
+
+/* 1 when serving, 0 while warming up, -1 when warm-up failed (message in err). */
+int ct_engine_ready(ct_engine *e, char *err, size_t errcap);
+
+/* Limits in force (placement resolved). */
+typedef struct {
+    int max_streams, queue_cap, max_context, sample_rate, samples_per_frame, n_groups;
+    int placement, talker_threads, codec_threads, max_chunk_frames;
+    uint64_t kv_budget_bytes, kv_bytes_per_token, kv_bytes_per_stream;
+    double safety_margin_ms;
+} ct_engine_limits;
+
+ct_engine_limits ct_engine_get_limits(const ct_engine *e);
+
+/* Engine-wide counters. */
+typedef struct {
+    int active, queued;
+    uint64_t admitted, rejected, queued_total, completed, failed, cancelled;
+    uint64_t deferrals;        /* scheduler passes on which a ready prefill was held back */
+    uint64_t forced_admissions;/* prefills started after max_defer_ms */
+    uint64_t underruns;        /* ring-buffer player stalls over all streams (engine clock) */
+    double underrun_ms;
+    uint64_t kv_bytes_in_use;
+    uint64_t steps;            /* batched decode steps */
+    double step_ms, prefill_ms;/* EWMAs of one batched step and one prefill */
+    double audio_s;            /* audio produced */
+} ct_engine_counters;
+
+ct_engine_counters ct_engine_get_counters(ct_engine *e);
+
+/* Seconds until a stream slot is likely to free up (>= 1), for Retry-After. */
+int ct_engine_retry_after_s(ct_engine *e);
+
+typedef enum { CT_OUTPUT_PCM = 0, CT_OUTPUT_CODES = 1 } ct_output;
+
+typedef struct {
+    size_t size;             /* sizeof(ct_stream_params), set by the default */
+    const char *schedule;    /* chunk schedule: "exact" (default), "fixed:IC,S",
+                                "ramp:2,4,8,16,25", "dynamic", "adaptive" (docs/STREAMING.md) */
+    int windowed;            /* 1: stateless windowed decode with left context (the exportable
+                                form); 0: the exact stateful decoder (default) */
+    int context_frames;      /* windowed left context (default 72) */
+    int utterance_bytes;     /* long text is split at sentence boundaries into utterances of
+                                about this many bytes, generated and played back to back
+                                (utterance k uses seed + k); default 300; 0 = one utterance */
+    int output;              /* ct_output: PCM (default) or codec frames (no decoding) */
+} ct_stream_params;
+
+ct_stream_params ct_stream_params_default(void);
+
+/* Queues a request. g's strings and x-vector are copied. Admission happens on the engine
+   thread; a request that cannot be generated (unknown voice, text over the context) fails
+   there and its stream reports CT_STREAM_FAILED with the message. Returns CT_ERR_INVALID_ARG
+   (bad parameters: message in err), CT_ERR_LIMIT when every slot is busy and the queue is full,
+   CT_ERR_STATE when the engine is stopping or failed, CT_ERR_NOMEM. *out must be released
+   with ct_stream_release. */
+ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp,
+                           ct_stream **out, char *err, size_t errcap);
+
+typedef enum {
+    CT_STREAM_QUEUED = 0,  /* waiting for a slot (or held by the prefill throttle) */
+    CT_STREAM_PREFILL = 1, /* admitted, first prefill running */
+    CT_STREAM_RUNNING = 2, /* frames flowing */
+    CT_STREAM_DONE = 3,    /* generation finished (output may still be buffered) */
+    CT_STREAM_FAILED = 4   /* failed, cancelled or shut down (status and message say which) */
+} ct_stream_state;
+
+/* Waits until the stream is past the first prefill (RUNNING, DONE or FAILED) or timeout_ms
+   passed (< 0 = no limit); returns the state then. */
+ct_stream_state ct_stream_wait_started(ct_stream *s, int timeout_ms);
+
+/* Copies up to cap samples (mono f32 at the codec rate) into pcm, waiting up to timeout_ms
+   (< 0 = no limit) when none are buffered. Returns the count; *finished = 1 once the stream
+   has ended (DONE or FAILED) and everything was read. CT_OUTPUT_CODES streams return 0. */
+size_t ct_stream_read(ct_stream *s, float *pcm, size_t cap, int timeout_ms, int *finished);
+
+/* The same for CT_OUTPUT_CODES streams: up to max_frames frames of n_groups codes each. */
+size_t ct_stream_read_codes(ct_stream *s, int32_t *codes, size_t max_frames, int timeout_ms,
+                            int *finished);
+
+/* Requests cancellation; safe from any thread. The stream's slot and KV are freed within one
+   step; it then reads as finished with status CT_ERR_ABORTED. */
+void ct_stream_cancel(ct_stream *s);
+
+/* Cancels the stream if it still runs and drops the caller's handle. NULL is fine. */
+void ct_stream_release(ct_stream *s);
+
+/* Facts about a stream. Times are ms since submission; NAN before they happen. */
+typedef struct {
+    ct_stream_state state;
+    ct_status status;        /* CT_OK unless FAILED */
+    ct_stop_reason stop;     /* of the last utterance */
+    int utterances, utterance; /* how many, and the one generating now (0-based) */
+    int text_tokens, prompt_len; /* summed over utterances */
+    int frames, chunks;      /* frames generated, codec chunks (or code frames) released */
+    uint64_t samples;        /* samples released */
+    double queue_ms;         /* submission to admission */
+    double first_frame_ms;   /* first frame of codes */
+    double ttfa_ms;          /* first output released to the reader */
+    double done_ms;
+    double prefill_ms, step_ms, codec_ms; /* busy time: prefills, batched steps this stream
+                                             took part in (wall time of the whole step),
+                                             codec chunks */
+    double talker_ms, predictor_ms; /* step_ms split into its two halves */
+    int stalls;              /* ring-buffer player stalls, playback starting at TTFA */
+    double stall_ms;
+} ct_stream_info;
+
+ct_stream_info ct_stream_get_info(ct_stream *s);
+
+/* Message of a FAILED stream ("" otherwise). Borrowed while the stream is held. */
+const char *ct_stream_errmsg(ct_stream *s);
+
+/* Chunk release timeline: t_ms since submission and samples (codes: frames) per chunk, in
+   order. Returns the number of chunks; fills up to cap entries (arrays may be NULL). */
+int ct_stream_timeline(ct_stream *s, double *t_ms, int *samples, int cap);
+
+/* ---- streaming synthesis (stage threads; being replaced by the engine above) -------------------------------------------- */
 
 /* A streaming synthesiser: stage 0 (talker + code predictor) and stage 1 (codec decoder) run
    on their own threads, joined by a bounded frame queue ("overlapped"), or one after the other

@@ -64,7 +64,7 @@ int ct_cli_serve(int argc, char **argv) {
     }
     if (!api_key) api_key = getenv("CODECTALK_API_KEY");
     char err[1024];
-    ct_engine_params ep = ct_engine_params_default();
+    ct_srv_engine_params ep = ct_srv_engine_params_default();
     ep.model_dir = model;
     if (profile) {
         ct_profile *pr = malloc(sizeof *pr);
@@ -106,10 +106,10 @@ int ct_cli_serve(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    ct_engine *e = NULL;
+    ct_srv_engine *e = NULL;
     ct_http *h = NULL;
     int rc = 1;
-    if (ct_engine_create(m, codec, &ep, &e, err, sizeof err) != CT_OK) {
+    if (ct_srv_engine_create(m, codec, &ep, &e, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
@@ -127,7 +127,7 @@ int ct_cli_serve(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    ct_engine_limits lim = ct_engine_get_limits(e);
+    ct_srv_engine_limits lim = ct_srv_engine_get_limits(e);
     fprintf(stderr,
             "codectalk serve: model '%s' on http://%s:%d (streams %d, queue %d, context %d, KV %.1f MiB/stream of "
             "%.1f MiB, margin %.0f ms%s)\n",
@@ -136,11 +136,11 @@ int ct_cli_serve(int argc, char **argv) {
             api_key && *api_key ? ", auth on" : "");
     if (strcmp(host, "127.0.0.1") != 0 && !(api_key && *api_key))
         fprintf(stderr, "warning: listening on %s without --api-key\n", host);
-    for (int t = 0; ct_engine_ready(e, err, sizeof err) == 0; t++) {
+    for (int t = 0; ct_srv_engine_ready(e, err, sizeof err) == 0; t++) {
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (ct_engine_ready(e, err, sizeof err) < 0) {
+    if (ct_srv_engine_ready(e, err, sizeof err) < 0) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
@@ -151,7 +151,7 @@ int ct_cli_serve(int argc, char **argv) {
     rc = 0;
 done:
     ct_http_stop(h);
-    ct_engine_free(e);
+    ct_srv_engine_free(e);
     ct_codec_free(codec);
     ct_model_free(m);
     return rc;

@@ -23,7 +23,7 @@ static const double TTFA_BUCKETS[N_TTFA_BUCKETS] = {0.05, 0.1, 0.2, 0.3, 0.5, 0.
 static const double RTF_BUCKETS[N_RTF_BUCKETS] = {0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 5};
 
 struct ct_job {
-    ct_engine *e;
+    ct_srv_engine *e;
     int refs;                 /* engine + caller */
     /* request (immutable after submit) */
     ct_gen_params g;
@@ -65,10 +65,10 @@ typedef struct stream {
     double stall_ms;          /* ring-buffer player stalls so far */
 } stream;
 
-struct ct_engine {
+struct ct_srv_engine {
     const ct_model *m;
     const ct_codec *codec;
-    ct_engine_params p;
+    ct_srv_engine_params p;
     int G, spf, rate;
     int chunk;                /* codec_chunk in force */
     uint64_t kv_per_stream, kv_budget, kv_per_token, kv_used;
@@ -106,8 +106,8 @@ int16_t ct_pcm16_of(float v) {
     return (int16_t)(int)(s < 0 ? s - 0.5f : s + 0.5f);
 }
 
-ct_engine_params ct_engine_params_default(void) {
-    ct_engine_params p;
+ct_srv_engine_params ct_srv_engine_params_default(void) {
+    ct_srv_engine_params p;
     memset(&p, 0, sizeof p);
     p.size = sizeof p;
     p.max_streams = 1;
@@ -126,7 +126,7 @@ ct_engine_params ct_engine_params_default(void) {
 
 static void job_unref_locked(ct_job *j) {
     if (--j->refs > 0) return;
-    ct_engine *e = j->e;
+    ct_srv_engine *e = j->e;
     pthread_cond_destroy(&j->cv);
     free(j->ring);
     free(j->text);
@@ -151,7 +151,7 @@ static void hist_add(uint64_t *h, const double *b, int nb, double v) {
 }
 
 /* Frees slot s (its job leaves the engine). */
-static void slot_finish_locked(ct_engine *e, stream *s) {
+static void slot_finish_locked(ct_srv_engine *e, stream *s) {
     ct_job *j = s->job;
     if (!j) return;
     if (j->state == CT_JOB_DONE) {
@@ -174,7 +174,7 @@ static void slot_finish_locked(ct_engine *e, stream *s) {
     job_unref_locked(j);
 }
 
-static double retry_after_locked(ct_engine *e) {
+static double retry_after_locked(ct_srv_engine *e) {
     double best = 1e30;
     for (int i = 0; i < e->p.max_streams; i++) {
         stream *s = &e->slots[i];
@@ -186,7 +186,7 @@ static double retry_after_locked(ct_engine *e) {
     return sec < 1 ? 1 : sec > 120 ? 120 : sec;
 }
 
-ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, int initial_frames, ct_job **out,
+ct_status ct_srv_engine_submit(ct_srv_engine *e, const ct_gen_params *g, int initial_frames, ct_job **out,
                            int *retry_after_s) {
     *out = NULL;
     if (retry_after_s) *retry_after_s = 1;
@@ -264,7 +264,7 @@ static struct timespec deadline(int timeout_ms) {
 }
 
 ct_job_state ct_job_wait_started(ct_job *j, int timeout_ms) {
-    ct_engine *e = j->e;
+    ct_srv_engine *e = j->e;
     struct timespec ts = deadline(timeout_ms);
     pthread_mutex_lock(&e->mu);
     while (j->state < CT_JOB_RUNNING) {
@@ -276,7 +276,7 @@ ct_job_state ct_job_wait_started(ct_job *j, int timeout_ms) {
 }
 
 size_t ct_job_read(ct_job *j, int16_t *dst, size_t cap, int timeout_ms, int *finished) {
-    ct_engine *e = j->e;
+    ct_srv_engine *e = j->e;
     struct timespec ts = deadline(timeout_ms);
     pthread_mutex_lock(&e->mu);
     while (j->released == j->head && j->state < CT_JOB_DONE) {
@@ -300,7 +300,7 @@ size_t ct_job_read(ct_job *j, int16_t *dst, size_t cap, int timeout_ms, int *fin
 ct_job_info_t ct_job_info(ct_job *j) {
     ct_job_info_t r;
     memset(&r, 0, sizeof r);
-    ct_engine *e = j->e;
+    ct_srv_engine *e = j->e;
     pthread_mutex_lock(&e->mu);
     r.state = j->state;
     r.status = j->status;
@@ -318,7 +318,7 @@ ct_job_info_t ct_job_info(ct_job *j) {
 
 void ct_job_release(ct_job *j) {
     if (!j) return;
-    ct_engine *e = j->e;
+    ct_srv_engine *e = j->e;
     pthread_mutex_lock(&e->mu);
     if (j->state < CT_JOB_DONE) j->cancelled = 1;
     pthread_cond_signal(&e->cv);
@@ -331,7 +331,7 @@ void ct_job_release(ct_job *j) {
 /* Advances every stream in active[n] by one frame with one batched step (one pass over the
    weights for all of them): codes into s->codes, s->got = 1 when a frame was made, 0 when its
    generation ended; s->step_status records a failure. Returns the number of frames produced. */
-static int engine_step(ct_engine *e, stream **active, int n) {
+static int engine_step(ct_srv_engine *e, stream **active, int n) {
     for (int i = 0; i < n; i++) e->bsess[i] = active[i]->sess;
     ct_status st = ct_batch_step(e->batch, e->bsess, n, e->bcodes, e->bgot);
     int made = 0;
@@ -348,7 +348,7 @@ static int engine_step(ct_engine *e, stream **active, int n) {
 
 /* Frames the stream's next codec push waits for: the rest of the first chunk (initial_frames)
    while it is held back, then e->chunk, never more than the job's PCM ring holds. */
-static int chunk_target(const ct_engine *e, const stream *s) {
+static int chunk_target(const ct_srv_engine *e, const stream *s) {
     const ct_job *j = s->job;
     int ch = e->chunk, room = (int)(j->cap / (size_t)e->spf) - 1;
     if (ch > room) ch = room;
@@ -357,7 +357,7 @@ static int chunk_target(const ct_engine *e, const stream *s) {
 }
 
 /* Slack minus next-chunk ETA of the most endangered active stream (ms); +inf when none. */
-static double worst_margin_locked(ct_engine *e, double now) {
+static double worst_margin_locked(ct_srv_engine *e, double now) {
     double worst = INFINITY;
     for (int i = 0; i < e->p.max_streams; i++) {
         stream *s = &e->slots[i];
@@ -374,7 +374,7 @@ static double worst_margin_locked(ct_engine *e, double now) {
 }
 
 /* Makes newly decoded samples visible to the reader and updates the playback model. */
-static void release_locked(ct_engine *e, stream *s, int finished, double now) {
+static void release_locked(ct_srv_engine *e, stream *s, int finished, double now) {
     ct_job *j = s->job;
     if (j->released == j->tail) return;
     if (!finished && isnan(s->t_play) && j->frames < j->initial_frames) return;
@@ -402,7 +402,7 @@ static void release_locked(ct_engine *e, stream *s, int finished, double now) {
 
 static void ewma(double *acc, double v) { *acc = *acc > 0 ? 0.7 * *acc + 0.3 * v : v; }
 
-static void prefill(ct_engine *e, stream *s) {
+static void prefill(ct_srv_engine *e, stream *s) {
     ct_job *j = s->job;
     double t0 = ct_now_ms();
     ct_codec_stream_reset(s->cs);
@@ -427,7 +427,7 @@ static void prefill(ct_engine *e, stream *s) {
     pthread_mutex_unlock(&e->mu);
 }
 
-static void warmup(ct_engine *e) {
+static void warmup(ct_srv_engine *e) {
     stream *s = &e->slots[0];
     ct_gen_params g = ct_gen_params_default();
     g.text = "Hello.";
@@ -455,7 +455,7 @@ static void warmup(ct_engine *e) {
 }
 
 static void *engine_main(void *arg) {
-    ct_engine *e = arg;
+    ct_srv_engine *e = arg;
     if (e->p.warmup) warmup(e);
     else {
         pthread_mutex_lock(&e->mu);
@@ -630,7 +630,7 @@ static void *engine_main(void *arg) {
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
-static void slots_free(ct_engine *e) {
+static void slots_free(ct_srv_engine *e) {
     if (!e->slots) return;
     for (int i = 0; i < e->p.max_streams; i++) {
         ct_session_free(e->slots[i].sess);
@@ -642,12 +642,12 @@ static void slots_free(ct_engine *e) {
     free(e->slots);
 }
 
-ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine_params *p,
-                           ct_engine **out, char *err, size_t errcap) {
+ct_status ct_srv_engine_create(const ct_model *m, const ct_codec *c, const ct_srv_engine_params *p,
+                           ct_srv_engine **out, char *err, size_t errcap) {
     if (out) *out = NULL;
     if (!m || !c || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: NULL argument");
-    ct_engine_params d = ct_engine_params_default();
-    const ct_engine_params *pp = p ? p : &d;
+    ct_srv_engine_params d = ct_srv_engine_params_default();
+    const ct_srv_engine_params *pp = p ? p : &d;
     if (pp->max_streams < 1 || pp->max_streams > 256)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: max_streams %d not in [1, 256]", pp->max_streams);
     if (pp->queue_cap < 0 || pp->queue_cap > 65536)
@@ -675,7 +675,7 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
                        "engine: KV budget %llu bytes holds no stream (one needs %llu bytes: %d positions x %llu bytes)",
                        (unsigned long long)budget, (unsigned long long)per_seq, pp->max_context,
                        (unsigned long long)per_tok);
-    ct_engine *e = calloc(1, sizeof *e);
+    ct_srv_engine *e = calloc(1, sizeof *e);
     if (!e) return ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
     e->m = m;
     e->codec = c;
@@ -743,7 +743,7 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
     return CT_OK;
 }
 
-void ct_engine_free(ct_engine *e) {
+void ct_srv_engine_free(ct_srv_engine *e) {
     if (!e) return;
     pthread_mutex_lock(&e->mu);
     e->stop = 1;
@@ -766,7 +766,7 @@ void ct_engine_free(ct_engine *e) {
     free(e);
 }
 
-int ct_engine_ready(ct_engine *e, char *err, size_t errcap) {
+int ct_srv_engine_ready(ct_srv_engine *e, char *err, size_t errcap) {
     pthread_mutex_lock(&e->mu);
     int r = e->ready;
     if (r < 0 && err && errcap) snprintf(err, errcap, "%s", e->ready_err);
@@ -774,8 +774,8 @@ int ct_engine_ready(ct_engine *e, char *err, size_t errcap) {
     return r;
 }
 
-ct_engine_limits ct_engine_get_limits(const ct_engine *e) {
-    ct_engine_limits l;
+ct_srv_engine_limits ct_srv_engine_get_limits(const ct_srv_engine *e) {
+    ct_srv_engine_limits l;
     l.max_streams = e->p.max_streams;
     l.queue_cap = e->p.queue_cap;
     l.max_context = e->p.max_context;
@@ -788,8 +788,8 @@ ct_engine_limits ct_engine_get_limits(const ct_engine *e) {
     return l;
 }
 
-ct_engine_counters ct_engine_get_counters(ct_engine *e) {
-    ct_engine_counters c;
+ct_srv_engine_counters ct_srv_engine_get_counters(ct_srv_engine *e) {
+    ct_srv_engine_counters c;
     pthread_mutex_lock(&e->mu);
     c.active = e->n_active;
     c.queued = e->q_len;
@@ -866,7 +866,7 @@ static void histo(sbuf *s, const char *name, const char *help, const uint64_t *h
               (unsigned long long)acc, name, sum, name, (unsigned long long)n);
 }
 
-char *ct_engine_metrics_text(ct_engine *e) {
+char *ct_srv_engine_metrics_text(ct_srv_engine *e) {
     sbuf s = {malloc(4096), 0, 4096, 0};
     if (!s.b) return NULL;
     s.b[0] = 0;

@@ -15,7 +15,7 @@
 #include "codectalk.h"
 #include "core/status.h"
 
-typedef struct ct_engine ct_engine;
+typedef struct ct_srv_engine ct_srv_engine;
 typedef struct ct_job ct_job;
 
 typedef struct {
@@ -34,40 +34,40 @@ typedef struct {
     int codec_chunk;              /* frames per codec push once a stream's first chunk is out
                                      (1..25, default 1 = every frame); larger pushes decode
                                      faster per frame and release audio in steps of that size */
-} ct_engine_params;
+} ct_srv_engine_params;
 
-ct_engine_params ct_engine_params_default(void);
+ct_srv_engine_params ct_srv_engine_params_default(void);
 
 /* Creates the slots (sessions, codec streams) and starts the engine thread, which warms up and
    then serves. Model and codec are borrowed and must outlive the engine. Errors:
    CT_ERR_INVALID_ARG (bad params, no geometry), CT_ERR_LIMIT (the KV budget holds no stream:
    the message gives both numbers), CT_ERR_NOMEM, and session/codec creation failures. */
-ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine_params *p,
-                           ct_engine **out, char *err, size_t errcap);
+ct_status ct_srv_engine_create(const ct_model *m, const ct_codec *c, const ct_srv_engine_params *p,
+                           ct_srv_engine **out, char *err, size_t errcap);
 
 /* Stops the thread, fails every waiting or running request (CT_ERR_ABORTED) and frees the
    engine once no job is referenced by the engine any more. Jobs still held by callers stay
    valid until ct_job_release. NULL is fine. */
-void ct_engine_free(ct_engine *e);
+void ct_srv_engine_free(ct_srv_engine *e);
 
 /* 1 after warm-up, 0 while warming up, -1 when warm-up failed (message in err). */
-int ct_engine_ready(ct_engine *e, char *err, size_t errcap);
+int ct_srv_engine_ready(ct_srv_engine *e, char *err, size_t errcap);
 
 /* Limits actually in force. */
 typedef struct {
     int max_streams, queue_cap, max_context, sample_rate, samples_per_frame;
     uint64_t kv_budget_bytes, kv_bytes_per_token, kv_bytes_per_stream;
     double safety_margin_ms;
-} ct_engine_limits;
+} ct_srv_engine_limits;
 
-ct_engine_limits ct_engine_get_limits(const ct_engine *e);
+ct_srv_engine_limits ct_srv_engine_get_limits(const ct_srv_engine *e);
 
 /* Submits a request. g's strings (text, speaker, language, instruct) are copied; xvector is
    not supported (must be NULL). initial_frames (>= 0; 0 or 1 = every frame) holds the first
    audio back until that many frames are decoded. Returns CT_OK with *out (release it with
    ct_job_release), CT_ERR_LIMIT when every slot is busy and the queue is full (*retry_after_s
    set to an estimate, >= 1), CT_ERR_STATE when the engine is shutting down or failed. */
-ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, int initial_frames, ct_job **out,
+ct_status ct_srv_engine_submit(ct_srv_engine *e, const ct_gen_params *g, int initial_frames, ct_job **out,
                            int *retry_after_s);
 
 typedef enum {
@@ -106,7 +106,7 @@ void ct_job_release(ct_job *j);
 
 /* Prometheus text exposition of the engine's gauges, counters and histograms (names in
    docs/SERVE.md); malloc'd, NULL on OOM. */
-char *ct_engine_metrics_text(ct_engine *e);
+char *ct_srv_engine_metrics_text(ct_srv_engine *e);
 
 /* Counters for tests and the CLI. */
 typedef struct {
@@ -117,9 +117,9 @@ typedef struct {
     uint64_t kv_bytes_in_use;
     double step_ms, prefill_ms;   /* EWMAs */
     double audio_s;               /* total audio produced */
-} ct_engine_counters;
+} ct_srv_engine_counters;
 
-ct_engine_counters ct_engine_get_counters(ct_engine *e);
+ct_srv_engine_counters ct_srv_engine_get_counters(ct_srv_engine *e);
 
 /* Little-endian s16 of a float sample exactly as the WAV writer (src/audio/wav.c) quantises:
    clamp to [-1, 1] (NaN -> -1), scale by 32767, round half away from zero. */

@@ -31,7 +31,7 @@ static const int ST_CODES[ST_N] = {200, 400, 401, 404, 405, 413, 500, 503, 0};
 
 struct ct_http {
     struct MHD_Daemon *d;
-    ct_engine *e;
+    ct_srv_engine *e;
     const ct_model *m;
     ct_http_params p;
     char host[64], model_id[128], api_key[256];
@@ -213,7 +213,7 @@ static int pend_event(stream_ctx *s, json_t *ev) {
    the stream, -1 to abort the connection. */
 static int stream_fill(stream_ctx *s) {
     ct_http *h = s->h;
-    int rate = ct_engine_get_limits(h->e).sample_rate;
+    int rate = ct_srv_engine_get_limits(h->e).sample_rate;
     s->pn = s->poff = 0;
     for (;;) {
         if (s->end_sent) return 0;
@@ -303,7 +303,7 @@ static void stream_free(void *cls) {
 static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc) {
     ct_api_error e;
     ct_speech_ctx sx = {h->model_id, h->voices, h->n_voices, h->langs, h->n_langs, h->p.max_input_chars,
-                        ct_engine_get_limits(h->e).max_context};
+                        ct_srv_engine_get_limits(h->e).max_context};
     ct_speech_request rq;
     if (ct_speech_request_parse(cc->body ? cc->body : "", cc->n, &sx, &rq, &e) != CT_OK)
         return send_error(h, c, &e, NULL);
@@ -328,7 +328,7 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
     int ic = rq.initial_chunk_frames >= 0 ? rq.initial_chunk_frames : h->p.default_initial_frames;
     ct_job *job = NULL;
     int retry = 1;
-    ct_status st = ct_engine_submit(h->e, &g, ic, &job, &retry);
+    ct_status st = ct_srv_engine_submit(h->e, &g, ic, &job, &retry);
     ct_resp_mode mode = rq.mode;
     ct_resp_format fmt = rq.format;
     ct_speech_request_free(&rq);
@@ -338,7 +338,7 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
         const char *hd[] = {MHD_HTTP_HEADER_RETRY_AFTER, ra, NULL};
         ct_api_error_set(&e, 503, "server_error", NULL, "server_busy",
                          "all %d stream slots are busy and the queue (%d) is full; retry after %d s",
-                         ct_engine_get_limits(h->e).max_streams, ct_engine_get_limits(h->e).queue_cap, retry);
+                         ct_srv_engine_get_limits(h->e).max_streams, ct_srv_engine_get_limits(h->e).queue_cap, retry);
         return send_error(h, c, &e, hd);
     }
     if (st != CT_OK) return send_err(h, c, 503, "server_error", NULL, "not_ready", "the engine is not serving");
@@ -357,7 +357,7 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
         return send_err(h, c, code, code == 400 ? "invalid_request_error" : "server_error", NULL,
                         code == 400 ? "invalid_request" : "generation_failed", ji.err);
     }
-    int rate = ct_engine_get_limits(h->e).sample_rate;
+    int rate = ct_srv_engine_get_limits(h->e).sample_rate;
     if (mode == CT_MODE_FULL) {
         size_t cap = (size_t)rate * 2, n = 0;
         int16_t *pcm = malloc(cap * sizeof *pcm);
@@ -447,7 +447,7 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
 /* ---- other routes ----------------------------------------------------------------------- */
 
 static enum MHD_Result metrics(ct_http *h, struct MHD_Connection *c) {
-    char *t = ct_engine_metrics_text(h->e);
+    char *t = ct_srv_engine_metrics_text(h->e);
     if (!t) return MHD_NO;
     size_t n = strlen(t), cap = n + 2048;
     char *b = realloc(t, cap);
@@ -515,7 +515,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     int is_post = strcmp(method, "POST") == 0;
     if (strcmp(url, "/health") == 0) {
         if (!is_get) goto method;
-        int r = ct_engine_ready(h->e, NULL, 0);
+        int r = ct_srv_engine_ready(h->e, NULL, 0);
         return send_text(h, c, r > 0 ? 200 : 503, "application/json",
                          r > 0 ? "{\"status\":\"ok\"}" : r == 0 ? "{\"status\":\"warming_up\"}" : "{\"status\":\"failed\"}",
                          NULL);
@@ -575,7 +575,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     }
 }
 
-ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out, char *err,
+ct_status ct_http_start(ct_srv_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out, char *err,
                         size_t errcap) {
     if (out) *out = NULL;
     if (!e || !m || !p || !out || !p->model_id)

@@ -30,14 +30,14 @@ ct_http_params ct_http_params_default(void);
 /* Binds and starts serving. The engine and model are borrowed (must outlive the server).
    Errors: CT_ERR_INVALID_ARG (bad host/params), CT_ERR_IO (bind/listen failed: the message
    names the address and errno), CT_ERR_INTERNAL (the HTTP library refused to start). */
-ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out,
+ct_status ct_http_start(ct_srv_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out,
                         char *err, size_t errcap);
 
 /* The bound TCP port. */
 int ct_http_port(const ct_http *h);
 
 /* Stops accepting, ends every connection (their jobs are released) and frees h. NULL is fine.
-   Call before ct_engine_free. */
+   Call before ct_srv_engine_free. */
 void ct_http_stop(ct_http *h);
 
 #endif

@@ -143,11 +143,11 @@ typedef struct {
 } client_job;
 
 /* A new engine with ep and an HTTP server for it without an API key (*E, *H NULL on failure). */
-static void start_server(const ct_engine_params *ep, ct_http_params *hp, ct_engine **E, ct_http **H) {
+static void start_server(const ct_srv_engine_params *ep, ct_http_params *hp, ct_srv_engine **E, ct_http **H) {
     char err[1024];
     *E = NULL;
     *H = NULL;
-    CHECKF(ct_engine_create(M, C, ep, E, err, sizeof err) == CT_OK, "%s", err);
+    CHECKF(ct_srv_engine_create(M, C, ep, E, err, sizeof err) == CT_OK, "%s", err);
     hp->api_key = NULL;
     CHECKF(*E && ct_http_start(*E, M, hp, H, err, sizeof err) == CT_OK, "%s", err);
 }
@@ -186,9 +186,9 @@ static void *client_thread(void *arg) {
     return NULL;
 }
 
-static int wait_until(ct_engine *e, int active, int queued, int ms) {
+static int wait_until(ct_srv_engine *e, int active, int queued, int ms) {
     for (int t = 0; t < ms; t += 5) {
-        ct_engine_counters k = ct_engine_get_counters(e);
+        ct_srv_engine_counters k = ct_srv_engine_get_counters(e);
         if ((active < 0 || k.active == active) && (queued < 0 || k.queued == queued)) return 1;
         sleep_ms(5);
     }
@@ -204,13 +204,13 @@ int main(void) {
     const char *voice = ct_model_speaker(M, 1);
     CHECK(voice != NULL);
 
-    ct_engine_params ep = ct_engine_params_default();
+    ct_srv_engine_params ep = ct_srv_engine_params_default();
     ep.max_streams = 2;
     ep.queue_cap = 2;
     ep.max_context = 512;
     ep.model_dir = dir;
-    ct_engine *E = NULL;
-    CHECKF(ct_engine_create(M, C, &ep, &E, err, sizeof err) == CT_OK, "%s", err);
+    ct_srv_engine *E = NULL;
+    CHECKF(ct_srv_engine_create(M, C, &ep, &E, err, sizeof err) == CT_OK, "%s", err);
     ct_http_params hp = ct_http_params_default();
     hp.port = 0;
     hp.api_key = "s3cret";
@@ -403,7 +403,7 @@ int main(void) {
         client_job cj;
         memset(&cj, 0, sizeof cj);
         cj.abort_after = 1;
-        ct_engine_counters k0 = ct_engine_get_counters(E);
+        ct_srv_engine_counters k0 = ct_srv_engine_get_counters(E);
         CHECK(post(PORT, KEY_HDR,
                    "{\"input\":\"A long request that the client abandons after the first piece of audio.\","
                    "\"stream_format\":\"audio\",\"response_format\":\"pcm\",\"seed\":3,\"max_new_tokens\":400}",
@@ -411,7 +411,7 @@ int main(void) {
         CHECK(cj.r.aborted == 1);
         ct_http_resp_free(&cj.r);
         CHECK(wait_until(E, 0, 0, 3000));
-        ct_engine_counters k1 = ct_engine_get_counters(E);
+        ct_srv_engine_counters k1 = ct_srv_engine_get_counters(E);
         CHECKF(k1.cancelled == k0.cancelled + 1 && k1.kv_bytes_in_use == 0, "cancelled %llu -> %llu",
                (unsigned long long)k0.cancelled, (unsigned long long)k1.cancelled);
     }
@@ -426,13 +426,13 @@ int main(void) {
                                "codectalk_requests_cancelled_total 1", "# TYPE codectalk_ttfa_seconds histogram"};
         for (size_t i = 0; i < sizeof names / sizeof *names; i++)
             CHECKF(r.body && strstr((char *)r.body, names[i]), "metrics lack '%s'", names[i]);
-        ct_engine_counters k = ct_engine_get_counters(E);
+        ct_srv_engine_counters k = ct_srv_engine_get_counters(E);
         CHECKF(k.admitted == 7 && k.completed == 6, "admitted %llu completed %llu", (unsigned long long)k.admitted,
                (unsigned long long)k.completed);
     }
     ct_http_resp_free(&r);
     ct_http_stop(H);
-    ct_engine_free(E);
+    ct_srv_engine_free(E);
 
     /* 8. 503 + Retry-After: one slot, queue of one, three long requests */
     ep.max_streams = 1;
@@ -465,22 +465,22 @@ int main(void) {
             ct_http_resp_free(&cj[i].r);
         }
         CHECK(wait_until(E, 0, 0, 3000));
-        ct_engine_counters k = ct_engine_get_counters(E);
+        ct_srv_engine_counters k = ct_srv_engine_get_counters(E);
         CHECKF(k.rejected == 1 && k.queued_total >= 1, "rejected %llu", (unsigned long long)k.rejected);
     }
     ct_http_stop(H);
-    ct_engine_free(E);
+    ct_srv_engine_free(E);
 
     /* 9. codec pushes of 4 frames: the same samples (WAV and a raw PCM stream, two at once);
        codec_chunk outside 1..25 is rejected */
-    ct_engine_params ep9 = ct_engine_params_default();
+    ct_srv_engine_params ep9 = ct_srv_engine_params_default();
     ep9.max_streams = 2;
     ep9.max_context = 512;
     ep9.model_dir = dir;
     ep9.warmup = 0;
     ep9.codec_chunk = 26;
     E = NULL;
-    CHECK(ct_engine_create(M, C, &ep9, &E, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "codec_chunk"));
+    CHECK(ct_srv_engine_create(M, C, &ep9, &E, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "codec_chunk"));
     ep9.codec_chunk = 4;
     start_server(&ep9, &hp, &E, &H);
     if (E && H) {
@@ -505,7 +505,7 @@ int main(void) {
         for (int i = 0; i < 2; i++) ct_http_resp_free(&cj[i].r);
     }
     ct_http_stop(H);
-    ct_engine_free(E);
+    ct_srv_engine_free(E);
     free(ref);
     ct_codec_free(C);
     ct_model_free(M);
