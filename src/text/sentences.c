@@ -92,3 +92,16 @@ size_t ct_split_sentences(const char *t, size_t len, size_t max_bytes, ct_span *
     }
     return emit_long(t, start, len, max_bytes, spans, cap, n);
 }
+
+size_t ct_split_utterances(const char *text, size_t len, size_t max_bytes, ct_span *spans, size_t cap) {
+    size_t ns = ct_split_sentences(text, len, max_bytes, spans, cap);
+    if (ns > cap) return ns; /* caller sizes spans with a first call (spans NULL, cap 0) */
+    size_t nu = 0;
+    for (size_t i = 0; i < ns; i++) {
+        if (nu && spans[i].off + spans[i].len - spans[nu - 1].off <= max_bytes)
+            spans[nu - 1].len = spans[i].off + spans[i].len - spans[nu - 1].off;
+        else
+            spans[nu++] = spans[i];
+    }
+    return nu;
+}

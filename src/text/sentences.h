@@ -15,4 +15,10 @@ typedef struct {
 size_t ct_split_sentences(const char *text, size_t len, size_t max_bytes, ct_span *spans,
                           size_t cap);
 
+/* Utterances for synthesis: the sentences of ct_split_sentences, neighbours merged while the
+   merged span stays within max_bytes, so prosody spans several short sentences. Call once with
+   spans NULL and cap 0 for the sentence count (an upper bound), then with spans[that count];
+   returns the number of utterances written (the bound again when cap is too small). */
+size_t ct_split_utterances(const char *text, size_t len, size_t max_bytes, ct_span *spans, size_t cap);
+
 #endif
