@@ -1,101 +1,39 @@
-/* Codec-decoder primitives over time-major activations ([T][C], row t = one time step):
- * panel-packed weights, a multi-tap accumulate GEMM that serves causal (dilated) conv,
- * pointwise linear and causal transposed conv, depthwise causal conv, SnakeBeta,
- * LayerNorm and exact-erf GELU.
+/* Codec-decoder convolutions over time-major activations ([T][C], row t = one time step),
+ * built on the kernels of kernels/conv.h (panel-packed weights, the multi-tap accumulate
+ * GEMM, SnakeBeta, depthwise conv, LayerNorm, GELU): causal (dilated) conv, pointwise linear
+ * and causal transposed conv as GEMM calls, run through a ct_cv_exec that carries the kernel
+ * variants and an optional thread pool.
  *
- * The GEMM and SnakeBeta have per-ISA variants (scalar reference here, AVX2 / AVX-512 in
- * src/kernels/x86/conv_*.c) picked through a ct_cv_exec, which also carries an optional
- * thread pool. Within one variant every output element is accumulated in the same order
- * (bias / previous Y first, then taps in the given order, input channels ascending; a
- * K-blocked variant stores and reloads the exact partial sum) whichever row tile, panel
- * group, thread or chunk computes it, so chunked and one-shot runs agree bit for bit and
- * results do not depend on the thread count (threads split output panels or rows, never
- * a reduction). Variants differ from each other by rounding only (FMA vs mul+add, the
- * polynomial sine).
- *
- * History convention: a causal op reading x[t - h] for h > 0 takes x pointing at row 0 of
- * the new rows; rows -H..-1 before it must hold the previous inputs (zeros at stream
- * start). */
+ * Threads split output panels or rows, never a reduction, and each variant accumulates every
+ * output element in one fixed order (kernels/conv.h), so chunked and one-shot runs agree bit
+ * for bit and results do not depend on the thread count. History convention as in
+ * kernels/conv.h: x points at row 0 of the new rows, the rows before it hold the previous
+ * inputs (zeros at stream start). */
 #ifndef CT_CODEC_CONV_H
 #define CT_CODEC_CONV_H
 
 #include <stddef.h>
 
 #include "core/pool.h"
+#include "kernels/conv.h"
 #include "kernels/cpu.h"
-
-#define CT_CV_OB 16 /* output channels per panel (one AVX-512 vector, two AVX2 vectors) */
-#define CT_CV_RB 4  /* rows per register tile of the scalar reference */
-
-/* A weight packed into panels of CT_CV_OB output channels.
- * w: [nb][k][cin][CT_CV_OB], nb = ceil(cout / CT_CV_OB), padding columns zero. */
-typedef struct {
-    float *w;
-    int k, cin, cout, nb;
-} ct_cv_packed;
-
-/* Allocates p->w for (k, cin, cout), zero-filled. Returns 0 on success, -1 on NOMEM. */
-int ct_cv_packed_alloc(ct_cv_packed *p, int k, int cin, int cout);
-void ct_cv_packed_free(ct_cv_packed *p);
-/* Fills from a PyTorch Conv1d weight src[cout][cin][k]. */
-void ct_cv_pack_conv(ct_cv_packed *p, const float *src);
-/* Fills from a PyTorch ConvTranspose1d weight src[cin][cout][k]. */
-void ct_cv_pack_tconv(ct_cv_packed *p, const float *src);
-/* Fills from a Linear weight src[cout][cin] (k must be 1). */
-void ct_cv_pack_linear(ct_cv_packed *p, const float *src);
-
-/* One multi-tap GEMM call (see ct_cv_gemm_taps for the formula). */
-typedef struct {
-    float *Y;                /* [n][ldy] output rows */
-    size_t ldy;
-    const float *X;          /* [n + history][ldx] input rows (row 0 = first new row) */
-    size_t ldx;
-    int n;                   /* rows */
-    const ct_cv_packed *W;
-    int ntaps;
-    const int *tap, *off;    /* [ntaps] weight tap and row offset per term */
-    const float *bias;       /* [cout] or NULL */
-    int accumulate;          /* 1: add onto the existing Y */
-} ct_cv_gemm_args;
-
-/* Computes output panels [b0, b1) (CT_CV_OB channels each) of rows [r0, r1) of a. */
-typedef void (*ct_cv_gemm_fn)(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1);
-/* SnakeBeta on rows [r0, r1) of [.][c] arrays (see ct_cv_snake). */
-typedef void (*ct_cv_snake_fn)(float *y, const float *x, int r0, int r1, int c, const float *ealpha,
-                               const float *inv_beta);
-
-/* The variants (contracts of ct_cv_gemm_fn / ct_cv_snake_fn); the x86 ones need the CPU
- * features of their level (check with ct_isa_supported) and are exposed for the tests. */
-void ct_cv_gemm_range_scalar(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1);
-void ct_cv_snake_rows_scalar(float *y, const float *x, int r0, int r1, int c, const float *ealpha,
-                             const float *inv_beta);
-#if defined(__x86_64__)
-void ct_cv_gemm_range_avx2(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1);
-void ct_cv_snake_rows_avx2(float *y, const float *x, int r0, int r1, int c, const float *ealpha,
-                           const float *inv_beta);
-void ct_cv_gemm_range_avx512(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1);
-void ct_cv_snake_rows_avx512(float *y, const float *x, int r0, int r1, int c, const float *ealpha,
-                             const float *inv_beta);
-#endif
 
 /* Execution context: kernel variants + optional pool (NULL = the calling thread only). */
 typedef struct {
     ct_pool *pool;
     ct_cv_gemm_fn gemm;
     ct_cv_snake_fn snake;
-    ct_isa isa;              /* the level the variants were chosen for */
+    ct_isa isa;              /* the level the variants were taken for */
 } ct_cv_exec;
 
-/* Fills ex for ISA level isa (AVX512BF16 uses the AVX-512 variants). Returns 0, or -1 when
- * this build has no variant for isa (ex then holds the scalar reference). */
+/* Fills ex for ISA level isa (ct_cv_kernels_for). Returns 0, or -1 when this build has no
+ * variant for isa (ex then holds the scalar reference and isa CT_ISA_SCALAR). */
 int ct_cv_exec_init_isa(ct_cv_exec *ex, ct_pool *pool, ct_isa isa);
-/* Fills ex for the process-wide dispatched level, ct_kernels()->isa. */
+/* Fills ex from the process-wide kernel table, ct_kernels(). */
 void ct_cv_exec_init(ct_cv_exec *ex, ct_pool *pool);
 
-/* Multi-tap GEMM (dispatched variant, calling thread only): for r < n, o < cout:
- *   Y[r*ldy + o] = (accumulate ? Y[r*ldy + o] : 0) + (bias ? bias[o] : 0)
- *                  + sum_{q < ntaps} sum_i X[(r + off[q])*ldx + i] * W[tap[q]][i][o].
- * off[q] may be negative (history rows). Y must not overlap the X rows read. */
+/* Multi-tap GEMM (formula at ct_cv_gemm_args in kernels/conv.h; dispatched variant, calling
+ * thread only). */
 void ct_cv_gemm_taps(float *Y, size_t ldy, const float *X, size_t ldx, int n,
                      const ct_cv_packed *W, int ntaps, const int *tap, const int *off,
                      const float *bias, int accumulate);
@@ -132,24 +70,11 @@ void ct_cv_tconv_causal(float *y, const float *x, int n, const ct_cv_packed *W, 
 void ct_cv_tconv_causal_ex(const ct_cv_exec *ex, float *y, const float *x, int n, const ct_cv_packed *W,
                            int s, const float *bias);
 
-/* Depthwise causal conv: y[t][c] = b[c] + sum_j w[j][c] * x[t - (k-1-j)][c]; w is [k][c]
- * (repacked from PyTorch [c][1][k]); x has k-1 history rows. */
-void ct_cv_dwconv_causal(float *y, const float *x, int n, int c, int k, const float *w,
-                         const float *bias);
-
-/* SnakeBeta: y = x + inv_beta[c] * sin(ealpha[c] * x)^2 where ealpha = exp(alpha) and
- * inv_beta = 1 / (exp(beta) + 1e-9) are precomputed per channel. y may equal x. */
+/* SnakeBeta over n rows (ct_cv_snake_fn in kernels/conv.h), dispatched variant. */
 void ct_cv_snake(float *y, const float *x, int n, int c, const float *ealpha,
                  const float *inv_beta);
 /* The same through an execution context (threads split rows). */
 void ct_cv_snake_ex(const ct_cv_exec *ex, float *y, const float *x, int n, int c, const float *ealpha,
                     const float *inv_beta);
-
-/* Per-row LayerNorm over c channels: y = (x - mean) / sqrt(var + eps) * w + b (y may equal x). */
-void ct_cv_layernorm(float *y, const float *x, int n, int c, const float *w, const float *b,
-                     float eps);
-
-/* In-place exact GELU: x = 0.5 x (1 + erf(x / sqrt 2)), over count elements. */
-void ct_cv_gelu_erf(float *x, size_t count);
 
 #endif

@@ -113,6 +113,27 @@ ct_matmul_rows_fn ct_matmul_rows_for(ct_isa isa) {
     }
 }
 
+int ct_cv_kernels_for(ct_isa isa, ct_cv_gemm_fn *gemm, ct_cv_snake_fn *snake) {
+    switch (isa) {
+    case CT_ISA_SCALAR:
+        *gemm = ct_cv_gemm_range_scalar;
+        *snake = ct_cv_snake_rows_scalar;
+        return 0;
+#if defined(__x86_64__)
+    case CT_ISA_AVX2:
+        *gemm = ct_cv_gemm_range_avx2;
+        *snake = ct_cv_snake_rows_avx2;
+        return 0;
+    case CT_ISA_AVX512:
+    case CT_ISA_AVX512BF16:
+        *gemm = ct_cv_gemm_range_avx512;
+        *snake = ct_cv_snake_rows_avx512;
+        return 0;
+#endif
+    default: return -1;
+    }
+}
+
 ct_isa ct_isa_best(const ct_cpu_features *f) {
     for (int i = CT_ISA_COUNT - 1; i > 0; i--)
         if (ct_isa_supported((ct_isa)i, f) && ct_matmul_rows_for((ct_isa)i)) return (ct_isa)i;
@@ -173,6 +194,8 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         table.isa = isa;
         table.matmul_rows = ct_matmul_rows_for(isa);
         table.attend_head = ct_attend_head_scalar;
+        if (ct_cv_kernels_for(isa, &table.cv_gemm, &table.cv_snake) != 0)
+            ct_cv_kernels_for(CT_ISA_SCALAR, &table.cv_gemm, &table.cv_snake);
 #if defined(__x86_64__)
         if (isa == CT_ISA_AVX2) table.attend_head = ct_attend_head_avx2;
         if (isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16) table.attend_head = ct_attend_head_avx512;

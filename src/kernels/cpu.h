@@ -6,6 +6,7 @@
 
 #include "core/status.h"
 #include "kernels/attn.h"
+#include "kernels/conv.h"
 #include "kernels/ops.h"
 
 typedef enum {
@@ -51,6 +52,8 @@ typedef struct {
     int xq;      /* 1: INT8/INT4 weights load in the integer-dot mode (ct_mat.xq): the level has
                     integer-dot kernels for it (avx512bf16: VNNI, neon-dotprod: SDOT) and
                     CODECTALK_INT8_ACT is not 0 */
+    ct_cv_gemm_fn cv_gemm;   /* codec-decoder multi-tap GEMM (kernels/conv.h) */
+    ct_cv_snake_fn cv_snake; /* codec-decoder SnakeBeta */
 } ct_kernel_table;
 
 /* Selects the kernel table once per process: force (or, when NULL, the CODECTALK_ISA
@@ -110,5 +113,11 @@ void ct_matmul_rows_sdot(const ct_mat *w, const float *bias, const float *x, flo
 
 /* The variant for an ISA level, or NULL when this build lacks it. */
 ct_matmul_rows_fn ct_matmul_rows_for(ct_isa isa);
+
+/* The codec-decoder GEMM and SnakeBeta variants of an ISA level (avx512bf16 uses the AVX-512
+   ones) into *gemm and *snake. Returns 0, or -1 when this build has none for isa (the outputs
+   are then left alone). The kernel table holds the selected level's, or the scalar
+   reference's where that level has none. */
+int ct_cv_kernels_for(ct_isa isa, ct_cv_gemm_fn *gemm, ct_cv_snake_fn *snake);
 
 #endif

@@ -1,5 +1,5 @@
-/* Codec-decoder SIMD kernels: every GEMM / SnakeBeta variant this CPU runs (AVX2, AVX-512)
- * against the scalar reference on edge shapes (partial panels, 1..17 rows, K longer than a
+/* Codec-decoder SIMD kernels (kernels/conv.h, dispatched through kernels/cpu.h): every GEMM /
+ * SnakeBeta variant this CPU runs (AVX2, AVX-512) against the scalar reference (kernels/ref) on edge shapes (partial panels, 1..17 rows, K longer than a
  * K block, several taps with history, accumulate, NULL bias), with stated tolerances:
  *   GEMM:  |y - y_ref| <= 1e-5 * (|y0| + |bias| + sum |x w|) per element (FMA vs mul+add);
  *   Snake: |y - y_ref| <= 2e-6 * (|inv_beta| + |x|) + 1e-7 per element (polynomial sine);
@@ -19,6 +19,7 @@
 #include "codec/conv.h"
 #include "core/pool.h"
 #include "ct_test.h"
+#include "kernels/conv.h"
 #include "kernels/cpu.h"
 #include "model/make_model.h"
 
@@ -255,8 +256,31 @@ static void test_decoder(const char *dir, ct_pool **pools) {
     ct_codec_free(c);
 }
 
+/* The kernel table carries the selected level's conv variants (the scalar reference where the
+ * level has none), and ct_cv_kernels_for answers per level. */
+static void test_dispatch(void) {
+    const ct_kernel_table *kt = ct_kernels();
+    ct_cv_gemm_fn g = ct_cv_gemm_range_scalar;
+    ct_cv_snake_fn sn = ct_cv_snake_rows_scalar;
+    ct_cv_kernels_for(kt->isa, &g, &sn);
+    CHECKF(kt->cv_gemm == g && kt->cv_snake == sn, "kernel table conv entries for %s", ct_isa_name(kt->isa));
+    CHECK(ct_cv_kernels_for(CT_ISA_SCALAR, &g, &sn) == 0 && g == ct_cv_gemm_range_scalar &&
+          sn == ct_cv_snake_rows_scalar);
+    ct_cv_exec ex;
+    ct_cv_exec_init(&ex, NULL);
+    CHECK(ex.gemm == kt->cv_gemm && ex.snake == kt->cv_snake && ex.pool == NULL);
+#if defined(__x86_64__)
+    CHECK(ct_cv_kernels_for(CT_ISA_AVX512BF16, &g, &sn) == 0 && g == ct_cv_gemm_range_avx512 &&
+          sn == ct_cv_snake_rows_avx512);
+    CHECK(ct_cv_kernels_for(CT_ISA_NEON, &g, &sn) == -1);
+    CHECK(ct_cv_exec_init_isa(&ex, NULL, CT_ISA_NEON) == -1 && ex.isa == CT_ISA_SCALAR &&
+          ex.gemm == ct_cv_gemm_range_scalar);
+#endif
+}
+
 int main(void) {
     find_isas();
+    test_dispatch();
     printf("variants:");
     for (int i = 0; i < n_isas; i++) printf(" %s", ct_isa_name(isas[i]));
     printf("\n");

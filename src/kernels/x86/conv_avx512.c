@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "codec/conv.h"
+#include "kernels/conv.h"
 
 #define OB CT_CV_OB
 #define AI static inline __attribute__((always_inline))
