@@ -1,0 +1,724 @@
+/* The stream engine: slots reserved up front, admission without preemption under a KV budget,
+   the playback-slack prefill throttle, and the scheduler loop — the project's only frame loop.
+   Each pass: reap cancelled streams, run one due prefill (a newcomer or a stream's next
+   utterance), then one batched step over every stream that has room for its output: the code
+   predictor half, the frames handed to the codec stage, the talker half. The codec stage
+   (engine_stream.c) runs inline (serial placement) or on its own thread behind a bounded frame
+   queue (overlapped). docs/STREAMING.md 4-5. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/stepstats.h"
+#include "stream/engine_internal.h"
+
+const char *ct_placement_str(int placement) {
+    switch (placement) {
+    case CT_PLACEMENT_OVERLAPPED: return "overlapped";
+    case CT_PLACEMENT_SERIAL: return "serial";
+    case CT_PLACEMENT_AUTO: return "auto";
+    }
+    return "?";
+}
+
+ct_status ct_placement_parse(const char *name, int *placement) {
+    if (!name || !placement) return CT_ERR_INVALID_ARG;
+    for (int m = CT_PLACEMENT_OVERLAPPED; m <= CT_PLACEMENT_AUTO; m++)
+        if (strcmp(name, ct_placement_str(m)) == 0) {
+            *placement = m;
+            return CT_OK;
+        }
+    return CT_ERR_INVALID_ARG;
+}
+
+ct_engine_params ct_engine_params_default(void) {
+    ct_engine_params p;
+    memset(&p, 0, sizeof p);
+    p.size = sizeof p;
+    p.max_streams = 1;
+    p.queue_cap = 8;
+    p.max_context = 2048;
+    p.placement = CT_PLACEMENT_AUTO;
+    p.codec_threads = 1;
+    p.queue_frames = 64;
+    p.max_chunk_frames = 64;
+    p.safety_margin_ms = 120;
+    p.max_defer_ms = 5000;
+    p.buffer_ms = 10000;
+    return p;
+}
+
+static void pin(const int *cpus, int n) {
+    if (!cpus || n <= 0) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < n; i++)
+        if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE) CPU_SET(cpus[i], &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+/* CPUs the engine may use: the union of both pinning lists when both stages are pinned, the
+   process's CPU set when neither is; 0 when only one is (auto then stays overlapped). */
+static int usable_cpus(const ct_engine_params *p) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if ((p->n_talker_cpus > 0) != (p->n_codec_cpus > 0)) return 0;
+    if (p->n_talker_cpus > 0) {
+        for (int i = 0; i < p->n_talker_cpus; i++)
+            if (p->talker_cpus[i] >= 0 && p->talker_cpus[i] < CPU_SETSIZE) CPU_SET(p->talker_cpus[i], &set);
+        for (int i = 0; i < p->n_codec_cpus; i++)
+            if (p->codec_cpus[i] >= 0 && p->codec_cpus[i] < CPU_SETSIZE) CPU_SET(p->codec_cpus[i], &set);
+    } else if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        return n > 0 ? (int)n : 1;
+    }
+    int n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+}
+
+/* Resolves the placement and the thread counts (docs/STREAMING.md 4); the serial pool under
+   auto runs on both stages' CPUs (talker's first, then the codec's others). */
+static ct_status resolve_placement(ct_engine *e, char *err, size_t errcap) {
+    const ct_engine_params *p = &e->p;
+    int ncpu = usable_cpus(p), any = ncpu > 0 ? ncpu : usable_cpus(&(ct_engine_params){0});
+    e->placement = p->placement == CT_PLACEMENT_SERIAL ? CT_PLACEMENT_SERIAL : CT_PLACEMENT_OVERLAPPED;
+    e->codec_threads = p->codec_threads > 0 ? p->codec_threads : 1;
+    e->talker_threads = p->talker_threads > 0 ? p->talker_threads : e->placement == CT_PLACEMENT_SERIAL ? any
+                                                                   : any > 1 ? any - 1 : 1;
+    if (p->placement == CT_PLACEMENT_AUTO && ncpu > 0 && ncpu <= 2) {
+        e->placement = CT_PLACEMENT_SERIAL;
+        int want = (p->talker_threads > 0 ? p->talker_threads : ncpu) + e->codec_threads;
+        e->talker_threads = want < ncpu ? want : ncpu;
+        if (e->n_ccpus) {
+            int *u = realloc(e->tcpus, sizeof(int) * (size_t)(e->n_tcpus + e->n_ccpus));
+            if (!u) return ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
+            e->tcpus = u;
+            for (int i = 0; i < e->n_ccpus; i++) {
+                int dup = 0;
+                for (int j = 0; j < e->n_tcpus && !dup; j++) dup = u[j] == e->ccpus[i];
+                if (!dup) u[e->n_tcpus++] = e->ccpus[i];
+            }
+        }
+    }
+    if (e->talker_threads > 256 || e->codec_threads > 256)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: talker_threads %d or codec_threads %d is over 256",
+                       e->talker_threads, e->codec_threads);
+    return CT_OK;
+}
+
+/* ---- hand-off between the stages --------------------------------------------------------- */
+
+/* Hands a record to the codec stage: inline (serial) or through the bounded queue. */
+static void hand(ct_engine *e, ct_rec *r) {
+    double t0 = ct_now_ms();
+    r->t = t0;
+    if (e->placement == CT_PLACEMENT_SERIAL) {
+        ct_engine_take(e, r);
+    } else {
+        pthread_mutex_lock(&e->mu);
+        double tw = CT_STATS_T0();
+        while (e->q_n == e->q_cap) pthread_cond_wait(&e->cv_q_space, &e->mu);
+        CT_STATS_ADD_SINCE("hop.queue_full_wait_ms", tw);
+        e->q[(e->q_head + e->q_n) % e->q_cap] = *r;
+        e->q_n++;
+        pthread_cond_signal(&e->cv_q_data);
+        pthread_mutex_unlock(&e->mu);
+    }
+    if (r->kind == CT_REC_FRAME) ct_stats_add("hop.frame_handoff_ms", ct_now_ms() - t0);
+}
+
+static void *codec_main(void *arg) {
+    ct_engine *e = arg;
+    pin(e->ccpus, e->n_ccpus);
+    ct_stats_thread_role("codec");
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        double tw = CT_STATS_T0();
+        while (e->q_n == 0 && !e->codec_stop) pthread_cond_wait(&e->cv_q_data, &e->mu);
+        CT_STATS_ADD_SINCE("hop.wait_for_frames_ms", tw);
+        if (e->q_n == 0) break;
+        ct_rec r = e->q[e->q_head];
+        e->q_head = (e->q_head + 1) % e->q_cap;
+        e->q_n--;
+        pthread_cond_signal(&e->cv_q_space);
+        pthread_mutex_unlock(&e->mu);
+        ct_engine_take(e, &r);
+        pthread_mutex_lock(&e->mu);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+/* ---- slots ---------------------------------------------------------------------------------- */
+
+static void ewma(double *acc, double v) { *acc = *acc > 0 ? 0.7 * *acc + 0.3 * v : v; }
+
+/* The slot's stream leaves it (e->mu held): its KV and slot are free for the next admission. */
+static void slot_clear_locked(ct_engine *e, ct_slot *sl) {
+    if (!sl->st) return;
+    sl->st = NULL;
+    e->kv_used -= e->kv_per_stream;
+    e->n_active--;
+    atomic_store(&e->active_snapshot, e->n_active);
+}
+
+/* Ends slot sl's stream from the step stage: the slot is freed now and the codec stage gets
+   the closing record (which drops the engine's reference once the output is out). */
+static void slot_end(ct_engine *e, ct_slot *sl) {
+    pthread_mutex_lock(&e->mu);
+    ct_stream *s = sl->st;
+    s->info.stop = ct_session_stop_reason(sl->sess);
+    slot_clear_locked(e, sl);
+    pthread_mutex_unlock(&e->mu);
+    ct_rec r = {.kind = CT_REC_END, .slot = sl->idx, .last = 1, .st = s};
+    hand(e, &r);
+}
+
+/* An utterance of sl's stream ended: the next one's prefill is due, or the stream ends. */
+static void utterance_end(ct_engine *e, ct_slot *sl) {
+    ct_stream *s = sl->st;
+    if (ct_session_stop_reason(sl->sess) == CT_STOP_ABORTED) {
+        pthread_mutex_lock(&e->mu);
+        ct_stream_fail_locked(s, CT_ERR_INTERNAL, ct_session_errmsg(sl->sess));
+        pthread_mutex_unlock(&e->mu);
+        slot_end(e, sl);
+        return;
+    }
+    if (sl->utt + 1 >= s->n_utts) {
+        slot_end(e, sl);
+        return;
+    }
+    ct_rec r = {.kind = CT_REC_END, .slot = sl->idx, .last = 0, .st = s};
+    hand(e, &r);
+    pthread_mutex_lock(&e->mu);
+    sl->utt++;
+    sl->prefill_due = 1;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Prefill of slot sl's current utterance (no lock held). */
+static void prefill(ct_engine *e, ct_slot *sl) {
+    ct_stream *s = sl->st;
+    const ct_span *u = &s->utts[sl->utt];
+    memcpy(s->utt_text, s->text + u->off, u->len);
+    s->utt_text[u->len] = 0;
+    ct_gen_params g = s->g;
+    g.text = s->utt_text;
+    g.seed = s->g.seed + (uint64_t)sl->utt; /* each utterance its own reproducible stream */
+    double t0 = ct_now_ms();
+    ct_status st = ct_session_start(sl->sess, &g);
+    double dt = ct_now_ms() - t0;
+    CT_STATS_ADD_SINCE("engine.prefill_ms", t0);
+    ct_run_info ri = ct_session_run_info(sl->sess);
+    if (st == CT_OK) {
+        ct_rec r = {.kind = CT_REC_START, .slot = sl->idx, .st = s};
+        hand(e, &r);
+    }
+    pthread_mutex_lock(&e->mu);
+    ewma(&e->k.prefill_ms, dt);
+    s->info.prefill_ms += dt;
+    s->info.utterance = sl->utt;
+    sl->prefill_due = 0;
+    if (st != CT_OK) {
+        char msg[600];
+        if (s->n_utts > 1) snprintf(msg, sizeof msg, "utterance %d: %s", sl->utt + 1, ct_session_errmsg(sl->sess));
+        else snprintf(msg, sizeof msg, "%s", ct_session_errmsg(sl->sess));
+        ct_stream_fail_locked(s, st, msg);
+    } else {
+        s->info.text_tokens += ri.text_tokens;
+        s->info.prompt_len += ri.prompt_len;
+        sl->frames_left = ri.frame_limit;
+        if (s->state == CT_STREAM_PREFILL) s->state = CT_STREAM_RUNNING;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (st != CT_OK) slot_end(e, sl);
+    else if (ct_session_stop_reason(sl->sess) != CT_STOP_NONE) utterance_end(e, sl); /* EOS as the first code */
+}
+
+/* One batched step over act[n]: predictor half, hand-off, talker half. A session whose talker
+   logits go non-finite stops ABORTED alone (utterance_end fails its stream). */
+static void step(ct_engine *e, int n) {
+    const int G = e->G;
+    for (int i = 0; i < n; i++) e->bs[i] = e->act[i]->sess;
+    double t0 = ct_now_ms();
+    ct_status st = ct_batch_codes(e->batch, e->bs, n, e->bcodes, e->bgot);
+    double t1 = ct_now_ms();
+    if (st != CT_OK) { /* an invariant broke: nothing was computed */
+        pthread_mutex_lock(&e->mu);
+        for (int i = 0; i < n; i++) ct_stream_fail_locked(e->act[i]->st, st, ct_batch_errmsg(e->batch));
+        pthread_mutex_unlock(&e->mu);
+        for (int i = 0; i < n; i++) slot_end(e, e->act[i]);
+        return;
+    }
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < n; i++) {
+        if (!e->bgot[i]) continue;
+        ct_slot *sl = e->act[i];
+        sl->inflight++;
+        sl->frames_left--;
+        if (sl->st->info.frames++ == 0) sl->st->info.first_frame_ms = t1 - sl->st->t_submit;
+    }
+    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < n; i++) {
+        if (!e->bgot[i]) continue;
+        ct_rec r = {.kind = CT_REC_FRAME, .slot = e->act[i]->idx, .st = e->act[i]->st};
+        memcpy(r.codes, e->bcodes + (size_t)i * G, sizeof(int32_t) * (size_t)G);
+        hand(e, &r);
+    }
+    double t2 = ct_now_ms();
+    ct_batch_advance(e->batch, e->bs, n);
+    double t3 = ct_now_ms();
+    double busy = (t1 - t0) + (t3 - t2);
+    ct_stats_add("engine.step_ms", busy);
+    pthread_mutex_lock(&e->mu);
+    e->k.steps++;
+    ewma(&e->k.step_ms, busy);
+    for (int i = 0; i < n; i++) {
+        ct_stream *s = e->act[i]->st;
+        s->info.step_ms += busy;
+        s->info.predictor_ms += t1 - t0;
+        s->info.talker_ms += t3 - t2;
+    }
+    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < n; i++)
+        if (ct_session_stop_reason(e->act[i]->sess) != CT_STOP_NONE) utterance_end(e, e->act[i]);
+}
+
+/* ---- the scheduler loop ------------------------------------------------------------------- */
+
+/* Slack minus next-chunk ETA of the most endangered running stream (ms); +inf when none. */
+static double worst_margin_locked(ct_engine *e, double now) {
+    double worst = INFINITY;
+    for (int i = 0; i < e->n_slots; i++) {
+        ct_slot *sl = &e->slots[i];
+        ct_stream *s = sl->st;
+        if (!s || s->state != CT_STREAM_RUNNING) continue;
+        double slack = s->tl_n ? ct_playback_slack_ms(s->tl, s->tl_n, e->rate, now - s->t_submit, NAN) : 0.0;
+        double eta = e->k.prefill_ms + (sl->need > 0 ? sl->need : 1) * e->k.step_ms;
+        if (slack - eta < worst) worst = slack - eta;
+    }
+    return worst;
+}
+
+/* Admits the queue's head into a free slot when the KV budget and the throttle allow (e->mu
+   held); returns the slot or NULL (*deferring = 1 when the throttle held it back). */
+static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
+    *deferring = 0;
+    if (!e->wq_head || e->n_active >= e->n_slots || e->kv_used + e->kv_per_stream > e->kv_budget) {
+        e->defer_since = NAN;
+        return NULL;
+    }
+    ct_stream *s = e->wq_head;
+    if (e->n_active > 0 && !s->internal && worst_margin_locked(e, now) < e->p.safety_margin_ms) {
+        if (isnan(e->defer_since)) e->defer_since = now;
+        if (e->p.max_defer_ms <= 0 || now - e->defer_since < e->p.max_defer_ms) {
+            e->k.deferrals++;
+            *deferring = 1;
+            return NULL;
+        }
+        e->k.forced_admissions++;
+    }
+    e->defer_since = NAN;
+    e->wq_head = s->next;
+    if (!e->wq_head) e->wq_tail = NULL;
+    s->next = NULL;
+    e->wq_len--;
+    ct_slot *sl = NULL;
+    for (int i = 0; i < e->n_slots && !sl; i++)
+        if (!e->slots[i].st) sl = &e->slots[i];
+    sl->st = s;
+    sl->utt = 0;
+    sl->prefill_due = 1;
+    sl->inflight = 0;
+    sl->need = 1;
+    e->kv_used += e->kv_per_stream;
+    e->n_active++;
+    atomic_store(&e->active_snapshot, e->n_active);
+    if (!s->internal) e->k.admitted++;
+    s->state = CT_STREAM_PREFILL;
+    s->info.queue_ms = now - s->t_submit;
+    return sl;
+}
+
+/* Cancelled streams leave at once: queued ones are failed, running ones (and ones the codec
+   stage failed) free their slot. Returns a slot whose stream must be closed (one per call). */
+static ct_slot *reap_locked(ct_engine *e) {
+    for (ct_stream **pp = &e->wq_head; *pp;) {
+        ct_stream *s = *pp;
+        if (!s->cancel) {
+            pp = &s->next;
+            continue;
+        }
+        *pp = s->next;
+        e->wq_len--;
+        ct_stream_fail_locked(s, CT_ERR_ABORTED, "cancelled while queued");
+        ct_stream_unref_locked(s);
+    }
+    e->wq_tail = NULL;
+    for (ct_stream *s = e->wq_head; s; s = s->next) e->wq_tail = s;
+    for (int i = 0; i < e->n_slots; i++) {
+        ct_slot *sl = &e->slots[i];
+        if (sl->st && (sl->st->cancel || sl->st->state == CT_STREAM_FAILED)) { /* failed: on the codec stage */
+            ct_stream_fail_locked(sl->st, CT_ERR_ABORTED, "cancelled");
+            return sl;
+        }
+    }
+    return NULL;
+}
+
+static struct timespec deadline_in(int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    return ts;
+}
+
+static void *engine_main(void *arg) {
+    ct_engine *e = arg;
+    pin(e->tcpus, e->n_tcpus);
+    ct_stats_thread_role("engine");
+    pthread_mutex_lock(&e->mu);
+    while (!e->stop) {
+        double td = CT_STATS_T0();
+        double now = ct_now_ms();
+        ct_slot *gone = reap_locked(e);
+        if (gone) {
+            pthread_mutex_unlock(&e->mu);
+            slot_end(e, gone);
+            pthread_mutex_lock(&e->mu);
+            continue;
+        }
+        ct_slot *pre = NULL;
+        for (int i = 0; i < e->n_slots && !pre; i++)
+            if (e->slots[i].st && e->slots[i].prefill_due) pre = &e->slots[i];
+        int deferring = 0;
+        if (!pre) pre = admit_locked(e, now, &deferring);
+        int n = 0;
+        for (int i = 0; i < e->n_slots; i++) {
+            ct_slot *sl = &e->slots[i];
+            ct_stream *s = sl->st;
+            if (!s || sl == pre || sl->prefill_due || s->state != CT_STREAM_RUNNING) continue;
+            if (ct_stream_room_locked(s) < (size_t)(sl->inflight + 1) * (size_t)s->units_per_frame) continue;
+            e->act[n++] = sl;
+        }
+        if (!pre && !n) {
+            if (deferring) {
+                struct timespec ts = deadline_in(10);
+                pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+            } else {
+                pthread_cond_wait(&e->cv, &e->mu);
+            }
+            continue;
+        }
+        CT_STATS_ADD_SINCE("engine.decide_ms", td);
+        pthread_mutex_unlock(&e->mu);
+        if (pre) prefill(e, pre);
+        if (n) step(e, n);
+        pthread_mutex_lock(&e->mu);
+    }
+    /* stopping: every stream fails; slots close on the codec stage */
+    while (e->wq_head) {
+        ct_stream *s = e->wq_head;
+        e->wq_head = s->next;
+        e->wq_len--;
+        ct_stream_fail_locked(s, CT_ERR_ABORTED, "the engine is shutting down");
+        ct_stream_unref_locked(s);
+    }
+    e->wq_tail = NULL;
+    for (int i = 0; i < e->n_slots; i++) {
+        ct_slot *sl = &e->slots[i];
+        if (!sl->st) continue;
+        ct_stream_fail_locked(sl->st, CT_ERR_ABORTED, "the engine is shutting down");
+        pthread_mutex_unlock(&e->mu);
+        slot_end(e, sl);
+        pthread_mutex_lock(&e->mu);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------- */
+
+/* The warm-up stream: two frames through the whole path before the engine says it is ready. */
+static ct_status submit_warmup(ct_engine *e, char *err, size_t errcap) {
+    ct_gen_params g = ct_gen_params_default();
+    g.text = "Hello.";
+    g.speaker = ct_model_speaker(e->m, 0);
+    if (e->m->cfg.kind == CT_KIND_VOICE_DESIGN) g.instruct = "A calm, clear voice.";
+    g.max_frames = 2;
+    g.min_new_tokens = 2;
+    ct_stream *s = NULL;
+    ct_status st = ct_engine_submit(e, &g, NULL, &s, err, errcap);
+    if (st != CT_OK) return st;
+    pthread_mutex_lock(&e->mu);
+    s->internal = 1;
+    e->k.queued_total = 0;
+    ct_stream_unref_locked(s); /* no caller holds it */
+    pthread_mutex_unlock(&e->mu);
+    return CT_OK;
+}
+
+static void slots_free(ct_engine *e) {
+    for (int i = 0; e->slots && i < e->n_slots; i++) {
+        ct_session_free(e->slots[i].sess);
+        ct_codec_stream_free(e->slots[i].cs);
+        free(e->slots[i].pend);
+        free(e->slots[i].hist);
+        free(e->slots[i].pcm);
+    }
+    free(e->slots);
+    e->slots = NULL;
+}
+
+/* Stops the threads and frees everything but the core that streams still reference. */
+static void engine_stop(ct_engine *e) {
+    pthread_mutex_lock(&e->mu);
+    e->stop = 1;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (e->th_on) pthread_join(e->th, NULL);
+    pthread_mutex_lock(&e->mu);
+    e->codec_stop = 1;
+    pthread_cond_signal(&e->cv_q_data);
+    pthread_mutex_unlock(&e->mu);
+    if (e->cth_on) pthread_join(e->cth, NULL);
+    e->th_on = e->cth_on = 0;
+    pthread_mutex_lock(&e->mu);
+    while (e->wq_head) { /* the loop never ran (a failed create): the queue still holds streams */
+        ct_stream *s = e->wq_head;
+        e->wq_head = s->next;
+        e->wq_len--;
+        ct_stream_fail_locked(s, CT_ERR_ABORTED, "the engine is shutting down");
+        ct_stream_unref_locked(s);
+    }
+    e->wq_tail = NULL;
+    pthread_mutex_unlock(&e->mu);
+    ct_batch_free(e->batch);
+    e->batch = NULL;
+    slots_free(e);
+    ct_pool_free(e->pool);
+    ct_pool_free(e->cpool);
+    e->pool = e->cpool = NULL;
+    free(e->bs);
+    free(e->act);
+    free(e->bcodes);
+    free(e->bgot);
+    free(e->q);
+    free(e->tcpus);
+    free(e->ccpus);
+    e->bs = NULL, e->act = NULL, e->bcodes = NULL, e->bgot = NULL, e->q = NULL, e->tcpus = e->ccpus = NULL;
+}
+
+void ct_engine_core_free(ct_engine *e) {
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->cv_q_data);
+    pthread_cond_destroy(&e->cv_q_space);
+    free(e);
+}
+
+void ct_engine_free(ct_engine *e) {
+    if (!e) return;
+    engine_stop(e);
+    pthread_mutex_lock(&e->mu);
+    int last = --e->refs == 0;
+    pthread_mutex_unlock(&e->mu);
+    if (last) ct_engine_core_free(e);
+}
+
+static int *dup_ints(const int *a, int n) {
+    if (!a || n <= 0) return NULL;
+    int *b = malloc(sizeof(int) * (size_t)n);
+    if (b) memcpy(b, a, sizeof(int) * (size_t)n);
+    return b;
+}
+
+static ct_status check_params(const ct_model *m, const ct_engine_params *p, char *err, size_t errcap) {
+#define RANGE(f, lo, hi)                                                                                   \
+    if (p->f < (lo) || p->f > (hi))                                                                        \
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: " #f " %d is outside [%d, %d]", (int)p->f, \
+                       (int)(lo), (int)(hi));
+    RANGE(max_streams, 1, 256)
+    RANGE(queue_cap, 0, 65536)
+    RANGE(max_context, 16, m->cfg.talker.max_pos)
+    RANGE(placement, CT_PLACEMENT_OVERLAPPED, CT_PLACEMENT_AUTO)
+    RANGE(talker_threads, 0, 256)
+    RANGE(codec_threads, 0, 256)
+    RANGE(queue_frames, 1, 100000)
+    RANGE(max_chunk_frames, 1, 4096)
+    RANGE(buffer_ms, 80, 3600000)
+    RANGE(n_talker_cpus, 0, 4096)
+    RANGE(n_codec_cpus, 0, 4096)
+#undef RANGE
+    if (!(p->safety_margin_ms >= 0) || !(p->max_defer_ms >= 0))
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: safety_margin_ms and max_defer_ms must be >= 0");
+    return CT_OK;
+}
+
+static ct_status create_slots(ct_engine *e, char *err, size_t errcap) {
+    const int G = e->G, mc = e->p.max_chunk_frames;
+    e->slots = calloc((size_t)e->n_slots, sizeof *e->slots);
+    if (!e->slots) return ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
+    for (int i = 0; i < e->n_slots; i++) {
+        ct_slot *sl = &e->slots[i];
+        sl->idx = i;
+        ct_status st = ct_session_create_on(e->m, e->p.max_context, e->pool, &sl->sess, err, errcap);
+        if (st == CT_OK) st = ct_codec_stream_create(e->codec, mc, &sl->cs, err, errcap);
+        if (st != CT_OK) return st;
+        ct_codec_stream_set_pool(sl->cs, e->placement == CT_PLACEMENT_SERIAL ? e->pool : e->cpool);
+        sl->pend = malloc(sizeof(int32_t) * (size_t)(mc + 1) * G);
+        sl->hist = malloc(sizeof(int32_t) * (size_t)CT_ENGINE_MAX_WINDOW * G);
+        sl->pcm = malloc(sizeof(float) * (size_t)mc * e->spf);
+        if (!sl->pend || !sl->hist || !sl->pcm) return ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
+    }
+    return CT_OK;
+}
+
+ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine_params *pp, ct_engine **out,
+                           char *err, size_t errcap) {
+    if (out) *out = NULL;
+    if (!m || !c || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: NULL argument");
+    ct_engine_params p = pp ? *pp : ct_engine_params_default();
+    ct_status st = check_params(m, &p, err, errcap);
+    if (st != CT_OK) return st;
+    if (ct_codec_n_groups(c) != m->cfg.n_groups || m->cfg.n_groups > CT_MAX_GROUPS)
+        return ct_errf(err, errcap, CT_ERR_FORMAT, "engine: the codec has %d codebooks, the model %d",
+                       ct_codec_n_groups(c), m->cfg.n_groups);
+    uint64_t per_stream = ct_kv_bytes(&m->cfg.talker, p.max_context);
+    uint64_t budget = p.kv_budget_bytes ? p.kv_budget_bytes : per_stream * (uint64_t)p.max_streams;
+    if (budget < per_stream)
+        return ct_errf(err, errcap, CT_ERR_LIMIT, "engine: KV budget %llu bytes holds no stream (one needs %llu "
+                       "bytes for %d positions)", (unsigned long long)budget, (unsigned long long)per_stream,
+                       p.max_context);
+    ct_engine *e = calloc(1, sizeof *e);
+    if (!e) return ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    pthread_cond_init(&e->cv_q_data, NULL);
+    pthread_cond_init(&e->cv_q_space, NULL);
+    e->refs = 1;
+    e->m = m;
+    e->codec = c;
+    e->p = p;
+    e->tcpus = dup_ints(p.talker_cpus, p.n_talker_cpus);
+    e->ccpus = dup_ints(p.codec_cpus, p.n_codec_cpus);
+    e->n_tcpus = e->tcpus ? p.n_talker_cpus : 0;
+    e->n_ccpus = e->ccpus ? p.n_codec_cpus : 0;
+    e->p.talker_cpus = e->p.codec_cpus = NULL;
+    e->G = m->cfg.n_groups;
+    e->spf = ct_codec_samples_per_frame(c);
+    e->rate = ct_codec_sample_rate(c);
+    e->kv_per_stream = per_stream;
+    e->kv_per_tok = per_stream / (uint64_t)p.max_context;
+    e->kv_budget = budget;
+    e->defer_since = NAN;
+    uint64_t fit = budget / per_stream;
+    e->n_slots = fit < (uint64_t)p.max_streams ? (int)fit : p.max_streams; /* slots the budget cannot back */
+    st = resolve_placement(e, err, errcap);
+    if (st == CT_OK && ct_pool_create(e->talker_threads, e->tcpus, e->n_tcpus, &e->pool) != CT_OK)
+        st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: cannot start %d threads", e->talker_threads);
+    if (st == CT_OK && e->placement == CT_PLACEMENT_OVERLAPPED && e->codec_threads > 1 &&
+        ct_pool_create(e->codec_threads, e->ccpus, e->n_ccpus, &e->cpool) != CT_OK)
+        st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: cannot start %d codec threads", e->codec_threads);
+    if (st == CT_OK) st = create_slots(e, err, errcap);
+    if (st == CT_OK) st = ct_batch_create_on(m, e->n_slots, p.max_context, e->pool, &e->batch, err, errcap);
+    if (st == CT_OK) {
+        e->q_cap = p.queue_frames + 2 * e->n_slots; /* frames plus each stream's start/end records */
+        e->q = malloc(sizeof(ct_rec) * (size_t)e->q_cap);
+        e->bs = calloc((size_t)e->n_slots, sizeof *e->bs);
+        e->act = calloc((size_t)e->n_slots, sizeof *e->act);
+        e->bcodes = calloc((size_t)e->n_slots * (size_t)e->G, sizeof *e->bcodes);
+        e->bgot = calloc((size_t)e->n_slots, sizeof *e->bgot);
+        if (!e->q || !e->bs || !e->act || !e->bcodes || !e->bgot)
+            st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
+    }
+    e->ready = p.warmup ? 0 : 1;
+    if (st == CT_OK && p.warmup) st = submit_warmup(e, err, errcap);
+    if (st == CT_OK && e->placement == CT_PLACEMENT_OVERLAPPED) {
+        if (pthread_create(&e->cth, NULL, codec_main, e) != 0)
+            st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: cannot start the codec thread");
+        else e->cth_on = 1;
+    }
+    if (st == CT_OK) {
+        if (pthread_create(&e->th, NULL, engine_main, e) != 0)
+            st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: cannot start the engine thread");
+        else e->th_on = 1;
+    }
+    if (st != CT_OK) {
+        ct_engine_free(e);
+        return st;
+    }
+    *out = e;
+    return CT_OK;
+}
+
+int ct_engine_ready(ct_engine *e, char *err, size_t errcap) {
+    if (!e) return -1;
+    pthread_mutex_lock(&e->mu);
+    int r = e->ready;
+    if (r < 0 && err && errcap) snprintf(err, errcap, "%s", e->ready_err);
+    pthread_mutex_unlock(&e->mu);
+    return r;
+}
+
+ct_engine_limits ct_engine_get_limits(const ct_engine *e) {
+    ct_engine_limits l;
+    memset(&l, 0, sizeof l);
+    if (!e) return l;
+    l.max_streams = e->n_slots;
+    l.queue_cap = e->p.queue_cap;
+    l.max_context = e->p.max_context;
+    l.sample_rate = e->rate;
+    l.samples_per_frame = e->spf;
+    l.n_groups = e->G;
+    l.placement = e->placement;
+    l.talker_threads = e->talker_threads;
+    l.codec_threads = e->placement == CT_PLACEMENT_SERIAL ? 0 : e->codec_threads;
+    l.max_chunk_frames = e->p.max_chunk_frames;
+    l.kv_budget_bytes = e->kv_budget;
+    l.kv_bytes_per_token = e->kv_per_tok;
+    l.kv_bytes_per_stream = e->kv_per_stream;
+    l.safety_margin_ms = e->p.safety_margin_ms;
+    return l;
+}
+
+ct_engine_counters ct_engine_get_counters(ct_engine *e) {
+    ct_engine_counters k;
+    memset(&k, 0, sizeof k);
+    if (!e) return k;
+    pthread_mutex_lock(&e->mu);
+    k = e->k;
+    k.active = e->n_active;
+    for (int i = 0; i < e->n_slots && e->slots; i++)
+        if (e->slots[i].st && e->slots[i].st->internal) k.active--;
+    k.queued = e->wq_len;
+    k.kv_bytes_in_use = e->kv_used;
+    pthread_mutex_unlock(&e->mu);
+    return k;
+}
+
+int ct_engine_retry_after_s(ct_engine *e) {
+    if (!e) return 1;
+    pthread_mutex_lock(&e->mu);
+    double best = INFINITY, step = e->k.step_ms > 0 ? e->k.step_ms : 80.0;
+    for (int i = 0; i < e->n_slots && e->slots; i++) {
+        const ct_slot *sl = &e->slots[i];
+        if (!sl->st) continue;
+        double left = (double)(sl->frames_left > 0 ? sl->frames_left : 1) * step;
+        if (left < best) best = left;
+    }
+    pthread_mutex_unlock(&e->mu);
+    double sec = isfinite(best) ? ceil(best / 1e3) : 1;
+    return sec < 1 ? 1 : sec > 120 ? 120 : (int)sec;
+}

@@ -1,0 +1,138 @@
+/* The stream engine's private state (include/codectalk.h "the stream engine"): the engine,
+   its stream slots, the streams, and the records the step stage hands to the codec stage.
+   engine.c owns the scheduler loop; engine_stream.c the streams and the codec stage. */
+#ifndef CT_STREAM_ENGINE_INTERNAL_H
+#define CT_STREAM_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "codec/codec.h"
+#include "codectalk.h"
+#include "core/pool.h"
+#include "model/session_internal.h"
+#include "model/step.h"
+#include "stream/metrics.h"
+#include "stream/schedule.h"
+#include "text/sentences.h"
+
+#define CT_ENGINE_MAX_WINDOW 512 /* largest windowed-decode left context, frames */
+
+/* What the step stage hands to the codec stage, in order. */
+typedef enum {
+    CT_REC_START = 0, /* an utterance begins: reset the slot's codec state for rec.st */
+    CT_REC_FRAME = 1, /* one frame of codes */
+    CT_REC_END = 2    /* the utterance ended (flush); last = 1: the stream's generation ended */
+} ct_rec_kind;
+
+typedef struct {
+    ct_rec_kind kind;
+    int slot, last;
+    ct_stream *st;
+    double t;                     /* hand-off time, ms */
+    int32_t codes[CT_MAX_GROUPS]; /* FRAME: [n_groups] */
+} ct_rec;
+
+/* A stream slot: one stream's KV and codec state, reserved at create. */
+typedef struct {
+    int idx;
+    ct_session *sess;     /* step stage: the talker/predictor state of the bound stream */
+    /* bound stream (e->mu) */
+    ct_stream *st;        /* NULL = free */
+    int utt;              /* utterance generating */
+    int prefill_due;      /* its prefill has not run yet */
+    int inflight;         /* frames handed on whose output is not in the ring yet */
+    int need;             /* frames until its next chunk is due (codec stage estimate) */
+    int frames_left;      /* frames the utterance may still make */
+    /* codec stage */
+    ct_stream *cst;       /* stream the codec state below belongs to */
+    ct_codec_stream *cs;  /* exact stateful decoder */
+    ct_sched sched;
+    int32_t *pend;        /* [max_chunk + 1][G] frames received, not decoded */
+    int npend, produced;  /* pending frames; frames of the utterance received */
+    int32_t *hist;        /* [CT_ENGINE_MAX_WINDOW][G] windowed context, oldest first */
+    int n_hist;
+    float *pcm;           /* [max_chunk * spf] */
+} ct_slot;
+
+struct ct_stream {
+    ct_engine *e;
+    int refs;             /* caller + engine (e->mu) */
+    int internal;         /* the warm-up stream: not counted, not the caller's */
+    /* request (immutable after submit) */
+    ct_gen_params g;      /* strings point at the copies below */
+    char *text, *speaker, *language, *instruct;
+    float *xvector;       /* [g.xvector_len] */
+    char *utt_text;       /* [strlen(text) + 1] the utterance being prefilled */
+    ct_span *utts;        /* [n_utts] */
+    int n_utts;
+    ct_stream_params p;
+    ct_sched_params sp;
+    /* state (e->mu) */
+    ct_stream_state state;
+    ct_status status;
+    char err[512];
+    int cancel;
+    ct_stream *next;      /* admission queue link */
+    pthread_cond_t cv;    /* output or state changed */
+    /* output ring: [ring_cap] units of unit_bytes; [head, tail) readable (e->mu) */
+    unsigned char *ring;
+    size_t ring_cap, unit_bytes;
+    int units_per_frame;  /* PCM: samples per frame; codes: 1 */
+    uint64_t head, tail;
+    double t_submit;      /* ct_now_ms() at submit */
+    ct_stream_info info;
+    ct_chunk_rec *tl;     /* [tl_cap] released chunks */
+    int tl_n, tl_cap;
+};
+
+struct ct_engine {
+    const ct_model *m;
+    const ct_codec *codec;
+    ct_engine_params p;   /* borrowed pointers cleared */
+    int placement, talker_threads, codec_threads;
+    int *tcpus, *ccpus;   /* owned copies */
+    int n_tcpus, n_ccpus;
+    int G, spf, rate;
+    uint64_t kv_per_tok, kv_per_stream, kv_budget, kv_used;
+    int n_slots;
+    ct_slot *slots;       /* [n_slots] */
+    ct_pool *pool;        /* the step (serial: everything) */
+    ct_pool *cpool;       /* overlapped codec stage, codec_threads > 1; else NULL */
+    ct_batch *batch;
+    ct_session **bs;      /* [n_slots] step scratch */
+    ct_slot **act;        /* [n_slots] */
+    int32_t *bcodes;      /* [n_slots][G] */
+    int *bgot;            /* [n_slots] */
+    /* overlapped frame queue (e->mu) */
+    ct_rec *q;            /* [q_cap] */
+    int q_cap, q_head, q_n, codec_stop;
+    pthread_cond_t cv_q_data, cv_q_space;
+    pthread_t th, cth;
+    int th_on, cth_on;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;    /* wakes the engine thread */
+    int refs;             /* the handle + every live stream */
+    int stop, ready;
+    char ready_err[600];
+    ct_stream *wq_head, *wq_tail; /* admission queue */
+    int wq_len, n_active;
+    atomic_int active_snapshot;   /* n_active for the codec stage's dynamic schedules */
+    double defer_since;   /* NAN = not deferring */
+    ct_engine_counters k; /* active/queued filled on read */
+};
+
+/* engine_stream.c */
+/* Processes one record on the codec stage (serial: the engine thread; never with e->mu). */
+void ct_engine_take(ct_engine *e, const ct_rec *r);
+/* Marks s failed with status st and msg (no-op when already ended) and counts it. e->mu held. */
+void ct_stream_fail_locked(ct_stream *s, ct_status st, const char *msg);
+/* Drops one reference (e->mu held); returns 1 when the engine itself must now be freed (the
+   caller unlocks first, then calls ct_engine_core_free). */
+int ct_stream_unref_locked(ct_stream *s);
+/* Frees the engine's remaining core (mutex, conds, struct) after its last reference. */
+void ct_engine_core_free(ct_engine *e);
+/* Output units a stream can still take before its ring is full (e->mu held). */
+size_t ct_stream_room_locked(const ct_stream *s);
+
+#endif

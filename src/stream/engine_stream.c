@@ -1,0 +1,478 @@
+/* The engine's streams: submission (request copy, utterance split, chunk schedule), the codec
+   stage that turns handed-on frames into released chunks by each stream's schedule, and the
+   reader side (read, wait, info, timeline, cancel, release). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/stepstats.h"
+#include "stream/engine_internal.h"
+
+ct_stream_params ct_stream_params_default(void) {
+    ct_stream_params p;
+    memset(&p, 0, sizeof p);
+    p.size = sizeof p;
+    p.schedule = "exact";
+    p.context_frames = 72;
+    p.utterance_bytes = 300;
+    p.output = CT_OUTPUT_PCM;
+    return p;
+}
+
+/* ---- lifetime ------------------------------------------------------------------------- */
+
+static void stream_free(ct_stream *s) {
+    pthread_cond_destroy(&s->cv);
+    free(s->text);
+    free(s->speaker);
+    free(s->language);
+    free(s->instruct);
+    free(s->xvector);
+    free(s->utt_text);
+    free(s->utts);
+    free(s->ring);
+    free(s->tl);
+    free(s);
+}
+
+int ct_stream_unref_locked(ct_stream *s) {
+    if (--s->refs > 0) return 0;
+    ct_engine *e = s->e;
+    stream_free(s);
+    return --e->refs == 0;
+}
+
+void ct_stream_fail_locked(ct_stream *s, ct_status st, const char *msg) {
+    if (s->state == CT_STREAM_DONE || s->state == CT_STREAM_FAILED) return;
+    ct_engine *e = s->e;
+    s->state = CT_STREAM_FAILED;
+    s->status = st;
+    snprintf(s->err, sizeof s->err, "%s", msg);
+    s->info.done_ms = ct_now_ms() - s->t_submit;
+    if (!s->internal) {
+        if (st == CT_ERR_ABORTED && s->cancel) e->k.cancelled++;
+        else e->k.failed++;
+    }
+    pthread_cond_broadcast(&s->cv);
+}
+
+size_t ct_stream_room_locked(const ct_stream *s) { return s->ring_cap - (size_t)(s->tail - s->head); }
+
+/* ---- submission ------------------------------------------------------------------------- */
+
+static char *dup_or_null(const char *v, int *oom) {
+    if (!v) return NULL;
+    char *d = strdup(v);
+    if (!d) *oom = 1;
+    return d;
+}
+
+/* Parses the stream's chunk schedule and checks it against the engine's chunk capacity. */
+static ct_status parse_schedule(const ct_engine *e, const ct_stream_params *p, ct_sched_params *sp, char *err,
+                                size_t errcap) {
+    char inner[256];
+    *sp = ct_sched_params_default();
+    ct_status st = ct_sched_parse(p->schedule ? p->schedule : "exact", sp, inner, sizeof inner);
+    if (st != CT_OK) return ct_errf(err, errcap, st, "stream: schedule: %s", inner);
+    sp->left_context = p->context_frames;
+    int biggest = sp->steady > sp->initial ? sp->steady : sp->initial;
+    for (int i = 0; i < sp->n_ramp; i++)
+        if (sp->ramp[i] > biggest) biggest = sp->ramp[i];
+    if (sp->kind != CT_SCHED_EXACT && biggest > e->p.max_chunk_frames)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "stream: the schedule asks for chunks of %d frames, over "
+                       "the engine's max_chunk_frames %d", biggest, e->p.max_chunk_frames);
+    st = ct_sched_params_check(sp, NULL, 0, inner, sizeof inner);
+    if (st != CT_OK) return ct_errf(err, errcap, st, "stream: schedule: %s", inner);
+    return CT_OK;
+}
+
+/* Copies the request into s and splits it into utterances. */
+static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, size_t errcap) {
+    int oom = 0;
+    s->g = *g;
+    s->text = dup_or_null(g->text, &oom);
+    s->speaker = dup_or_null(g->speaker, &oom);
+    s->language = dup_or_null(g->language, &oom);
+    s->instruct = dup_or_null(g->instruct, &oom);
+    if (g->xvector) {
+        if (g->xvector_len <= 0 || g->xvector_len > 1 << 20)
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "stream: xvector_len %d is out of range", g->xvector_len);
+        s->xvector = malloc(sizeof(float) * (size_t)g->xvector_len);
+        if (s->xvector) memcpy(s->xvector, g->xvector, sizeof(float) * (size_t)g->xvector_len);
+        else oom = 1;
+    }
+    size_t len = strlen(g->text);
+    s->utt_text = malloc(len + 1);
+    if (oom || !s->utt_text) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
+    s->g.text = s->text;
+    s->g.speaker = s->speaker;
+    s->g.language = s->language;
+    s->g.instruct = s->instruct;
+    s->g.xvector = s->xvector;
+    size_t max = s->p.utterance_bytes > 0 ? (size_t)s->p.utterance_bytes : len + 1;
+    size_t ns = ct_split_utterances(s->text, len, max, NULL, 0);
+    s->utts = malloc(sizeof(ct_span) * (ns ? ns : 1));
+    if (!s->utts) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
+    ns = ct_split_utterances(s->text, len, max, s->utts, ns);
+    if (ns == 0) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "stream: the text is empty");
+    if (ns > 100000) return ct_errf(err, errcap, CT_ERR_LIMIT, "stream: %zu utterances is over 100000", ns);
+    s->n_utts = (int)ns;
+    return CT_OK;
+}
+
+/* Reserves the output ring and the chunk timeline. */
+static ct_status reserve_output(ct_stream *s, char *err, size_t errcap) {
+    const ct_engine *e = s->e;
+    int frames = (int)((double)e->p.buffer_ms / 80.0);
+    if (frames < e->p.max_chunk_frames + 1) frames = e->p.max_chunk_frames + 1;
+    s->units_per_frame = s->p.output == CT_OUTPUT_CODES ? 1 : e->spf;
+    s->unit_bytes = s->p.output == CT_OUTPUT_CODES ? sizeof(int32_t) * (size_t)e->G : sizeof(float);
+    s->ring_cap = (size_t)frames * (size_t)s->units_per_frame;
+    s->ring = malloc(s->ring_cap * s->unit_bytes);
+    s->tl_cap = s->n_utts * (e->p.max_context + 1);
+    s->tl = malloc(sizeof(ct_chunk_rec) * (size_t)s->tl_cap);
+    if (!s->ring || !s->tl) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
+    return CT_OK;
+}
+
+ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, ct_stream **out,
+                           char *err, size_t errcap) {
+    if (out) *out = NULL;
+    if (!e || !g || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: NULL argument");
+    if (!g->text) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: the request has no text");
+    ct_stream_params p = sp ? *sp : ct_stream_params_default();
+    if (p.output != CT_OUTPUT_PCM && p.output != CT_OUTPUT_CODES)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: output %d is not pcm (0) or codes (1)", p.output);
+    if (p.context_frames < 0 || p.context_frames > CT_ENGINE_MAX_WINDOW)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: context_frames %d is outside [0, %d]",
+                       p.context_frames, CT_ENGINE_MAX_WINDOW);
+    if (p.utterance_bytes != 0 && (p.utterance_bytes < 16 || p.utterance_bytes > 1000000))
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: utterance_bytes %d is outside [16, 1000000] "
+                       "(0 = no splitting)", p.utterance_bytes);
+    ct_stream *s = calloc(1, sizeof *s);
+    if (!s) return ct_errf(err, errcap, CT_ERR_NOMEM, "submit: out of memory");
+    pthread_cond_init(&s->cv, NULL);
+    s->e = e;
+    s->p = p;
+    s->p.schedule = NULL; /* parsed below, not kept */
+    ct_status st = parse_schedule(e, &p, &s->sp, err, errcap);
+    if (st == CT_OK) st = take_request(s, g, err, errcap);
+    if (st == CT_OK) st = reserve_output(s, err, errcap);
+    if (st != CT_OK) {
+        stream_free(s);
+        return st;
+    }
+    s->state = CT_STREAM_QUEUED;
+    s->info.utterances = s->n_utts;
+    s->info.queue_ms = s->info.first_frame_ms = s->info.ttfa_ms = s->info.done_ms = NAN;
+    s->t_submit = ct_now_ms();
+    s->refs = 2;
+    pthread_mutex_lock(&e->mu);
+    int free_slots = e->n_slots - e->n_active;
+    int kv_fit = (int)((e->kv_budget - e->kv_used) / e->kv_per_stream);
+    if (kv_fit < free_slots) free_slots = kv_fit;
+    if (e->stop || e->ready < 0) {
+        st = ct_errf(err, errcap, CT_ERR_STATE, "submit: the engine is %s", e->stop ? "stopping" : "not serving");
+    } else if (e->wq_len >= e->p.queue_cap + free_slots) { /* those that will get a free slot do not queue */
+        e->k.rejected++;
+        st = ct_errf(err, errcap, CT_ERR_LIMIT, "submit: all %d stream slots are busy and the queue (%d) is full",
+                     e->n_slots, e->p.queue_cap);
+    }
+    if (st != CT_OK) {
+        pthread_mutex_unlock(&e->mu);
+        stream_free(s);
+        return st;
+    }
+    if (e->wq_len >= free_slots) e->k.queued_total++;
+    if (e->wq_tail) e->wq_tail->next = s;
+    else e->wq_head = s;
+    e->wq_tail = s;
+    e->wq_len++;
+    e->refs++;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    *out = s;
+    return CT_OK;
+}
+
+/* ---- codec stage -------------------------------------------------------------------------- */
+
+/* Decodes pend[0..n) of slot sl into sl->pcm (exact stateful or windowed). */
+static ct_status decode(ct_engine *e, ct_slot *sl, int n, char *err, size_t errcap) {
+    const ct_stream *s = sl->cst;
+    if (!s->p.windowed) return ct_codec_stream_push(sl->cs, sl->pend, n, sl->pcm, err, errcap);
+    ct_pool *pool = e->placement == CT_PLACEMENT_SERIAL ? e->pool : e->cpool;
+    ct_status st = ct_codec_decode_window_pool(e->codec, pool, sl->hist, sl->n_hist, sl->pend, n, sl->pcm, err,
+                                               errcap);
+    int C = s->p.context_frames, G = e->G; /* history keeps the last C frames, oldest first */
+    if (C > 0) {
+        int keep = sl->n_hist + n > C ? C - n : sl->n_hist;
+        if (keep < 0) keep = 0;
+        memmove(sl->hist, sl->hist + (size_t)(sl->n_hist - keep) * G, sizeof(int32_t) * (size_t)keep * G);
+        int add = n < C ? n : C;
+        memcpy(sl->hist + (size_t)keep * G, sl->pend + (size_t)(n - add) * G, sizeof(int32_t) * (size_t)add * G);
+        sl->n_hist = keep + add;
+    }
+    return st;
+}
+
+/* Appends n units of src to s's ring and records the chunk (e->mu held). */
+static void release_locked(ct_engine *e, ct_slot *sl, ct_stream *s, const void *src, int frames, double busy_ms) {
+    size_t n = (size_t)frames * (size_t)s->units_per_frame;
+    const unsigned char *p = src;
+    for (size_t k = 0; k < n;) {
+        size_t at = (size_t)(s->tail % s->ring_cap), run = s->ring_cap - at;
+        if (run > n - k) run = n - k;
+        memcpy(s->ring + at * s->unit_bytes, p + k * s->unit_bytes, run * s->unit_bytes);
+        s->tail += run;
+        k += run;
+    }
+    sl->inflight -= frames;
+    double t = ct_now_ms() - s->t_submit;
+    int samples = frames * e->spf;
+    if (s->tl_n < s->tl_cap) s->tl[s->tl_n++] = (ct_chunk_rec){t, samples};
+    if (s->info.chunks == 0) s->info.ttfa_ms = t;
+    s->info.chunks++;
+    s->info.samples += (uint64_t)samples;
+    s->info.codec_ms += busy_ms;
+    if (!s->internal) e->k.audio_s += (double)samples / e->rate;
+    /* ring-buffer player from TTFA (stream/metrics): count the stalls this chunk added */
+    double stall_ms = 0;
+    int stalls = ct_underruns(s->tl, s->tl_n, e->rate, s->info.ttfa_ms, NULL, 0, &stall_ms);
+    if (stalls > s->info.stalls && !s->internal) {
+        e->k.underruns += (uint64_t)(stalls - s->info.stalls);
+        e->k.underrun_ms += stall_ms - s->info.stall_ms;
+    }
+    if (stalls >= 0) {
+        s->info.stalls = stalls;
+        s->info.stall_ms = stall_ms;
+    }
+    pthread_cond_broadcast(&s->cv);
+}
+
+/* Decodes and releases the first n pending frames; 0 = go on, -1 = the stream failed. */
+static int emit_chunk(ct_engine *e, ct_slot *sl, int n) {
+    char err[400];
+    double t0 = ct_now_ms();
+    ct_status st = decode(e, sl, n, err, sizeof err);
+    double dt = ct_now_ms() - t0;
+    ct_stats_add("codec.push_ms", dt);
+    pthread_mutex_lock(&e->mu);
+    ct_stream *s = sl->cst;
+    if (st != CT_OK) {
+        char msg[480];
+        snprintf(msg, sizeof msg, "codec: %s", err);
+        ct_stream_fail_locked(s, st, msg);
+    } else if (s->state != CT_STREAM_FAILED) {
+        release_locked(e, sl, s, sl->pcm, n, dt);
+    }
+    pthread_mutex_unlock(&e->mu);
+    sl->npend -= n;
+    memmove(sl->pend, sl->pend + (size_t)n * e->G, sizeof(int32_t) * (size_t)sl->npend * e->G);
+    return st == CT_OK ? 0 : -1;
+}
+
+/* Ships every chunk the stream's schedule says is due (several after a burst). */
+static void ship_due(ct_engine *e, ct_slot *sl, int finished) {
+    ct_sched_obs obs;
+    memset(&obs, 0, sizeof obs);
+    obs.frames_total = sl->produced;
+    obs.finished = finished;
+    obs.active_streams = atomic_load(&e->active_snapshot);
+    obs.now_ms = ct_now_ms() - sl->cst->t_submit;
+    int n;
+    for (;;) {
+        double t_sc = CT_STATS_T0();
+        n = ct_sched_next_chunk(&sl->sched, &obs);
+        CT_STATS_ADD_SINCE("sched.next_chunk_ms", t_sc);
+        if (n <= 0) break;
+        while (n > 0) { /* a flush may exceed the decoder's chunk capacity: split it */
+            int k = n < e->p.max_chunk_frames ? n : e->p.max_chunk_frames;
+            if (emit_chunk(e, sl, k) != 0) return;
+            n -= k;
+        }
+    }
+    pthread_mutex_lock(&e->mu);
+    if (n < 0) ct_stream_fail_locked(sl->cst, CT_ERR_INTERNAL, "chunk schedule rejected the frame count");
+    int need = sl->sched.target - sl->npend;
+    sl->need = need > 1 ? need : 1;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* The stream's generation ended and its output is out: DONE (unless failed), counters. */
+static void finish_locked(ct_engine *e, ct_stream *s) {
+    if (s->state != CT_STREAM_FAILED) {
+        s->state = CT_STREAM_DONE;
+        s->info.done_ms = ct_now_ms() - s->t_submit;
+        if (!s->internal) e->k.completed++;
+        pthread_cond_broadcast(&s->cv);
+    }
+    if (s->internal) { /* warm-up decides readiness */
+        e->ready = s->state == CT_STREAM_DONE ? 1 : -1;
+        if (e->ready < 0) snprintf(e->ready_err, sizeof e->ready_err, "warm-up failed: %s", s->err);
+        pthread_cond_broadcast(&e->cv);
+    }
+}
+
+void ct_engine_take(ct_engine *e, const ct_rec *r) {
+    ct_slot *sl = &e->slots[r->slot];
+    ct_stream *s = r->st;
+    pthread_mutex_lock(&e->mu);
+    int failed = s->state == CT_STREAM_FAILED;
+    pthread_mutex_unlock(&e->mu);
+    switch (r->kind) {
+    case CT_REC_START:
+        sl->cst = s;
+        sl->npend = sl->produced = sl->n_hist = 0;
+        ct_codec_stream_reset(sl->cs);
+        ct_sched_init(&sl->sched, &s->sp, NULL, 0); /* checked at submit */
+        return;
+    case CT_REC_FRAME:
+        if (failed) return;
+        if (s->p.output == CT_OUTPUT_CODES) {
+            pthread_mutex_lock(&e->mu);
+            release_locked(e, sl, s, r->codes, 1, 0.0);
+            pthread_mutex_unlock(&e->mu);
+            return;
+        }
+        ct_stats_add("hop.enqueue_to_dequeue_ms", ct_now_ms() - r->t);
+        memcpy(sl->pend + (size_t)sl->npend * e->G, r->codes, sizeof(int32_t) * (size_t)e->G);
+        sl->npend++;
+        sl->produced++;
+        ship_due(e, sl, 0);
+        return;
+    case CT_REC_END:
+        if (!failed && s->p.output == CT_OUTPUT_PCM && sl->cst == s) ship_due(e, sl, 1);
+        if (!r->last) return;
+        pthread_mutex_lock(&e->mu);
+        finish_locked(e, s);
+        int gone = ct_stream_unref_locked(s); /* the engine's reference */
+        pthread_mutex_unlock(&e->mu);
+        (void)gone; /* the engine handle holds a reference while its threads run */
+        return;
+    }
+}
+
+/* ---- reader side ------------------------------------------------------------------------- */
+
+static int ended(const ct_stream *s) { return s->state == CT_STREAM_DONE || s->state == CT_STREAM_FAILED; }
+
+/* Waits on s->cv until ready(s) or the timeout (ms, < 0 = none); e->mu held. */
+static void wait_for(ct_stream *s, int (*ready)(const ct_stream *), int timeout_ms) {
+    struct timespec ts;
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += timeout_ms / 1000;
+        ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    }
+    while (!ready(s)) {
+        if (timeout_ms < 0) pthread_cond_wait(&s->cv, &s->e->mu);
+        else if (pthread_cond_timedwait(&s->cv, &s->e->mu, &ts) != 0) break;
+    }
+}
+
+static int started(const ct_stream *s) { return s->state >= CT_STREAM_RUNNING; }
+static int readable(const ct_stream *s) { return s->head < s->tail || ended(s); }
+
+ct_stream_state ct_stream_wait_started(ct_stream *s, int timeout_ms) {
+    if (!s) return CT_STREAM_FAILED;
+    pthread_mutex_lock(&s->e->mu);
+    wait_for(s, started, timeout_ms);
+    ct_stream_state st = s->state;
+    pthread_mutex_unlock(&s->e->mu);
+    return st;
+}
+
+/* Copies up to cap units out of the ring. */
+static size_t read_units(ct_stream *s, void *dst, size_t cap, int timeout_ms, int *finished, int want_codes) {
+    if (finished) *finished = 0;
+    if (!s || !dst) {
+        if (finished) *finished = 1;
+        return 0;
+    }
+    ct_engine *e = s->e;
+    pthread_mutex_lock(&e->mu);
+    size_t n = 0;
+    if ((s->p.output == CT_OUTPUT_CODES) == want_codes) {
+        wait_for(s, readable, timeout_ms);
+        n = (size_t)(s->tail - s->head);
+        if (n > cap) n = cap;
+        unsigned char *d = dst;
+        for (size_t k = 0; k < n;) {
+            size_t at = (size_t)(s->head % s->ring_cap), run = s->ring_cap - at;
+            if (run > n - k) run = n - k;
+            memcpy(d + k * s->unit_bytes, s->ring + at * s->unit_bytes, run * s->unit_bytes);
+            s->head += run;
+            k += run;
+        }
+        if (n) pthread_cond_signal(&e->cv); /* room for a paused stream */
+    }
+    if (finished) *finished = (ended(s) && s->head == s->tail) || (s->p.output == CT_OUTPUT_CODES) != want_codes;
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+size_t ct_stream_read(ct_stream *s, float *pcm, size_t cap, int timeout_ms, int *finished) {
+    return read_units(s, pcm, cap, timeout_ms, finished, 0);
+}
+
+size_t ct_stream_read_codes(ct_stream *s, int32_t *codes, size_t max_frames, int timeout_ms, int *finished) {
+    return read_units(s, codes, max_frames, timeout_ms, finished, 1);
+}
+
+void ct_stream_cancel(ct_stream *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->e->mu);
+    if (!ended(s)) {
+        s->cancel = 1;
+        pthread_cond_signal(&s->e->cv);
+    }
+    pthread_mutex_unlock(&s->e->mu);
+}
+
+void ct_stream_release(ct_stream *s) {
+    if (!s) return;
+    ct_engine *e = s->e;
+    pthread_mutex_lock(&e->mu);
+    if (!ended(s)) {
+        s->cancel = 1;
+        pthread_cond_signal(&e->cv);
+    }
+    int last = ct_stream_unref_locked(s);
+    pthread_mutex_unlock(&e->mu);
+    if (last) ct_engine_core_free(e);
+}
+
+ct_stream_info ct_stream_get_info(ct_stream *s) {
+    ct_stream_info i;
+    memset(&i, 0, sizeof i);
+    if (!s) {
+        i.state = CT_STREAM_FAILED;
+        i.status = CT_ERR_INVALID_ARG;
+        return i;
+    }
+    pthread_mutex_lock(&s->e->mu);
+    i = s->info;
+    i.state = s->state;
+    i.status = s->status;
+    pthread_mutex_unlock(&s->e->mu);
+    return i;
+}
+
+const char *ct_stream_errmsg(ct_stream *s) { return s ? s->err : "no stream"; }
+
+int ct_stream_timeline(ct_stream *s, double *t_ms, int *samples, int cap) {
+    if (!s) return 0;
+    pthread_mutex_lock(&s->e->mu);
+    int n = s->tl_n;
+    for (int i = 0; i < n && i < cap; i++) {
+        if (t_ms) t_ms[i] = s->tl[i].t_ms;
+        if (samples) samples[i] = s->tl[i].samples;
+    }
+    pthread_mutex_unlock(&s->e->mu);
+    return n;
+}
