@@ -6,26 +6,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codectalk_status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---- status ------------------------------------------------------------------------- */
 
-typedef enum {
-    CT_OK = 0,
-    CT_ERR_INVALID_ARG = -1, /* caller passed something unusable */
-    CT_ERR_NOMEM = -2,       /* allocation failed */
-    CT_ERR_IO = -3,          /* open/read/write/mmap failed */
-    CT_ERR_FORMAT = -4,      /* file content is malformed or inconsistent */
-    CT_ERR_UNSUPPORTED = -5, /* valid but not handled (dtype, variant) */
-    CT_ERR_STATE = -6,       /* call made in the wrong state */
-    CT_ERR_ABORTED = -7,     /* cancelled by the caller */
-    CT_ERR_INTERNAL = -8,    /* a bug: an invariant broke */
-    CT_ERR_LIMIT = -9        /* input exceeds a configured or model limit */
-} ct_status;
-/* Static English description of a status; never NULL. */
-const char *ct_status_str(ct_status st);
+/* ct_status (CT_OK = 0, CT_ERR_* < 0) and ct_status_str() live in codectalk_status.h,
+   included above. */
 
 /* Library version string, e.g. "0.1.0". */
 const char *ct_version(void);

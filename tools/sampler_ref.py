@@ -86,7 +86,8 @@ def main():
 
     talker = dict(do_sample=1, temperature=0.9, top_k=50, top_p=1.0, penalty=1.05, min_new=2, eos=2150,
                   range=(2048, 3071))
-    # Full talker configuration (MODEL.md section 4), several history states.
+    # Full talker configuration (the sampling defaults of generation_config.json: temperature 0.9,
+    # top-k 50, top-p 1.0, repetition penalty 1.05, EOS masked for 2 steps), several history states.
     for k, gen_len in enumerate([0, 1, 7]):
         lg = rnd(3072)
         lg[2150] = 9.5  # EOS strongly preferred: masked only while fewer than 2 generated

@@ -1,17 +1,18 @@
 /* Qwen3-TTS-Tokenizer-12Hz decoder ("Code2Wav"): 16 codes per 80 ms frame -> 1920 samples
- * of 24 kHz mono PCM in [-1, 1] (MODEL.md 5.2). F32 throughout. Three entry points share
- * one implementation: a one-shot decode, an exact stateful streaming decoder (per-conv
+ * of 24 kHz mono PCM in [-1, 1] (stages in docs/CODEC.md). F32 throughout. Three entry points
+ * share one implementation: a one-shot decode, an exact stateful streaming decoder (per-conv
  * history tails, KV ring per transformer layer, absolute RoPE positions) and a stateless
- * windowed decode (the seed's exportable form, EDGE.md 8.3). Kernels follow the process-wide
- * dispatched ISA (ct_kernels()); an optional ct_pool splits the heavy stages over threads. */
+ * windowed decode (the exportable form: docs/EXPORT.md, codec programs). Kernels follow the
+ * process-wide dispatched ISA (ct_kernels()); an optional ct_pool splits the heavy stages over
+ * threads. */
 #ifndef CT_CODEC_H
 #define CT_CODEC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codectalk.h"
 #include "core/pool.h"
-#include "core/status.h"
 
 typedef struct ct_codec ct_codec;               /* immutable after load, shareable */
 typedef struct ct_codec_stream ct_codec_stream; /* per-stream state, one thread at a time */

@@ -1,4 +1,4 @@
-/* Stateful streaming codec decoder: every stage of MODEL.md 5.2 run on a chunk of new
+/* Stateful streaming codec decoder: every stage of docs/CODEC.md run on a chunk of new
  * frames, with per-causal-op history tails, a KV ring per transformer layer masked to the
  * sliding window, and absolute RoPE positions. All memory is sized at create time. GEMMs and
  * SnakeBeta go through the stream's ct_cv_exec (dispatched SIMD variant + optional pool);

@@ -1,5 +1,6 @@
-/* Windowed stateless codec decode (EDGE.md 8.3): decode context + chunk frames from a fresh
- * state (RoPE positions from 0) and keep only the samples of the chunk frames. */
+/* Windowed stateless codec decode (the form of docs/EXPORT.md, codec programs): decode
+ * context + chunk frames from a fresh state (RoPE positions from 0) and keep only the samples
+ * of the chunk frames. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,10 +1,11 @@
-/* Status codes (defined in the public header) plus the internal error-formatting helper. */
+/* Status codes (ct_status and ct_status_str, from the standalone include/codectalk_status.h;
+   core never includes the rest of the public API) plus the internal error-formatting helper. */
 #ifndef CT_STATUS_H
 #define CT_STATUS_H
 
 #include <stddef.h>
 
-#include "codectalk.h"
+#include "codectalk_status.h"
 
 /* Formats a message into err[cap] (if err is non-NULL) and returns st. */
 ct_status ct_errf(char *err, size_t cap, ct_status st, const char *fmt, ...)

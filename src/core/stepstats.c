@@ -1,6 +1,6 @@
-/* Step-stats registry (EDGE.md 6): a mutex-protected fixed table of (role, name) counters with a
-   pseudo-reservoir of samples, per-role atomic JSON dumps, the directory merge with the seed's
-   combine rules, and the attribution table. */
+/* Step-stats registry (docs/STREAMING.md 3): a mutex-protected fixed table of (role, name)
+   counters with a pseudo-reservoir of samples, per-role atomic JSON dumps, the directory merge
+   with the seed's combine rules, and the attribution table. */
 #include "core/stepstats.h"
 
 #include <dirent.h>

@@ -1,8 +1,8 @@
-/* Step-time attribution (EDGE.md 6): a process-local, thread-safe registry of timing counters,
-   enabled iff CODECTALK_STEP_STATS_DIR is set (or ct_stats_configure is called). When disabled
-   every hook costs one predictable branch on a cached flag. Per counter: count, sum, max and a
-   20 000-sample pseudo-reservoir; summaries {count, sum_ms, mean_ms, p50_ms, p95_ms, max_ms};
-   atomic per-role dumps <dir>/<role>_<pid>.json; the merge of a dump directory into
+/* Step-time attribution (docs/STREAMING.md 3): a process-local, thread-safe registry of timing
+   counters, enabled iff CODECTALK_STEP_STATS_DIR is set (or ct_stats_configure is called). When
+   disabled every hook costs one predictable branch on a cached flag. Per counter: count, sum, max
+   and a 20 000-sample pseudo-reservoir; summaries {count, sum_ms, mean_ms, p50_ms, p95_ms,
+   max_ms}; atomic per-role dumps <dir>/<role>_<pid>.json; the merge of a dump directory into
    {roles, attribution} and the markdown attribution table.
 
    Counters are keyed by (role, name). The role is per thread: ct_stats_thread_role("stage0")

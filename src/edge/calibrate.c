@@ -1,5 +1,5 @@
 /* Calibration: SHA-1 fingerprint of the hardware, rate and chunk schedule from a chunk
-   timeline (EDGE.md 4.2-4.3), timeline and cache JSON, atomic cache writes. */
+   timeline (docs/EDGE.md 3), timeline and cache JSON, atomic cache writes. */
 #include "edge/calibrate.h"
 
 #include <errno.h>

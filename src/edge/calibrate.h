@@ -1,4 +1,4 @@
-/* Chunk calibration (EDGE.md 4): hardware fingerprint, codec-frame rate from a recorded chunk
+/* Chunk calibration (docs/EDGE.md 3): hardware fingerprint, codec-frame rate from a recorded chunk
    timeline, the chunk schedule derived from it, and the on-disk calibration cache. */
 #ifndef CT_EDGE_CALIBRATE_H
 #define CT_EDGE_CALIBRATE_H
@@ -8,18 +8,12 @@
 
 #include "core/status.h"
 #include "edge/hw.h"
+#include "stream/chunk.h" /* ct_chunk_rec */
 
 #define CT_CAL_STEADY 25       /* steady chunk, frames */
 #define CT_CAL_FRAME_MS 80.0   /* one codec frame */
 #define CT_CAL_JITTER_MS 40.0
 #define CT_CAL_MAX_RAMP 16
-
-/* One audio chunk as the client saw it: arrival time (ms since the request was sent) and
-   samples carried. */
-typedef struct {
-    double t_ms;
-    int64_t samples;
-} ct_chunk_rec;
 
 typedef struct {
     int measured;
@@ -36,17 +30,19 @@ typedef struct {
 /* SHA-1 of data into out[20]. */
 void ct_sha1(const void *data, size_t len, uint8_t out[20]);
 
-/* EDGE.md 4.1: first 16 hex chars of sha1 over the key-sorted JSON object {class, cpu, flags
-   (sorted), gpu, gpu_mem (bytes / 256 MiB), cores (n_physical), model}, written with ", " and
-   ": " separators and ASCII escapes. out must hold 17 bytes. CT_ERR_NOMEM on failure. */
+/* Fingerprint (docs/EDGE.md 3): first 16 hex chars of sha1 over the key-sorted JSON object
+   {class, cpu, flags (sorted), gpu, gpu_mem (bytes / 256 MiB), cores (n_physical), model},
+   written with ", " and ": " separators and ASCII escapes. out must hold 17 bytes.
+   CT_ERR_NOMEM on failure. */
 ct_status ct_hw_fingerprint(const ct_hw_profile *hw, const char *model_id, char out[17],
                             char *err, size_t errcap);
 
-/* EDGE.md 4.2: frames / wall seconds over chunks with samples > 0 (first chunk's samples not
-   counted). Returns 0 when fewer than 2 audio chunks or no elapsed time. */
+/* Rate (docs/EDGE.md 3): frames / wall seconds over chunks with samples > 0 (first chunk's
+   samples not counted). Returns 0 when fewer than 2 audio chunks or no elapsed time. */
 double ct_cal_rate(const ct_chunk_rec *chunks, int n, int sample_rate);
 
-/* EDGE.md 4.3 from a rate (r <= 0 = not measurable: the fixed fallback). ttfa_ms is copied. */
+/* Chunk schedule (docs/EDGE.md 3) from a rate (r <= 0 = not measurable: the fixed fallback).
+   ttfa_ms is copied. */
 void ct_cal_schedule(double rate, double ttfa_ms, ct_calibration *out);
 
 /* Rate + schedule from a timeline; ttfa = first chunk with samples > 0. */

@@ -1,4 +1,4 @@
-/* Derived overrides (EDGE.md 2.1-2.2) and the no-preemption KV admission helpers (EDGE.md 3.3),
+/* Derived overrides and the no-preemption KV admission helpers (docs/EDGE.md 2),
    plus the two model-directory readers they need (weights bytes, talker KV geometry). */
 #include "edge/derive.h"
 
@@ -12,7 +12,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 
-/* EDGE.md 2.1, in ct_hw_class order. */
+/* The class table, in ct_hw_class order. */
 static const ct_class_consts CLASS_TABLE[CT_HW_CLASS_COUNT] = {
     /* npu_phone */
     {1, 2048, 16384, 1 * CT_GIB, 0.7, 4, 200, 1, 1, 0, 0.3},

@@ -1,6 +1,6 @@
-/* Derived deploy overrides (EDGE.md 2): per-class constants, dtype, memory pool, KV budget,
-   no-preemption admission (EDGE.md 3.3), CPU ranges per stage, chunk parameters, timeouts.
-   Pure functions over a hardware profile and a few model numbers. */
+/* Derived deploy overrides (docs/EDGE.md 2): per-class constants, dtype, memory pool, KV budget,
+   no-preemption KV admission, CPU ranges per stage, chunk parameters, timeouts. Pure functions
+   over a hardware profile and a few model numbers. */
 #ifndef CT_EDGE_DERIVE_H
 #define CT_EDGE_DERIVE_H
 
@@ -13,7 +13,7 @@
 #define CT_GIB (1024ull * 1024ull * 1024ull)
 #define CT_MIB (1024ull * 1024ull)
 
-/* EDGE.md 2.1 CLASS_TABLE row. */
+/* Per-class constants: one row of the class table (docs/EDGE.md 2; values in derive.c). */
 typedef struct {
     int max_num_seqs;
     int max_len0, max_len1;       /* stage 0 (talker) tokens / stage 1 (codec) tokens */
@@ -35,7 +35,7 @@ typedef struct {
 } ct_kv_geometry;
 
 /* Bytes per element for a dtype name: f32/float32 4; f16/float16/bf16/bfloat16/auto 2;
-   fp8/float8_e4m3fn 1; anything else 2 (EDGE.md 3.3). */
+   fp8/float8_e4m3fn 1; anything else 2 (docs/EDGE.md 2, KV admission). */
 int ct_dtype_bytes_by_name(const char *dtype);
 
 /* 2 * layers * kv_heads * head_dim * dtype_bytes; 0 when the geometry is unknown. */
@@ -68,10 +68,11 @@ typedef struct {
     int max_cpus;            /* 0 = no limit on the big-CPU list */
 } ct_derive_in;
 
-/* EDGE.md 2.3 in our engine's terms; stage 0 = talker (+ code predictor), 1 = codec. */
+/* The derived overrides (docs/EDGE.md 2 maps each to a profile key); stage 0 = talker (+ code
+   predictor), 1 = codec. */
 typedef struct {
     ct_hw_class cls;
-    char dtype[16];                /* "bf16" | "f16" | "f32" (EDGE.md dtype rule) */
+    char dtype[16];                /* "bf16" | "f16" | "f32" (the dtype rule of docs/EDGE.md 2) */
     int is_cuda;
     uint64_t pool_bytes;           /* memory pool the budget comes from */
     uint64_t weights_bytes;
@@ -93,14 +94,17 @@ typedef struct {
     int chunk_min_frames;
     int chunk_margin_ms;
     int decode_batch_max_size;     /* 1 */
-    int async_chunk;               /* 1 */
+    int async_chunk;               /* 1: the seed's "codec overlaps the talker"; not applied to
+                                      the profile: engine.placement auto already overlaps the
+                                      stages wherever that pays (more than 2 CPUs) */
     double load_s;
     int compile_s;
     int stage_init_timeout_s, init_timeout_s;
     char notes[2][192];
 } ct_derived;
 
-/* Derives the overrides for hw with the inputs in `in` (EDGE.md 2.2). Total function. */
+/* Derives the overrides for hw with the inputs in `in` (the rules of docs/EDGE.md 2). Total
+   function. */
 void ct_derive(const ct_hw_profile *hw, const ct_derive_in *in, ct_derived *out);
 
 /* Sum of tensor bytes of every *.safetensors below dir (up to 3 levels deep). CT_ERR_IO when

@@ -115,7 +115,7 @@ char *ct_hw_to_json(const ct_hw_profile *p, int pretty) {
     json_t *flags = json_array(), *clusters = json_array(), *cap = json_array();
     for (int f = 0; f < CT_HWF_COUNT; f++)
         if (p->flags & CT_HWF_BIT(f)) json_array_append_new(flags, json_string(FLAG_NAMES[f]));
-    /* sorted list of flag names, as EDGE.md 1.1 stores them */
+    /* sorted list of flag names (docs/EDGE.md 1, JSON form) */
     size_t nf = json_array_size(flags);
     for (size_t i = 1; i < nf; i++)
         for (size_t j = i; j > 0; j--) {

@@ -12,7 +12,7 @@
 #define CT_HW_MAX_CLUSTERS 8
 #define CT_HW_NOTES_LEN 1024
 
-/* Normalised ISA flags (EDGE.md 1.2, plus avx512bw/avx512vl). Bit i = 1u << i. */
+/* Normalised ISA flags (docs/EDGE.md 1, record defaults and flags). Bit i = 1u << i. */
 typedef enum {
     CT_HWF_AVX2 = 0,
     CT_HWF_FMA,
@@ -45,7 +45,7 @@ typedef struct {
     int cpus[CT_HW_MAX_CPUS]; /* [n_cpus], ascending logical CPU ids */
 } ct_hw_cluster;
 
-/* EDGE.md 1.1. Plain value type: copy freely. */
+/* The hardware record (docs/EDGE.md 1). Plain value type: copy freely. */
 typedef struct {
     char arch[16];          /* "x86_64" | "aarch64" | "unknown" */
     char cpu_model[128];
@@ -80,7 +80,8 @@ typedef enum {
     CT_HW_CLASS_COUNT
 } ct_hw_class;
 
-/* Fills the EDGE.md 1.1 defaults (arch "unknown", numa 1, accelerator "none", fp16 true...). */
+/* Fills the record defaults (docs/EDGE.md 1): arch "unknown", numa 1, accelerator "none",
+   fp16 true, host "linux", the rest 0. */
 void ct_hw_profile_init(ct_hw_profile *p);
 
 /* Stored name of a flag ("avx512", "neon", ...). */
@@ -93,11 +94,12 @@ int ct_hw_flag_from_token(const char *tok, size_t len);
 /* 1 if every flag in mask is set in p. */
 int ct_hw_has(const ct_hw_profile *p, uint32_t mask);
 
-/* Arch inferred from flags for snapshot roots (EDGE.md 1.2): ARM flags -> "aarch64",
+/* Arch inferred from flags for snapshot roots (docs/EDGE.md 1): ARM flags -> "aarch64",
    x86 flags -> "x86_64", else "unknown". Returns a static string. */
 const char *ct_hw_arch_from_flags(uint32_t flags);
 
-/* EDGE.md 1.4: first match of npu_phone, jetson, cuda_discrete, arm64_cpu, x86_cpu. */
+/* Hardware class (docs/EDGE.md 1): first match of npu_phone, jetson, cuda_discrete, arm64_cpu,
+   x86_cpu. */
 ct_hw_class ct_hw_classify(const ct_hw_profile *p);
 
 /* "npu_phone", "jetson", "cuda_discrete", "arm64_cpu", "x86_cpu". */
@@ -117,11 +119,12 @@ void ct_hw_note(ct_hw_profile *p, const char *fmt, ...)
 #endif
     ;
 
-/* Serialises p as a JSON object (keys of EDGE.md 1.1 plus "hardware_class" and "notes").
-   Returns a malloc'd NUL-terminated string (caller frees) or NULL on allocation failure. */
+/* Serialises p as a JSON object (the keys of docs/EDGE.md 1, JSON form, plus "hardware_class"
+   and "notes"). Returns a malloc'd NUL-terminated string (caller frees) or NULL on allocation
+   failure. */
 char *ct_hw_to_json(const ct_hw_profile *p, int pretty);
 
-/* Parses the JSON form. Unknown keys are ignored (EDGE.md 1.1 round trip); a key of the
+/* Parses the JSON form. Unknown keys are ignored (so written records read back); a key of the
    wrong type or out of range fails with CT_ERR_FORMAT naming `what`, line and key; bad JSON
    syntax names line and column. `what` is the file name or "inline" (for the message).
    Fields absent from the JSON keep their defaults; source becomes "override:<what>". */

@@ -27,6 +27,9 @@ static const ct_pkey_info KEYS[CT_PK_COUNT] = {
      "seconds one stage may take to load"},
     {"engine.init_timeout_s", CT_PK_INT, 1, 86400, NULL, "600", "init_timeout",
      "seconds the whole engine may take to load"},
+    {"engine.placement", CT_PK_STR, 0, 0, "overlapped serial auto", "auto",
+     "async_chunk (true: the codec overlaps the talker)",
+     "where talker and codec run: overlapped, serial (one pool), auto (serial on <= 2 CPUs)"},
     {"talker.device", CT_PK_STR, 0, 0, NULL, "cpu", "stage 0 devices",
      "cpu, cuda:<n> or npu:<vendor>"},
     {"talker.dtype", CT_PK_STR, 0, 0, "f32 bf16 f16 int8 int4", "bf16", "stage 0 engine_args.dtype",
@@ -56,8 +59,6 @@ static const ct_pkey_info KEYS[CT_PK_COUNT] = {
     {"codec.eager", CT_PK_BOOL, 0, 1, NULL, "true", "stage 1 enforce_eager", "as talker.eager"},
     {"streaming.enabled", CT_PK_BOOL, 0, 1, NULL, "true", "connector codec_streaming",
      "emit audio chunk by chunk"},
-    {"streaming.async_chunk", CT_PK_BOOL, 0, 1, NULL, "true", "async_chunk",
-     "codec decodes a chunk while the talker generates the next"},
     {"streaming.chunk_frames", CT_PK_INT, 1, 1000, NULL, "25", "codec_chunk_frames",
      "steady chunk, codec frames (80 ms each)"},
     {"streaming.left_context_frames", CT_PK_INT, 0, 1000, NULL, "72", "codec_left_context_frames",
@@ -562,7 +563,6 @@ void ct_profile_apply_derived(ct_profile *p, const ct_derived *d, const char *la
         ct_profile_set_s(p, CT_PK_TALKER_CPUS, d->cpus0, layer);
         ct_profile_set_s(p, CT_PK_CODEC_CPUS, d->cpus1, layer);
     }
-    ct_profile_set_i(p, CT_PK_STREAM_ASYNC_CHUNK, d->async_chunk, layer);
     ct_profile_set_i(p, CT_PK_STREAM_ADAPTIVE, d->chunk_adaptive, layer);
     ct_profile_set_i(p, CT_PK_STREAM_MIN_FRAMES, d->chunk_min_frames, layer);
     ct_profile_set_i(p, CT_PK_STREAM_MARGIN_MS, d->chunk_margin_ms, layer);

@@ -1,6 +1,6 @@
 /* Deploy profiles: a fixed schema of engine settings, each value tagged with the layer that set
    it; a strict YAML loader (libyaml events; unknown keys, duplicates and aliases are errors);
-   the materialised YAML writer; and the `--profile auto` layer chain of EDGE.md 5:
+   the materialised YAML writer; and the `--profile auto` layer chain of docs/EDGE.md 4:
    builtin -> profiles/qwen3_tts.yaml -> profiles/hardware/<class>.yaml -> derived overrides ->
    cached calibration -> the user's file -> key=value flags. */
 #ifndef CT_EDGE_PROFILE_H
@@ -30,6 +30,7 @@ typedef enum {
     CT_PK_ENGINE_PARALLEL_INIT,
     CT_PK_ENGINE_STAGE_INIT_TIMEOUT,
     CT_PK_ENGINE_INIT_TIMEOUT,
+    CT_PK_ENGINE_PLACEMENT,
     CT_PK_TALKER_DEVICE,
     CT_PK_TALKER_DTYPE,
     CT_PK_TALKER_CPUS,
@@ -45,7 +46,6 @@ typedef enum {
     CT_PK_CODEC_MEMORY_BUDGET,
     CT_PK_CODEC_EAGER,
     CT_PK_STREAM_ENABLED,
-    CT_PK_STREAM_ASYNC_CHUNK,
     CT_PK_STREAM_CHUNK_FRAMES,
     CT_PK_STREAM_LEFT_CONTEXT,
     CT_PK_STREAM_RAMP,
@@ -126,7 +126,7 @@ char *ct_profile_to_yaml(const ct_profile *p, int explain, const char *header);
 /* Layer 3: derived overrides in engine terms (see docs/EDGE.md for the mapping). */
 void ct_profile_apply_derived(ct_profile *p, const ct_derived *d, const char *layer);
 
-/* Layer 4: ramp, min frames, margin; adaptive only switched on, never off (EDGE.md 4.3). */
+/* Layer 4: ramp, min frames, margin; adaptive only switched on, never off (docs/EDGE.md 3). */
 void ct_profile_apply_calibration(ct_profile *p, const ct_calibration *c, const char *layer);
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* On-device exports (EDGE.md 8): the talker / code-predictor one-token decode step with
+/* On-device exports (docs/EXPORT.md): the talker / code-predictor one-token decode step with
    explicit per-layer KV cache, the codec decoder as stateless windowed programs, and the
    ONNX sanitizer. Each writes ONNX (opset 18) files plus a JSON sidecar / manifest. */
 #ifndef CT_EXPORT_H
@@ -63,7 +63,7 @@ typedef struct {
     int external_tensors; /* tensors whose data moved into <out>.data */
 } ct_sanitize_counts;
 
-/* Reads the ONNX model in_path, applies the three rules of EDGE.md 8.1 (drop
+/* Reads the ONNX model in_path, applies the three rules of docs/EXPORT.md, Sanitizer (drop
    Where(IsNaN(x), a, b) guards where x is a branch; Reshape allowzero=1 -> 0; rank-0 axes
    initializers/Constants of Unsqueeze/Squeeze -> rank 1, stale value_info for them dropped)
    to the main graph and writes out_path (external data re-saved as one <out_path>.data blob).

@@ -1,10 +1,10 @@
-/* The codec decoder ("Code2Wav", MODEL.md 5.2) as stateless windowed ONNX programs
-   (EDGE.md 8.3): codes int64 [1, n_q, context + chunk] -> wav float32 [1, chunk * hop], the
-   trailing samples of decoding the window from a fresh state (RoPE positions from 0), i.e.
-   ct_codec_decode_window. Hyper-parameters, normalised codebooks and the precomputed
-   SnakeBeta factors come from the loaded ct_codec; conv / linear weights are read from
-   speech_tokenizer/model.safetensors in their PyTorch layouts. Conv stages run channels-first
-   [1, C, T]; the transformer runs time-major [1, T, C]. */
+/* The codec decoder ("Code2Wav", docs/CODEC.md) as stateless windowed ONNX programs
+   (docs/EXPORT.md, codec programs): codes int64 [1, n_q, context + chunk] -> wav float32
+   [1, chunk * hop], the trailing samples of decoding the window from a fresh state (RoPE
+   positions from 0), i.e. ct_codec_decode_window. Hyper-parameters, normalised codebooks and
+   the precomputed SnakeBeta factors come from the loaded ct_codec; conv / linear weights are
+   read from speech_tokenizer/model.safetensors in their PyTorch layouts. Conv stages run
+   channels-first [1, C, T]; the transformer runs time-major [1, T, C]. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>

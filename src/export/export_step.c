@@ -1,6 +1,6 @@
-/* Talker / code-predictor one-token decode step as an ONNX graph (EDGE.md 8.1) and its JSON
-   sidecar. Layout v2 (default): per-layer k_cache_i / v_cache_i inputs, GQA by viewing q as
-   [1, KV, G, D] against each KV head (no K/V expansion). Layout v1: one stacked
+/* Talker / code-predictor one-token decode step as an ONNX graph and its JSON sidecar
+   (docs/EXPORT.md, step graphs). Layout v2 (default): per-layer k_cache_i / v_cache_i inputs,
+   GQA by viewing q as [1, KV, G, D] against each KV head (no K/V expansion). Layout v1: one stacked
    [layers, 1, KV, L, D] cache selected per layer with Gather and K/V expanded to all query
    heads, kept so the difference can be measured. */
 #include <jansson.h>

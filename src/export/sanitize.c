@@ -1,4 +1,4 @@
-/* ONNX sanitizer (EDGE.md 8.1): parses a ModelProto with the bounds-checked protobuf
+/* ONNX sanitizer (docs/EXPORT.md, Sanitizer): parses a ModelProto with the bounds-checked protobuf
    reader, applies three graph fixes to the main graph and re-serializes it, copying every
    field it does not touch verbatim:
      1. Where(IsNaN(x), a, b) with x in {a, b}: both nodes dropped (IsNaN only when nothing

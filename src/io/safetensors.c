@@ -23,33 +23,6 @@ struct ct_st_file {
     char *names;        /* all names, NUL-separated */
 };
 
-static const struct {
-    const char *name;
-    size_t size;
-} dtype_info[CT_DT_COUNT] = {
-    [CT_DT_F32] = {"F32", 4}, [CT_DT_F16] = {"F16", 2},  [CT_DT_BF16] = {"BF16", 2},
-    [CT_DT_I32] = {"I32", 4}, [CT_DT_I64] = {"I64", 8},  [CT_DT_U8] = {"U8", 1},
-    [CT_DT_I8] = {"I8", 1},   [CT_DT_F64] = {"F64", 8},  [CT_DT_BOOL] = {"BOOL", 1},
-};
-
-size_t ct_dtype_size(ct_dtype dt) {
-    return (unsigned)dt < CT_DT_COUNT ? dtype_info[dt].size : 0;
-}
-
-const char *ct_dtype_name(ct_dtype dt) {
-    return (unsigned)dt < CT_DT_COUNT ? dtype_info[dt].name : "?";
-}
-
-static int dtype_parse(const char *s, ct_dtype *out) {
-    for (int i = 0; i < CT_DT_COUNT; i++) {
-        if (strcmp(s, dtype_info[i].name) == 0) {
-            *out = (ct_dtype)i;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 char *ct_st_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap) {
     size_t off = 0;
     if (!cap) return buf;
@@ -150,7 +123,7 @@ static ct_status parse_header(ct_st_file *f, char *err, size_t errcap) {
                          "or data_offsets", key);
             goto done;
         }
-        if (!dtype_parse(json_string_value(jd), &t->dtype)) {
+        if (!ct_dtype_parse(json_string_value(jd), &t->dtype)) {
             st = ct_errf(err, errcap, CT_ERR_FORMAT, "safetensors: tensor '%s' has unknown dtype '%s'",
                          key, json_string_value(jd));
             goto done;

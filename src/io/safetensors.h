@@ -5,20 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dtype.h" /* ct_dtype, ct_dtype_size, ct_dtype_name */
 #include "core/status.h"
-
-typedef enum {
-    CT_DT_F32 = 0,
-    CT_DT_F16 = 1,
-    CT_DT_BF16 = 2,
-    CT_DT_I32 = 3,
-    CT_DT_I64 = 4,
-    CT_DT_U8 = 5,
-    CT_DT_I8 = 6,
-    CT_DT_F64 = 7,
-    CT_DT_BOOL = 8,
-    CT_DT_COUNT
-} ct_dtype;
 
 #define CT_ST_MAX_DIMS 8
 
@@ -32,11 +20,6 @@ typedef struct {
 } ct_st_tensor;
 
 typedef struct ct_st_file ct_st_file;
-
-/* Bytes per element of a dtype. */
-size_t ct_dtype_size(ct_dtype dt);
-/* Safetensors dtype string ("F32", "BF16", ...). */
-const char *ct_dtype_name(ct_dtype dt);
 
 /* Maps path read-only and validates the whole header: JSON object, known dtypes, shapes
    non-negative, data_offsets inside the data area, byte length == elements x dtype size,

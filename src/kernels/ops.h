@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/safetensors.h"
+#include "core/dtype.h"
 
 /* Group size of the INT4 format (columns per scale). */
 #define CT_Q4_GROUP 32

@@ -3,6 +3,7 @@
 #ifndef CT_MODEL_INTERNAL_H
 #define CT_MODEL_INTERNAL_H
 
+#include "codectalk.h"
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/config.h"

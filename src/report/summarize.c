@@ -14,10 +14,10 @@
 
 #include <jansson.h>
 
-#include "edge/calibrate.h"
 #include "report/md.h"
 #include "report/sbuf.h"
 #include "report/svg.h"
+#include "stream/chunk.h"
 #include "stream/metrics.h"
 
 #define MAX_DEPTH 12

@@ -1,10 +1,10 @@
 /* `bench summarize`: renders every result JSON under a directory as one markdown file
    (summary.md: an overview table, then one section per result) plus SVG plots next to it.
    Recognised inputs:
-   - stream bench, schema 1 (EDGE.md 7.2): meta line, the n/p50/p90/max/mean summary table,
-     per-request table, attribution table (role | counter | n | mean ms | p95 ms | share of 80 ms),
-     attribution bars and per-request chunk timelines (delivered audio vs the playback cursor
-     from TTFA and from playback_start, stalls shaded);
+   - stream bench, schema 1 (docs/STREAMING.md 2, bench JSON): meta line, the
+     n/p50/p90/max/mean summary table, per-request table, attribution table (role | counter |
+     n | mean ms | p95 ms | share of 80 ms), attribution bars and per-request chunk timelines
+     (delivered audio vs the playback cursor from TTFA and from playback_start, stalls shaded);
    - model bench (`bench model --json`, keys model/talker_ms/predictor_ms/rtf): stage table and
      stage bars;
    - any object with a "sweep" array: a table of its rows;

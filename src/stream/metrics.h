@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "core/status.h"
-#include "edge/calibrate.h" /* ct_chunk_rec {t_ms (arrival since submission), samples} */
+#include "stream/chunk.h" /* ct_chunk_rec {t_ms (arrival since submission), samples} */
 
 /* Scores of one request. Times are ms since submission. Fields that need audio are NAN when the
    timeline has no audio chunk (samples > 0). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tests `codectalk export sanitize` on small hand-built ONNX models (onnx.helper): one per
-EDGE.md 8.1 rule, one with external data, and bad inputs (truncated, not protobuf, cycle,
+sanitizer rule (docs/EXPORT.md, Sanitizer), one with external data, and bad inputs (truncated, not protobuf, cycle,
 unknown opset domain, missing external data) that must fail with nothing written.
 usage: sanitize_test.py CODECTALK_BINARY WORKDIR   (prints PASS/FAIL lines; exit = failures)"""
 import os

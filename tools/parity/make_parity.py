@@ -37,7 +37,8 @@ S_ROWS = 12          # rows of hidden/logits/pred_logits recorded (S = min(F, 12
 BF16_PRED_ROWS = 4   # rows of bf16 predictor logits recorded
 
 # ---------------------------------------------------------------------------------------------
-# Published id maps (MODEL.md 1.2-1.3 / 2.4).
+# Id maps as published in the released checkpoints' config.json (talker_config codec_language_id,
+# spk_id, spk_is_dialect).
 LANG_BASE = {
     "chinese": 2055, "english": 2050, "german": 2053, "italian": 2070, "portuguese": 2071,
     "spanish": 2054, "japanese": 2058, "korean": 2064, "french": 2061, "russian": 2069,
@@ -51,7 +52,7 @@ DIALECT_CV = {
     "serena": False, "vivian": False, "uncle_fu": False, "ryan": False, "aiden": False,
     "ono_anna": False, "sohee": False, "eric": "sichuan_dialect", "dylan": "beijing_dialect",
 }
-GENERATION_CONFIG = {  # MODEL.md 1.5, key order as published
+GENERATION_CONFIG = {  # the released generation_config.json, key order as published
     "do_sample": True,
     "temperature": 0.9,
     "top_k": 50,
@@ -63,7 +64,7 @@ GENERATION_CONFIG = {  # MODEL.md 1.5, key order as published
     "subtalker_top_p": 1.0,
     "max_new_tokens": 8192,
 }
-PREPROCESSOR_CONFIG = {  # MODEL.md 1.1 (only needed to drive the official processor)
+PREPROCESSOR_CONFIG = {  # the released preprocessor_config.json (only needed to drive the official processor)
     "padding_side": "left",
     "padding_value": 0.0,
     "processor_class": "Qwen3TTSProcessor",
