@@ -7,7 +7,7 @@
 #include "export/onnx_graph.h"
 #include "kernels/ops.h"
 
-/* y = w * (x / sqrt(mean(x^2 over the last axis) + eps)), the engine's order of operations.
+/* y = w * (x / sqrt(mean(x^2 over the last axis) + eps)), in the order of kernels/ops.h ct_rmsnorm.
    In an FP16 graph the normalisation runs in FP32 (Cast in and out); w is [n] f32. */
 const char *ct_xg_rmsnorm(ct_og *g, const char *x, const char *wname, const float *w, int n, float eps);
 /* Rotate-half RoPE on the last axis (dim D): x*cos + concat(-x2, x1)*sin. */

@@ -23,7 +23,7 @@
  *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*
  *   |\s*[\r\n]+|\s+(?!\S)|\s+
  * compiled with PCRE2_UTF|PCRE2_UCP. Two spellings differ so PCRE2 behaves like Oniguruma, the
- * engine HF tokenizers uses (both differences are checked by the reference corpus):
+ * regex library HF tokenizers uses (both differences are checked by the reference corpus):
  *  - the contractions use ASCII case classes: a caseless PCRE2 's' also matches U+017F (long s),
  *    Oniguruma's does not (HF splits "it'\u017f" as "it", "'", "\u017f");
  *  - \s is written WS = [\t-\r\x{85}\p{Z}] (\S as [^...]), which is exactly the Unicode

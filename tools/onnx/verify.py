@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Runs codectalk's exported ONNX graphs in ONNX Runtime and compares them with reference
-tensors dumped by our C engine (tests/onnx/dump_ref.c). Subcommands:
+tensors dumped by our C runtime (tests/onnx/dump_ref.c). Subcommands:
 
   check  FILE.onnx...                      onnx.checker (full) + strict shape inference
   step   FILE.onnx REFDIR [--tol T]        one decode step: logits, hidden, k_new_i, v_new_i (NMSE)
   codec  FILE.onnx REFDIR [--tol T]        one codec window: wav (NMSE)
-  greedy TALKER.onnx PRED.onnx REFDIR      free-running greedy loop vs the engine's greedy codes
+  greedy TALKER.onnx PRED.onnx REFDIR      free-running greedy loop vs the C runtime's greedy codes
 
 Every check prints "PASS <what> ..." or "FAIL <what> ..."; the exit status is the number of
 failures (capped at 100)."""
@@ -223,7 +223,7 @@ def cmd_greedy(tpath, ppath, refdir):
         bad = [i for i in range(n) if not np.array_equal(got[i], codes_ref[i])]
         first_bad = bad[0] if bad else n
     report(same, f"greedy {os.path.basename(tpath)} + {os.path.basename(ppath)}",
-           f"{len(got)} frames vs engine {F}" + ("" if same else f", first mismatch at frame {first_bad}"))
+           f"{len(got)} frames vs the C runtime's {F}" + ("" if same else f", first mismatch at frame {first_bad}"))
 
 
 def main(argv):
