@@ -166,6 +166,8 @@ void ct_batch_free(ct_batch *b);
    the call. CT_ERR_INVALID_ARG for a session of another model, with a larger max_context, or
    more running sessions than max_streams. */
 ct_status ct_batch_step(ct_batch *b, ct_session *const *sessions, int n, int32_t *codes, int *got);
+/* Message of the batch's last call when it failed ("" after a successful one). */
+const char *ct_batch_errmsg(const ct_batch *b);
 
 /* ---- codec decoder ------------------------------------------------------------------ */
 

@@ -1,10 +1,10 @@
 /* Sessions: working-set reservation, request validation, prefill and the frame loop. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "core/clock.h"
 #include "core/stepstats.h"
 #include "model/session_internal.h"
 
@@ -45,59 +45,52 @@ const char *ct_stop_reason_str(ct_stop_reason r) {
 
 void ct_session_free(ct_session *s) {
     if (!s) return;
-    ct_pool_free(s->pool);
+    ct_batch_free(s->solo);
+    if (s->own_pool) ct_pool_free(s->pool);
     ct_kv_free(&s->tkv);
     ct_kv_free(&s->pkv);
     ct_stack_scratch_free(&s->ts);
-    ct_stack_scratch_free(&s->ps);
     free(s->prompt);
     free(s->trailing);
     free(s->pad_row);
     free(s->ids);
     free(s->h);
     free(s->x);
-    free(s->px);
-    free(s->ptmp);
     free(s->etmp);
     free(s->logits);
-    free(s->plogits);
     free(s->seen);
     free(s->samp_scratch);
     free(s);
 }
 
-ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_session **out,
-                            char *err, size_t errcap) {
-    if (!m || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: NULL argument");
-    *out = NULL;
-    ct_session_params sp = p ? *p : ct_session_params_default();
-    const ct_config *c = &m->cfg;
-    if (sp.max_context < 16 || sp.max_context > c->talker.max_pos)
+/* CT_OK when max_context is a talker context the model supports; else the message in err. */
+static ct_status check_context(const ct_model *m, int max_context, char *err, size_t errcap) {
+    if (max_context < 16 || max_context > m->cfg.talker.max_pos)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: max_context %d is outside [16, %d] "
-                       "(the talker's max_position_embeddings)", sp.max_context, c->talker.max_pos);
+                       "(the talker's max_position_embeddings)", max_context, m->cfg.talker.max_pos);
+    return CT_OK;
+}
+
+/* Reserves a session's whole working set (its one-stream step included) on pool; own_pool:
+   the session frees the pool, also when this fails. max_context already checked. */
+static ct_status session_new(const ct_model *m, int max_context, ct_pool *pool, int own_pool,
+                             ct_session **out, char *err, size_t errcap) {
+    const ct_config *c = &m->cfg;
     ct_session *s = calloc(1, sizeof *s);
-    if (!s) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
+    if (!s) {
+        if (own_pool) ct_pool_free(pool);
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
+    }
     s->m = m;
-    s->cap = sp.max_context;
-    const size_t H = (size_t)c->talker.hidden, PH = (size_t)c->pred.hidden;
+    s->cap = max_context;
+    s->pool = pool;
+    s->own_pool = own_pool;
+    const size_t H = (size_t)c->talker.hidden;
     int vmax = c->talker.vocab > c->pred.vocab ? c->talker.vocab : c->pred.vocab;
-    int nt = sp.n_threads;
-    if (nt <= 0) {
-        long onl = sysconf(_SC_NPROCESSORS_ONLN);
-        nt = onl > 0 ? (int)onl : 1;
-    }
-    if (nt > 256) {
-        ct_session_free(s);
-        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: n_threads %d is over 256", nt);
-    }
-    if (ct_pool_create(nt, sp.cpus, sp.n_cpus, &s->pool) != CT_OK) {
-        ct_session_free(s);
-        return ct_errf(err, errcap, CT_ERR_NOMEM, "session: cannot start %d threads", nt);
-    }
     int ok = ct_kv_init(&s->tkv, &c->talker, s->cap) == CT_OK &&
              ct_kv_init(&s->pkv, &c->pred, c->n_groups) == CT_OK &&
-             ct_stack_scratch_init(&s->ts, &c->talker, CT_PREFILL_CHUNK, s->cap, s->pool) == CT_OK &&
-             ct_stack_scratch_init(&s->ps, &c->pred, 2, c->n_groups, s->pool) == CT_OK;
+             ct_stack_scratch_init(&s->ts, &c->talker, CT_PREFILL_CHUNK, s->cap, pool) == CT_OK &&
+             ct_batch_create_on(m, 1, s->cap, pool, &s->solo, NULL, 0) == CT_OK;
     if (ok) {
         s->prompt = malloc((size_t)s->cap * H * sizeof(float));
         s->trailing = malloc((size_t)s->cap * H * sizeof(float));
@@ -105,25 +98,50 @@ ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_se
         s->ids = malloc(((size_t)s->cap + 64) * 2 * sizeof(int32_t));
         s->h = malloc(H * sizeof(float));
         s->x = malloc((size_t)CT_PREFILL_CHUNK * H * sizeof(float));
-        s->px = malloc(2 * PH * sizeof(float));
-        s->ptmp = malloc(H * sizeof(float));
         s->etmp = malloc(2 * (size_t)c->text_hidden * sizeof(float));
         s->logits = malloc((size_t)c->talker.vocab * sizeof(float));
-        s->plogits = malloc((size_t)c->pred.vocab * sizeof(float));
         s->seen = malloc((size_t)c->talker.vocab);
         s->samp_scratch = malloc(ct_sampler_scratch_bytes(vmax));
-        ok = s->prompt && s->trailing && s->pad_row && s->ids && s->h && s->x && s->px &&
-             s->ptmp && s->etmp && s->logits && s->plogits && s->seen && s->samp_scratch;
+        ok = s->prompt && s->trailing && s->pad_row && s->ids && s->h && s->x && s->etmp &&
+             s->logits && s->seen && s->samp_scratch;
     }
     if (!ok) {
         size_t kvb = ct_kv_bytes(&c->talker, s->cap);
         ct_session_free(s);
         return ct_errf(err, errcap, CT_ERR_NOMEM, "session: cannot reserve the working set "
-                       "(talker KV alone is %zu MiB for %d positions)", kvb >> 20, sp.max_context);
+                       "(talker KV alone is %zu MiB for %d positions)", kvb >> 20, max_context);
     }
     ct_embed_text(m, c->tts_pad, s->pad_row, s->etmp);
     *out = s;
     return CT_OK;
+}
+
+ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_session **out,
+                            char *err, size_t errcap) {
+    if (!m || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: NULL argument");
+    *out = NULL;
+    ct_session_params sp = p ? *p : ct_session_params_default();
+    ct_status st = check_context(m, sp.max_context, err, errcap);
+    if (st != CT_OK) return st;
+    int nt = sp.n_threads;
+    if (nt <= 0) {
+        long onl = sysconf(_SC_NPROCESSORS_ONLN);
+        nt = onl > 0 ? (int)onl : 1;
+    }
+    if (nt > 256) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: n_threads %d is over 256", nt);
+    ct_pool *pool = NULL;
+    if (ct_pool_create(nt, sp.cpus, sp.n_cpus, &pool) != CT_OK)
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "session: cannot start %d threads", nt);
+    return session_new(m, sp.max_context, pool, 1, out, err, errcap);
+}
+
+ct_status ct_session_create_on(const ct_model *m, int max_context, ct_pool *pool, ct_session **out,
+                               char *err, size_t errcap) {
+    if (!m || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: NULL argument");
+    *out = NULL;
+    ct_status st = check_context(m, max_context, err, errcap);
+    if (st != CT_OK) return st;
+    return session_new(m, max_context, pool, 0, out, err, errcap);
 }
 
 const char *ct_session_errmsg(const ct_session *s) { return s ? s->err : "no session"; }
@@ -257,38 +275,16 @@ ct_status ct_session_take_c0(ct_session *s) {
 ct_status ct_session_frame_codes(ct_session *s, int32_t *codes, int *got) {
     if (!s || !codes || !got) return CT_ERR_INVALID_ARG;
     *got = 0;
-    if (s->advance_pending)
-        return ct_errf(s->err, sizeof s->err, CT_ERR_STATE, "frame_codes before the previous frame's advance");
-    if (!s->running) {
-        if (s->stop == CT_STOP_NONE)
-            return ct_errf(s->err, sizeof s->err, CT_ERR_STATE, "next_frame before a successful start");
-        return CT_OK;
-    }
-    double t0 = ct_now_ms();
-    ct_predict_frame(s, s->h, s->c0, NULL, codes, NULL);
-    s->t_pred_ms += ct_now_ms() - t0;
-    *got = 1;
-    if (ct_session_frame_done(s)) {
-        memcpy(s->pend_codes, codes, sizeof(int32_t) * (size_t)s->m->cfg.n_groups);
-        s->advance_pending = 1;
-    }
-    return CT_OK;
+    if (!s->running && s->stop == CT_STOP_NONE)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_STATE, "next_frame before a successful start");
+    ct_status st = ct_batch_codes(s->solo, &s, 1, codes, got);
+    if (st != CT_OK) snprintf(s->err, sizeof s->err, "%s", ct_batch_errmsg(s->solo));
+    return st;
 }
 
 ct_status ct_session_frame_advance(ct_session *s) {
     if (!s) return CT_ERR_INVALID_ARG;
-    if (!s->advance_pending) return CT_OK;
-    s->advance_pending = 0;
-    const int H = s->m->cfg.talker.hidden;
-    double t1 = ct_now_ms();
-    ct_frame_embedding(s, s->pend_codes, ct_session_overlay(s), s->x);
-    memcpy(s->ptmp, s->x, (size_t)H * sizeof(float));
-    ct_talker_run(s, s->ptmp, 1);
-    ct_talker_logits(s, s->logits);
-    ct_status st = ct_session_take_c0(s);
-    s->t_talker_ms += ct_now_ms() - t1;
-    if (ct_stats_enabled()) ct_stats_add("talker.step_ms", ct_now_ms() - t1);
-    return st;
+    return ct_batch_advance(s->solo, &s, 1);
 }
 
 ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got) {

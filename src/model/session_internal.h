@@ -1,35 +1,34 @@
 /* Session state (private): KV caches, scratch, prompt buffers, sampler state. Tests use the
-   engine entry points below to run teacher-forced steps. */
+   step entry points below (model/step.c) to run teacher-forced steps. */
 #ifndef CT_SESSION_INTERNAL_H
 #define CT_SESSION_INTERNAL_H
 
 #include "core/rng.h"
 #include "model/model_internal.h"
 #include "model/sampler.h"
+#include "model/step.h"
 
 #define CT_PREFILL_CHUNK 64 /* tokens per stack call during prefill */
 
 struct ct_session {
     const ct_model *m;
     int cap;                 /* talker KV positions */
-    ct_pool *pool;           /* owned worker pool (n_threads) */
+    ct_pool *pool;           /* worker pool: n_threads of its own, or borrowed (ct_session_create_on) */
+    int own_pool;            /* pool is freed with the session */
+    ct_batch *solo;          /* decode-step working set of one stream (this session) on pool */
     ct_kv tkv;               /* talker per-layer caches */
     ct_kv pkv;               /* predictor per-layer caches (n_groups positions) */
-    ct_stack_scratch ts;     /* talker scratch, CT_PREFILL_CHUNK tokens */
-    ct_stack_scratch ps;     /* predictor scratch, 2 tokens */
+    ct_stack_scratch ts;     /* talker prefill scratch, CT_PREFILL_CHUNK tokens */
     float *prompt;           /* [cap][H] prefill embeddings */
     float *trailing;         /* [cap][H] trailing text overlay rows */
     float *pad_row;          /* [H] t(tts_pad) */
     int32_t *ids;            /* [cap + 64] token scratch */
     float *h;                /* [H] post-norm hidden of the last talker position */
-    float *x;                /* [CT_PREFILL_CHUNK][H] stack input/output */
-    float *px;               /* [2][pH] predictor input/output */
-    float *ptmp;             /* [H] predictor embedding before projection */
+    float *x;                /* [CT_PREFILL_CHUNK][H] prefill stack input/output */
     float *etmp;             /* [2*text_hidden] text-projection temp */
     float *logits;           /* [talker vocab] */
-    float *plogits;          /* [codebook] */
     uint8_t *seen;           /* [talker vocab] distinct generated c0 ids */
-    void *samp_scratch;
+    void *samp_scratch;      /* sampler scratch for max(talker vocab, codebook) logits */
     /* current run */
     int limit_is_budget;
     int running, prompt_len, n_trailing, text_tokens, frames, frame_limit, n_generated;
@@ -41,7 +40,8 @@ struct ct_session {
     ct_sample_cfg tcfg, scfg;
     int min_new_tokens;
     ct_rng trng, srng;
-    double t_pred_ms, t_talker_ms; /* accumulated stage times of this run */
+    double t_pred_ms, t_talker_ms; /* accumulated stage times of this run (a batched step's
+                                      whole time counts for each of its sessions) */
     char err[1024];
 };
 
@@ -58,9 +58,10 @@ void ct_talker_run(ct_session *s, const float *x, int n);
 /* Raw talker logits [vocab] from s->h into out. */
 void ct_talker_logits(const ct_session *s, float *out);
 
-/* Runs the code predictor for one frame given hidden h[H] and c0. codes[0] = c0 on return,
-   codes[1..G-1] sampled (or taken from forced[1..] when forced != NULL). If logits_out is
-   non-NULL it receives the raw logits of every sub-step [G-1][codebook]. */
+/* Runs the code predictor for one frame given hidden h[H] and c0 (the step's predictor with
+   N = 1 on s->solo). codes[0] = c0 on return, codes[1..G-1] sampled (or taken from forced[1..]
+   when forced != NULL). If logits_out is non-NULL it receives the raw logits of every sub-step
+   [G-1][codebook]. */
 void ct_predict_frame(ct_session *s, const float *h, int c0, const int32_t *forced,
                       int32_t *codes, float *logits_out);
 
@@ -83,7 +84,8 @@ ct_status ct_session_take_c0(ct_session *s);
    step that follows them: frame_codes runs the code predictor and writes the frame (*got = 0
    when generation has finished); frame_advance runs the talker step for the next frame (a
    no-op when the frame was the last). next_frame = frame_codes + frame_advance; the codes do
-   not depend on the split. frame_codes twice without an advance is CT_ERR_STATE. */
+   not depend on the split. frame_codes twice without an advance is CT_ERR_STATE. They are
+   ct_batch_codes / ct_batch_advance with N = 1 on s->solo. */
 ct_status ct_session_frame_codes(ct_session *s, int32_t *codes, int *got);
 ct_status ct_session_frame_advance(ct_session *s);
 
