@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "audio/pcm.h"
+
 static void le16(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
@@ -18,10 +20,11 @@ static uint32_t rd32(const uint8_t *p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-static void header(uint8_t h[44], int rate, ct_wav_format fmt, uint64_t samples) {
+void ct_wav_header(uint8_t h[CT_WAV_HEADER_BYTES], int rate, ct_wav_format fmt, uint64_t samples) {
     int bps = fmt == CT_WAV_FLOAT32 ? 4 : 2;
-    uint64_t data = samples * (uint64_t)bps;
-    uint32_t d32 = data > 0xFFFFFFFFull - 36 ? 0xFFFFFFFFu - 36 : (uint32_t)data;
+    const uint64_t max = 0xFFFFFFFFull - 36;
+    uint64_t data = samples > max / (uint64_t)bps ? max : samples * (uint64_t)bps;
+    uint32_t d32 = (uint32_t)data;
     memcpy(h, "RIFF", 4);
     le32(h + 4, d32 + 36);
     memcpy(h + 8, "WAVEfmt ", 8);
@@ -45,34 +48,28 @@ ct_status ct_wav_begin(ct_wav_writer *w, FILE *f, int rate, ct_wav_format fmt) {
     long pos = ftell(f);
     w->seekable = pos >= 0 && fseek(f, pos, SEEK_SET) == 0;
     if (fmt == CT_WAV_RAW_S16LE) return CT_OK;
-    uint8_t h[44];
-    header(h, rate, fmt, w->seekable ? 0 : 0xFFFFFFFFull);
-    if (fwrite(h, 1, 44, f) != 44) return w->failed = 1, CT_ERR_IO;
+    uint8_t h[CT_WAV_HEADER_BYTES];
+    ct_wav_header(h, rate, fmt, w->seekable ? 0 : CT_WAV_STREAMING);
+    if (fwrite(h, 1, sizeof h, f) != sizeof h) return w->failed = 1, CT_ERR_IO;
     return CT_OK;
 }
 
 ct_status ct_wav_write(ct_wav_writer *w, const float *pcm, size_t n) {
     uint8_t buf[4096];
-    size_t i = 0;
-    int bps = w->fmt == CT_WAV_FLOAT32 ? 4 : 2;
-    while (i < n) {
-        size_t k = 0;
-        for (; i < n && k + 4 <= sizeof buf; i++) {
-            float v = pcm[i];
-            if (w->fmt == CT_WAV_FLOAT32) {
+    const size_t bps = w->fmt == CT_WAV_FLOAT32 ? 4 : 2, per = sizeof buf / bps;
+    for (size_t i = 0; i < n;) {
+        size_t m = n - i < per ? n - i : per;
+        if (w->fmt == CT_WAV_FLOAT32) {
+            for (size_t k = 0; k < m; k++) {
                 uint32_t u;
-                memcpy(&u, &v, 4);
-                le32(buf + k, u);
-            } else {
-                if (!(v >= -1.0f)) v = -1.0f; /* also maps NaN to -1 */
-                if (v > 1.0f) v = 1.0f;
-                float s = v * 32767.0f;
-                int q = (int)(s < 0 ? s - 0.5f : s + 0.5f);
-                le16(buf + k, (uint32_t)(uint16_t)(int16_t)q);
+                memcpy(&u, &pcm[i + k], 4);
+                le32(buf + 4 * k, u);
             }
-            k += (size_t)bps;
+        } else {
+            ct_pcm_s16le(buf, pcm + i, m);
         }
-        if (fwrite(buf, 1, k, w->f) != k) return w->failed = 1, CT_ERR_IO;
+        if (fwrite(buf, 1, m * bps, w->f) != m * bps) return w->failed = 1, CT_ERR_IO;
+        i += m;
     }
     w->samples += n;
     return CT_OK;
@@ -82,9 +79,9 @@ ct_status ct_wav_end(ct_wav_writer *w) {
     if (w->failed) return CT_ERR_IO;
     if (w->fmt != CT_WAV_RAW_S16LE && w->seekable) {
         long end = ftell(w->f);
-        uint8_t h[44];
-        header(h, w->rate, w->fmt, w->samples);
-        if (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(h, 1, 44, w->f) != 44 ||
+        uint8_t h[CT_WAV_HEADER_BYTES];
+        ct_wav_header(h, w->rate, w->fmt, w->samples);
+        if (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(h, 1, sizeof h, w->f) != sizeof h ||
             fseek(w->f, end, SEEK_SET) != 0)
             return CT_ERR_IO;
     }

@@ -1,4 +1,6 @@
-/* WAV (RIFF, PCM16 or float32, mono) and raw s16le writers that stream sample by sample. */
+/* WAV (RIFF, PCM16 or float32, mono) and raw s16le writers that stream sample by sample, the
+   44-byte header they write (also the server's), and a strict WAV header parser. Samples are
+   quantised by audio/pcm.h. */
 #ifndef CT_WAV_H
 #define CT_WAV_H
 
@@ -8,6 +10,14 @@
 #include "core/status.h"
 
 typedef enum { CT_WAV_PCM16 = 0, CT_WAV_FLOAT32 = 1, CT_WAV_RAW_S16LE = 2 } ct_wav_format;
+
+#define CT_WAV_HEADER_BYTES 44
+#define CT_WAV_STREAMING UINT64_MAX /* ct_wav_header: length unknown (a pipe or a stream) */
+
+/* The 44-byte RIFF/WAVE header of a mono stream of `samples` samples (fmt PCM16 or FLOAT32);
+   CT_WAV_STREAMING, or a length over the 32-bit limit, writes the streaming maximum
+   (data size 0xFFFFFFFF - 36), which players accept. */
+void ct_wav_header(uint8_t h[CT_WAV_HEADER_BYTES], int rate, ct_wav_format fmt, uint64_t samples);
 
 typedef struct {
     FILE *f;            /* borrowed */
@@ -19,7 +29,7 @@ typedef struct {
 } ct_wav_writer;
 
 /* Starts a stream on f. For WAV formats a header is written now; on a pipe its sizes are set
-   to the streaming maximum (0xFFFFFFFF), which players accept. */
+   to the streaming maximum (ct_wav_header with CT_WAV_STREAMING). */
 ct_status ct_wav_begin(ct_wav_writer *w, FILE *f, int rate, ct_wav_format fmt);
 
 /* Appends n samples (float, clamped to [-1, 1] for PCM16). CT_ERR_IO on a short write. */
