@@ -9,36 +9,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
 #include "cli/args.h"
 #include "cli/cli_common.h"
+#include "cli/cli_profile.h"
 #include "codectalk.h"
 #include "core/clock.h"
 #include "edge/profile.h"
 #include "serve/client.h"
-#include "serve/engine.h"
 #include "serve/http.h"
 #include "stream/metrics.h"
 
 int ct_cli_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *profile = NULL, *api_key = NULL, *tok = NULL, *weights = NULL;
-    int port = 8000, max_streams = 0, queue = 8, threads = 1, ctx = 0, timeout = 30, f32 = 0, body_kb = 64;
-    int codec_chunk = 1;
+    const char *placement = NULL;
+    int port = 8000, max_streams = 0, queue = 8, threads = 0, codec_threads = 0, ctx = 0, timeout = 30, f32 = 0;
+    int body_kb = 64, codec_chunk = 0, kv_mib = 0;
     int margin = -1, max_chars = 4096, buffer_ms = 10000, no_throttle = 0;
     ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address to bind (default 127.0.0.1)"},
         {"port", 'p', CT_OPT_INT, &port, "N", "TCP port (default 8000; 0 = any free port)"},
-        {"profile", 0, CT_OPT_STR, &profile, "auto|FILE", "deploy profile (max streams, KV budget, margin)"},
+        {"profile", 0, CT_OPT_STR, &profile, "auto|FILE",
+         "deploy profile (streams, context, KV budget, margin, CPUs, schedule)"},
         {"api-key", 0, CT_OPT_STR, &api_key, "KEY", "require Authorization: Bearer KEY (default: $CODECTALK_API_KEY)"},
         {"max-streams", 0, CT_OPT_INT, &max_streams, "N", "concurrent streams (default: profile, else 1)"},
         {"queue", 0, CT_OPT_INT, &queue, "N", "requests that may wait for a stream (default 8)"},
-        {"threads", 0, CT_OPT_INT, &threads, "N", "compute threads per stream and codec (default 1)"},
+        {"threads", 0, CT_OPT_INT, &threads, "N", "talker/predictor threads (default: profile, else engine)"},
+        {"codec-threads", 0, CT_OPT_INT, &codec_threads, "N", "codec threads, overlapped (default: profile, else 1)"},
+        {"placement", 0, CT_OPT_STR, &placement, "MODE",
+         "overlapped | serial | auto (default: serial on 2 or fewer CPUs); the audio is the same"},
         {"context", 0, CT_OPT_INT, &ctx, "N", "talker KV positions per stream (default: profile, else 2048)"},
+        {"kv-budget-mib", 0, CT_OPT_INT, &kv_mib, "N",
+         "talker KV budget in MiB (default: profile, else max-streams streams)"},
         {"margin-ms", 0, CT_OPT_INT, &margin, "MS", "prefill throttle safety margin (default: profile, else 120)"},
-        {"no-throttle", 0, CT_OPT_FLAG, &no_throttle, NULL, "never defer prefills (maximises batching; listeners may stall)"},
+        {"no-throttle", 0, CT_OPT_FLAG, &no_throttle, NULL,
+         "margin 0, a prefill held back at most 1 ms (maximises batching; listeners may stall)"},
         {"buffer-ms", 0, CT_OPT_INT, &buffer_ms, "MS", "per-request audio buffer before back-pressure (default 10000)"},
         {"timeout", 0, CT_OPT_INT, &timeout, "S", "idle connection timeout in seconds (default 30)"},
         {"max-body-kb", 0, CT_OPT_INT, &body_kb, "N", "request body limit in KiB (default 64)"},
@@ -46,57 +55,58 @@ int ct_cli_serve(int argc, char **argv) {
         {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files directory (default: model dir)"},
         {"f32", 0, CT_OPT_FLAG, &f32, NULL, "convert weights to f32 at load"},
         {"weights", 0, CT_OPT_STR, &weights, "FMT", "bf16 (as stored), int8, int4 or mixed (docs/KERNELS.md)"},
-        {"codec-chunk", 0, CT_OPT_INT, &codec_chunk, "N", "frames per codec push after the first chunk, 1..25 (default 1)"},
+        {"codec-chunk", 0, CT_OPT_INT, &codec_chunk, "N",
+         "steady codec chunk in frames, 1..64: schedule fixed:IC,N (docs/SERVE.md; default: exact)"},
         {NULL, 0, 0, NULL, NULL, NULL}};
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk serve -m DIR [--host 127.0.0.1] [--port 8000] [--profile auto|FILE]\n"
-                          "       [--api-key K] [--max-streams N] [--queue N] [--threads N] [--weights FMT]\n"
+                          "       [--api-key K] [--max-streams N] [--queue N] [--threads N] [--placement MODE]\n"
                           "OpenAI-compatible speech server: POST /v1/audio/speech, GET /v1/models, /health, /metrics.");
     if (r) return r < 0 ? 2 : 0;
     if (!model) {
         fprintf(stderr, "error: -m DIR is required\n");
         return 2;
     }
-    if (queue < 0 || threads < 0 || max_streams < 0 || body_kb < 1 || timeout < 1 || max_chars < 1 || buffer_ms < 200) {
-        fprintf(stderr, "error: --queue/--threads/--max-streams must be >= 0; --max-body-kb, --timeout, "
-                        "--max-input-chars >= 1; --buffer-ms >= 200\n");
+    if (queue < 0 || threads < 0 || codec_threads < 0 || max_streams < 0 || kv_mib < 0 || codec_chunk < 0 ||
+        body_kb < 1 || timeout < 1 || max_chars < 1 || buffer_ms < 200) {
+        fprintf(stderr, "error: --queue/--threads/--codec-threads/--max-streams/--kv-budget-mib/--codec-chunk must "
+                        "be >= 0; --max-body-kb, --timeout, --max-input-chars >= 1; --buffer-ms >= 200\n");
+        return 2;
+    }
+    ct_engine_params ep = ct_engine_params_default();
+    if (placement && ct_placement_parse(placement, &ep.placement) != CT_OK) {
+        fprintf(stderr, "error: --placement '%s': expected overlapped, serial or auto\n", placement);
         return 2;
     }
     if (!api_key) api_key = getenv("CODECTALK_API_KEY");
     char err[1024];
-    ct_srv_engine_params ep = ct_srv_engine_params_default();
-    ep.model_dir = model;
-    if (profile) {
-        ct_profile *pr = malloc(sizeof *pr);
-        ct_auto_opts ao;
-        memset(&ao, 0, sizeof ao);
-        ao.model_dir = model;
-        if (!pr || ct_profile_resolve(profile, &ao, pr, err, sizeof err) != CT_OK) {
-            fprintf(stderr, "error: --profile %s: %s\n", profile, pr ? err : "out of memory");
-            free(pr);
-            return 1;
-        }
-        ep.max_streams = (int)pr->v[CT_PK_ENGINE_MAX_STREAMS].i;
-        ep.max_context = (int)pr->v[CT_PK_TALKER_MAX_CONTEXT].i;
-        ep.kv_budget_bytes = (uint64_t)pr->v[CT_PK_TALKER_KV_BUDGET].i;
-        if (strcmp(pr->v[CT_PK_STREAM_MARGIN_MS].layer, "builtin") != 0)
-            ep.safety_margin_ms = (double)pr->v[CT_PK_STREAM_MARGIN_MS].i;
-        free(pr);
+    ct_cli_profile_map *pm = malloc(sizeof *pm); /* CPU lists and schedule used by ep and sp */
+    ct_stream_params sp = ct_stream_params_default();
+    if (!pm || ct_cli_apply_profile(profile, model, &ep, &sp, pm) != 0) {
+        if (!pm) fprintf(stderr, "error: out of memory\n");
+        free(pm);
+        return 1;
     }
     if (max_streams) ep.max_streams = max_streams;
-    ep.codec_chunk = codec_chunk;
     if (ctx) ep.max_context = ctx;
+    if (kv_mib) ep.kv_budget_bytes = (uint64_t)kv_mib << 20;
     if (margin >= 0) ep.safety_margin_ms = margin;
-    if (no_throttle) ep.safety_margin_ms = -INFINITY;
+    if (no_throttle) ep.safety_margin_ms = 0, ep.max_defer_ms = 1;
+    if (threads) ep.talker_threads = threads;
+    if (codec_threads) ep.codec_threads = codec_threads;
     ep.queue_cap = queue;
-    ep.n_threads = threads ? threads : 1;
-    ep.pcm_buffer_ms = buffer_ms;
+    ep.buffer_ms = buffer_ms;
+    ep.warmup = 1;
     ct_model *m = ct_cli_load_model_w(model, tok, f32, weights);
-    if (!m) return 1;
+    if (!m) {
+        free(pm);
+        return 1;
+    }
     ct_codec *codec = NULL;
     if (ct_codec_load(model, &codec, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         ct_model_free(m);
+        free(pm);
         return 1;
     }
     /* signals go to sigwait below, not to the engine or connection threads */
@@ -106,10 +116,10 @@ int ct_cli_serve(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    ct_srv_engine *e = NULL;
+    ct_engine *e = NULL;
     ct_http *h = NULL;
     int rc = 1;
-    if (ct_srv_engine_create(m, codec, &ep, &e, err, sizeof err) != CT_OK) {
+    if (ct_engine_create(m, codec, &ep, &e, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
@@ -123,24 +133,28 @@ int ct_cli_serve(int argc, char **argv) {
     hp.connection_timeout_s = timeout;
     hp.max_body_bytes = (size_t)body_kb * 1024;
     hp.max_input_chars = max_chars;
+    hp.codec_chunk = codec_chunk;
+    hp.schedule = profile ? sp.schedule : NULL;
     if (ct_http_start(e, m, &hp, &h, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    ct_srv_engine_limits lim = ct_srv_engine_get_limits(e);
+    ct_engine_limits lim = ct_engine_get_limits(e);
+    if (profile) fprintf(stderr, "%s\n", pm->desc);
     fprintf(stderr,
             "codectalk serve: model '%s' on http://%s:%d (streams %d, queue %d, context %d, KV %.1f MiB/stream of "
-            "%.1f MiB, margin %.0f ms%s)\n",
+            "%.1f MiB, margin %.0f ms, %s placement, %d talker + %d codec threads%s)\n",
             id, host, ct_http_port(h), lim.max_streams, lim.queue_cap, lim.max_context,
             lim.kv_bytes_per_stream / 1048576.0, lim.kv_budget_bytes / 1048576.0, lim.safety_margin_ms,
+            ct_placement_str(lim.placement), lim.talker_threads, lim.codec_threads,
             api_key && *api_key ? ", auth on" : "");
     if (strcmp(host, "127.0.0.1") != 0 && !(api_key && *api_key))
         fprintf(stderr, "warning: listening on %s without --api-key\n", host);
-    for (int t = 0; ct_srv_engine_ready(e, err, sizeof err) == 0; t++) {
+    while (ct_engine_ready(e, err, sizeof err) == 0) {
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (ct_srv_engine_ready(e, err, sizeof err) < 0) {
+    if (ct_engine_ready(e, err, sizeof err) < 0) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
@@ -151,9 +165,10 @@ int ct_cli_serve(int argc, char **argv) {
     rc = 0;
 done:
     ct_http_stop(h);
-    ct_srv_engine_free(e);
+    ct_engine_free(e);
     ct_codec_free(codec);
     ct_model_free(m);
+    free(pm);
     return rc;
 }
 

@@ -1,6 +1,6 @@
-/* HTTP front end (see http.h): routing, auth, body limits, the three response modes of
-   /v1/audio/speech on top of the engine's job API, and the metrics page. Connection threads
-   block on their own job only; disconnects are detected by polling the socket while waiting. */
+/* HTTP front end (see http.h): routing, auth, body limits and the three response modes of
+   /v1/audio/speech over the public stream engine. Connection threads block on their own stream
+   only; disconnects are detected by polling the socket while waiting. */
 #define _GNU_SOURCE
 #include "serve/http.h"
 
@@ -21,25 +21,27 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "audio/pcm.h"
+#include "audio/wav.h"
+#include "core/stepstats.h"
+#include "serve/metrics.h"
 #include "serve/request.h"
 
 #define READ_SAMPLES (8 * 1920) /* samples per streamed piece at most */
 #define POLL_MS 20              /* wait granularity for disconnect checks */
-
-enum { ST_200, ST_400, ST_401, ST_404, ST_405, ST_413, ST_500, ST_503, ST_OTHER, ST_N };
-static const int ST_CODES[ST_N] = {200, 400, 401, 404, 405, 413, 500, 503, 0};
+#define HDR CT_WAV_HEADER_BYTES
 
 struct ct_http {
     struct MHD_Daemon *d;
-    ct_srv_engine *e;
+    ct_engine *e;
     const ct_model *m;
     ct_http_params p;
-    char host[64], model_id[128], api_key[256];
+    char host[64], model_id[128], api_key[256], schedule[128];
     const char *voices[256], *langs[256];
     int n_voices, n_langs;
-    int port, listen_fd;
+    int port, rate, max_chunk;
     atomic_int stopping;
-    atomic_ullong status_count[ST_N];
+    ct_srv_metrics mx;
 };
 
 typedef struct {
@@ -52,13 +54,14 @@ typedef struct {
 typedef struct {
     ct_http *h;
     struct MHD_Connection *c;
-    ct_job *job;
+    ct_stream *st;
     ct_resp_mode mode;
     ct_resp_format fmt;
     int header_done, end_sent;
-    char *pend;     /* bytes ready to hand to MHD */
+    char *pend;          /* bytes ready to hand to MHD */
     size_t pn, poff, pcap;
-    int16_t *tmp;   /* [READ_SAMPLES] */
+    float *tmp;          /* [READ_SAMPLES] */
+    unsigned char *raw;  /* [HDR + 2 * READ_SAMPLES] one piece as bytes */
 } stream_ctx;
 
 ct_http_params ct_http_params_default(void) {
@@ -71,17 +74,10 @@ ct_http_params ct_http_params_default(void) {
     p.connection_timeout_s = 30;
     p.max_body_bytes = 65536;
     p.max_input_chars = CT_SPEECH_MAX_INPUT_CHARS;
-    p.default_initial_frames = 1;
     return p;
 }
 
 /* ---- responses ---------------------------------------------------------------------------- */
-
-static void count_status(ct_http *h, int code) {
-    int i = 0;
-    while (i < ST_OTHER && ST_CODES[i] != code) i++;
-    atomic_fetch_add(&h->status_count[i], 1);
-}
 
 static enum MHD_Result send_buf(ct_http *h, struct MHD_Connection *c, int code, const char *ctype, char *buf,
                                 size_t n, const char *const *hdrs) {
@@ -94,7 +90,7 @@ static enum MHD_Result send_buf(ct_http *h, struct MHD_Connection *c, int code, 
     for (int i = 0; hdrs && hdrs[i]; i += 2) MHD_add_response_header(r, hdrs[i], hdrs[i + 1]);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, r);
     MHD_destroy_response(r);
-    count_status(h, code);
+    ct_srv_metrics_status(&h->mx, code);
     return ret;
 }
 
@@ -136,28 +132,6 @@ static int client_gone(ct_http *h, struct MHD_Connection *c) {
     return (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-/* The 44-byte WAV header: exact sizes for n samples, or the streaming maximum when n is
-   UINT64_MAX (as the WAV writer does on a pipe). */
-static void wav_header(unsigned char h[44], int rate, uint64_t n) {
-    uint64_t data = n == UINT64_MAX ? UINT64_MAX : n * 2;
-    uint32_t d32 = data > 0xFFFFFFFFull - 36 ? 0xFFFFFFFFu - 36 : (uint32_t)data;
-    uint32_t v[] = {d32 + 36, 16, 1 | (1u << 16), (uint32_t)rate, (uint32_t)rate * 2, 2 | (16u << 16), d32};
-    memcpy(h, "RIFF", 4);
-    memcpy(h + 8, "WAVEfmt ", 8);
-    memcpy(h + 36, "data", 4);
-    const int at[] = {4, 16, 20, 24, 28, 32, 40};
-    for (int k = 0; k < 7; k++)
-        for (int b = 0; b < 4; b++) h[at[k] + b] = (unsigned char)(v[k] >> (8 * b));
-}
-
-static void s16le(unsigned char *dst, const int16_t *src, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        uint16_t u = (uint16_t)src[i];
-        dst[2 * i] = (unsigned char)u;
-        dst[2 * i + 1] = (unsigned char)(u >> 8);
-    }
-}
-
 static size_t b64(char *dst, const unsigned char *src, size_t n) {
     static const char T[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t o = 0, i = 0;
@@ -175,10 +149,18 @@ static size_t b64(char *dst, const unsigned char *src, size_t n) {
     return o;
 }
 
-static json_t *usage_json(const ct_job_info_t *ji) {
-    return json_pack("{s:i, s:i, s:i, s:{s:i, s:i}}", "input_tokens", ji->text_tokens, "output_tokens",
-                     ji->frames, "total_tokens", ji->text_tokens + ji->frames, "input_token_details",
-                     "text_tokens", ji->text_tokens, "audio_tokens", 0);
+static json_t *usage_json(const ct_stream_info *si) {
+    return json_pack("{s:i, s:i, s:i, s:{s:i, s:i}}", "input_tokens", si->text_tokens, "output_tokens",
+                     si->frames, "total_tokens", si->text_tokens + si->frames, "input_token_details",
+                     "text_tokens", si->text_tokens, "audio_tokens", 0);
+}
+
+/* The server is done with stream st: its facts go to the histograms, then it is released
+   (cancelled if still running). */
+static void stream_done(ct_http *h, ct_stream *st) {
+    ct_stream_info si = ct_stream_get_info(st);
+    ct_srv_metrics_stream(&h->mx, &si, h->rate);
+    ct_stream_release(st);
 }
 
 /* ---- streaming reader ------------------------------------------------------------------- */
@@ -209,70 +191,65 @@ static int pend_event(stream_ctx *s, json_t *ev) {
     return r;
 }
 
+/* n samples of s->tmp as the next piece: raw bytes (after the streaming WAV header the first
+   time, for wav) or one speech.audio.delta event carrying them in base64. */
+static int pend_audio(stream_ctx *s, size_t n) {
+    size_t off = 0;
+    if (!s->header_done && s->fmt == CT_RESP_WAV) {
+        ct_wav_header(s->raw, s->h->rate, CT_WAV_PCM16, CT_WAV_STREAMING);
+        off = HDR;
+    }
+    s->header_done = 1;
+    ct_pcm_s16le(s->raw + off, s->tmp, n);
+    size_t bytes = off + 2 * n;
+    if (s->mode == CT_MODE_AUDIO) {
+        if (pend_reserve(s, bytes)) return -1;
+        memcpy(s->pend, s->raw, bytes);
+        s->pn = bytes;
+        return 0;
+    }
+    char *enc = malloc((bytes + 2) / 3 * 4 + 1);
+    if (!enc) return -1;
+    enc[b64(enc, s->raw, bytes)] = 0;
+    int r = pend_event(s, json_pack("{s:s, s:s, s:s}", "type", "speech.audio.delta", "audio", enc, "response_format",
+                                    s->fmt == CT_RESP_WAV ? "wav" : "pcm"));
+    free(enc);
+    return r;
+}
+
+/* The end of the stream: the closing event (done or error), or for a raw WAV stream without
+   any audio its header. Returns 1 when something is pending, 0 when nothing is left, -1 to cut
+   the body short (a raw stream whose generation failed). */
+static int pend_end(stream_ctx *s) {
+    ct_stream_info si = ct_stream_get_info(s->st);
+    s->end_sent = 1;
+    if (si.state == CT_STREAM_FAILED) {
+        if (s->mode == CT_MODE_AUDIO) return -1; /* truncated body: the client sees an error */
+        json_t *ee = json_pack("{s:s, s:s, s:o, s:s}", "message", ct_stream_errmsg(s->st), "type", "server_error",
+                               "param", json_null(), "code", "generation_failed");
+        return pend_event(s, json_pack("{s:s, s:o}", "type", "speech.audio.error", "error", ee)) ? -1 : 1;
+    }
+    if (s->mode == CT_MODE_SSE)
+        return pend_event(s, json_pack("{s:s, s:o}", "type", "speech.audio.done", "usage", usage_json(&si))) ? -1 : 1;
+    if (s->header_done || s->fmt != CT_RESP_WAV) return 0;
+    if (pend_reserve(s, HDR)) return -1; /* no audio at all: still a WAV */
+    ct_wav_header((unsigned char *)s->pend, s->h->rate, CT_WAV_PCM16, 0);
+    s->pn = HDR;
+    return 1;
+}
+
 /* Fills s->pend with the next piece; returns 1 when something is pending, 0 at the end of
    the stream, -1 to abort the connection. */
 static int stream_fill(stream_ctx *s) {
-    ct_http *h = s->h;
-    int rate = ct_srv_engine_get_limits(h->e).sample_rate;
     s->pn = s->poff = 0;
-    for (;;) {
-        if (s->end_sent) return 0;
+    while (!s->end_sent) {
         int finished = 0;
-        size_t n = ct_job_read(s->job, s->tmp, READ_SAMPLES, POLL_MS, &finished);
-        if (n > 0) {
-            size_t bytes = n * 2 + (s->header_done || s->fmt != CT_RESP_WAV ? 0 : 44);
-            unsigned char *raw = malloc(bytes);
-            if (!raw) return -1;
-            size_t off = 0;
-            if (!s->header_done && s->fmt == CT_RESP_WAV) wav_header(raw, rate, UINT64_MAX), off = 44;
-            s->header_done = 1;
-            s16le(raw + off, s->tmp, n);
-            int r = 0;
-            if (s->mode == CT_MODE_AUDIO) {
-                r = pend_reserve(s, bytes);
-                if (!r) memcpy(s->pend, raw, bytes), s->pn = bytes;
-            } else {
-                char *enc = malloc((bytes + 2) / 3 * 4 + 1);
-                if (enc) {
-                    size_t en = b64(enc, raw, bytes);
-                    enc[en] = 0;
-                    r = pend_event(s, json_pack("{s:s, s:s, s:s}", "type", "speech.audio.delta", "audio", enc,
-                                                "response_format", s->fmt == CT_RESP_WAV ? "wav" : "pcm"));
-                    free(enc);
-                } else {
-                    r = -1;
-                }
-            }
-            free(raw);
-            return r < 0 ? -1 : 1;
-        }
-        ct_job_info_t ji = ct_job_info(s->job);
-        if (finished || ji.state == CT_JOB_FAILED) {
-            if (ji.state == CT_JOB_FAILED) {
-                if (s->mode == CT_MODE_AUDIO) return -1; /* truncated body: the client sees an error */
-                ct_api_error e;
-                ct_api_error_set(&e, 500, "server_error", NULL, "generation_failed", "%s", ji.err);
-                s->end_sent = 1;
-                json_t *ee = json_pack("{s:s, s:s, s:o, s:o}", "message", e.message, "type", e.type, "param",
-                                       json_null(), "code", json_string(e.code));
-                return pend_event(s, json_pack("{s:s, s:o}", "type", "speech.audio.error", "error", ee)) ? -1 : 1;
-            }
-            s->end_sent = 1;
-            if (s->mode == CT_MODE_AUDIO) {
-                if (!s->header_done && s->fmt == CT_RESP_WAV) { /* no audio at all: still a WAV */
-                    if (pend_reserve(s, 44)) return -1;
-                    wav_header((unsigned char *)s->pend, rate, 0);
-                    s->pn = 44;
-                    return 1;
-                }
-                return 0;
-            }
-            return pend_event(s, json_pack("{s:s, s:o}", "type", "speech.audio.done", "usage", usage_json(&ji)))
-                       ? -1
-                       : 1;
-        }
-        if (client_gone(h, s->c)) return -1;
+        size_t n = ct_stream_read(s->st, s->tmp, READ_SAMPLES, POLL_MS, &finished);
+        if (n > 0) return pend_audio(s, n) ? -1 : 1;
+        if (finished) return pend_end(s);
+        if (client_gone(s->h, s->c)) return -1;
     }
+    return 0;
 }
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -292,134 +269,110 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     stream_ctx *s = cls;
-    ct_job_release(s->job);
+    if (s->st) stream_done(s->h, s->st);
     free(s->pend);
     free(s->tmp);
+    free(s->raw);
     free(s);
 }
 
 /* ---- /v1/audio/speech ------------------------------------------------------------------- */
 
-static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc) {
-    ct_api_error e;
-    ct_speech_ctx sx = {h->model_id, h->voices, h->n_voices, h->langs, h->n_langs, h->p.max_input_chars,
-                        ct_srv_engine_get_limits(h->e).max_context};
-    ct_speech_request rq;
-    if (ct_speech_request_parse(cc->body ? cc->body : "", cc->n, &sx, &rq, &e) != CT_OK)
-        return send_error(h, c, &e, NULL);
+/* Submits the parsed request; on CT_OK *out holds the stream. Otherwise *e says what to send
+   (and *retry the Retry-After seconds of a 503 for a full queue). */
+static ct_status submit(ct_http *h, const ct_speech_request *rq, ct_stream **out, ct_api_error *e, int *retry) {
     ct_gen_params g = ct_gen_params_default();
-    g.text = rq.input;
-    g.speaker = rq.voice[0] ? rq.voice : NULL;
-    g.language = rq.language;
-    g.instruct = rq.instructions;
-    g.non_streaming = rq.non_streaming;
-    if (rq.has_seed) g.seed = rq.seed;
-    else {
+    ct_speech_gen_params(rq, &g);
+    if (!rq->has_seed) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         g.seed = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_sec;
     }
-    if (rq.max_new_tokens > 0) g.max_new_tokens = rq.max_new_tokens;
-    if (rq.temperature == 0.0f) g.greedy = 1;
-    else if (rq.temperature > 0) g.temperature = rq.temperature;
-    if (rq.top_p > 0) g.top_p = rq.top_p;
-    if (rq.top_k >= 0) g.top_k = rq.top_k;
-    if (rq.repetition_penalty > 0) g.repetition_penalty = rq.repetition_penalty;
-    int ic = rq.initial_chunk_frames >= 0 ? rq.initial_chunk_frames : h->p.default_initial_frames;
-    ct_job *job = NULL;
-    int retry = 1;
-    ct_status st = ct_srv_engine_submit(h->e, &g, ic, &job, &retry);
-    ct_resp_mode mode = rq.mode;
-    ct_resp_format fmt = rq.format;
-    ct_speech_request_free(&rq);
+    char sched[64], msg[512];
+    ct_stream_params sp = ct_stream_params_default();
+    sp.schedule = ct_speech_schedule(rq->initial_chunk_frames, h->p.codec_chunk, h->max_chunk,
+                                     h->schedule[0] ? h->schedule : NULL, sched, sizeof sched);
+    ct_status st = ct_engine_submit(h->e, &g, &sp, out, msg, sizeof msg);
     if (st == CT_ERR_LIMIT) {
-        char ra[32];
-        snprintf(ra, sizeof ra, "%d", retry);
-        const char *hd[] = {MHD_HTTP_HEADER_RETRY_AFTER, ra, NULL};
-        ct_api_error_set(&e, 503, "server_error", NULL, "server_busy",
-                         "all %d stream slots are busy and the queue (%d) is full; retry after %d s",
-                         ct_srv_engine_get_limits(h->e).max_streams, ct_srv_engine_get_limits(h->e).queue_cap, retry);
-        return send_error(h, c, &e, hd);
+        ct_engine_limits l = ct_engine_get_limits(h->e);
+        *retry = ct_engine_retry_after_s(h->e);
+        ct_api_error_set(e, 503, "server_error", NULL, "server_busy",
+                         "all %d stream slots are busy and the queue (%d) is full; retry after %d s", l.max_streams,
+                         l.queue_cap, *retry);
+    } else if (st == CT_ERR_INVALID_ARG) {
+        ct_api_error_set(e, 400, "invalid_request_error", NULL, "invalid_request", "%s", msg);
+    } else if (st == CT_ERR_STATE) {
+        ct_api_error_set(e, 503, "server_error", NULL, "not_ready", "the engine is not serving");
+    } else if (st != CT_OK) {
+        ct_api_error_set(e, 500, "server_error", NULL, NULL, "%s", msg);
     }
-    if (st != CT_OK) return send_err(h, c, 503, "server_error", NULL, "not_ready", "the engine is not serving");
-    /* wait for admission + prefill (the queue), watching the client */
-    ct_job_state js;
-    while ((js = ct_job_wait_started(job, POLL_MS * 5)) < CT_JOB_RUNNING) {
-        if (client_gone(h, c)) {
-            ct_job_release(job);
+    return st;
+}
+
+/* The whole clip in one response, with exact WAV sizes and the usage headers. */
+static enum MHD_Result speech_full(ct_http *h, struct MHD_Connection *c, ct_stream *st, ct_resp_format fmt) {
+    const size_t off = fmt == CT_RESP_WAV ? HDR : 0;
+    size_t cap = off + (size_t)h->rate * 4, len = off;
+    unsigned char *out = malloc(cap);
+    float *tmp = malloc(sizeof(float) * READ_SAMPLES);
+    int finished = 0;
+    while (out && tmp && !finished) {
+        if (len + 2 * READ_SAMPLES > cap) {
+            unsigned char *no = realloc(out, 2 * cap);
+            if (!no) break;
+            out = no;
+            cap *= 2;
+        }
+        size_t got = ct_stream_read(st, tmp, READ_SAMPLES, POLL_MS * 5, &finished);
+        ct_pcm_s16le(out + len, tmp, got);
+        len += 2 * got;
+        if (!got && !finished && client_gone(h, c)) {
+            free(out);
+            free(tmp);
+            stream_done(h, st);
             return MHD_NO;
         }
     }
-    ct_job_info_t ji = ct_job_info(job);
-    if (js == CT_JOB_FAILED) {
-        int code = ji.status == CT_ERR_INVALID_ARG || ji.status == CT_ERR_LIMIT ? 400 : 500;
-        ct_job_release(job);
-        return send_err(h, c, code, code == 400 ? "invalid_request_error" : "server_error", NULL,
-                        code == 400 ? "invalid_request" : "generation_failed", ji.err);
+    free(tmp);
+    ct_stream_info si = ct_stream_get_info(st);
+    ct_api_error e;
+    if (!finished) ct_api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+    else if (si.state == CT_STREAM_FAILED)
+        ct_api_error_set(&e, 500, "server_error", NULL, "generation_failed", "%s", ct_stream_errmsg(st));
+    stream_done(h, st);
+    if (!finished || si.state == CT_STREAM_FAILED) {
+        free(out);
+        return send_error(h, c, &e, NULL);
     }
-    int rate = ct_srv_engine_get_limits(h->e).sample_rate;
-    if (mode == CT_MODE_FULL) {
-        size_t cap = (size_t)rate * 2, n = 0;
-        int16_t *pcm = malloc(cap * sizeof *pcm);
-        int finished = 0;
-        while (pcm && !finished) {
-            if (n + READ_SAMPLES > cap) {
-                int16_t *np = realloc(pcm, 2 * cap * sizeof *pcm);
-                if (!np) {
-                    free(pcm);
-                    pcm = NULL;
-                    break;
-                }
-                pcm = np;
-                cap *= 2;
-            }
-            size_t got = ct_job_read(job, pcm + n, READ_SAMPLES, POLL_MS * 5, &finished);
-            n += got;
-            if (!got && !finished) {
-                if (ct_job_info(job).state == CT_JOB_FAILED) break;
-                if (client_gone(h, c)) {
-                    free(pcm);
-                    ct_job_release(job);
-                    return MHD_NO;
-                }
-            }
-        }
-        ji = ct_job_info(job);
-        ct_job_release(job);
-        if (!pcm) return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
-        if (ji.state == CT_JOB_FAILED) {
-            free(pcm);
-            return send_err(h, c, 500, "server_error", NULL, "generation_failed", ji.err);
-        }
-        size_t off = fmt == CT_RESP_WAV ? 44 : 0;
-        unsigned char *out = malloc(off + n * 2 + 1);
-        if (!out) {
-            free(pcm);
-            return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
-        }
-        if (off) wav_header(out, rate, n);
-        s16le(out + off, pcm, n);
-        free(pcm);
-        char it[24], ot[24], tt[24], as[32];
-        snprintf(it, sizeof it, "%d", ji.text_tokens);
-        snprintf(ot, sizeof ot, "%d", ji.frames);
-        snprintf(tt, sizeof tt, "%d", ji.text_tokens + ji.frames);
-        snprintf(as, sizeof as, "%.3f", (double)n / rate);
-        const char *hd[] = {"x-codectalk-input-tokens", it, "x-codectalk-output-tokens", ot,
-                            "x-codectalk-total-tokens", tt, "x-codectalk-audio-seconds", as,
-                            "x-codectalk-stop-reason", ct_stop_reason_str(ji.stop), NULL};
-        return send_buf(h, c, 200, fmt == CT_RESP_WAV ? "audio/wav" : "audio/pcm", (char *)out, off + n * 2, hd);
-    }
+    size_t n = (len - off) / 2;
+    if (off) ct_wav_header(out, h->rate, CT_WAV_PCM16, n);
+    char it[24], ot[24], tt[24], as[32];
+    snprintf(it, sizeof it, "%d", si.text_tokens);
+    snprintf(ot, sizeof ot, "%d", si.frames);
+    snprintf(tt, sizeof tt, "%d", si.text_tokens + si.frames);
+    snprintf(as, sizeof as, "%.3f", (double)n / h->rate);
+    const char *hd[] = {"x-codectalk-input-tokens", it, "x-codectalk-output-tokens", ot,
+                        "x-codectalk-total-tokens", tt, "x-codectalk-audio-seconds", as,
+                        "x-codectalk-stop-reason", ct_stop_reason_str(si.stop), NULL};
+    return send_buf(h, c, 200, fmt == CT_RESP_WAV ? "audio/wav" : "audio/pcm", (char *)out, len, hd);
+}
+
+/* A chunked body (raw audio or SSE) fed by stream_reader as the stream releases audio. */
+static enum MHD_Result speech_stream(ct_http *h, struct MHD_Connection *c, ct_stream *st, ct_resp_mode mode,
+                                     ct_resp_format fmt) {
     stream_ctx *s = calloc(1, sizeof *s);
-    if (s) s->tmp = malloc(READ_SAMPLES * sizeof(int16_t));
-    if (!s || !s->tmp) {
-        if (s) free(s);
-        ct_job_release(job);
+    if (s) {
+        s->tmp = malloc(sizeof(float) * READ_SAMPLES);
+        s->raw = malloc(HDR + 2 * READ_SAMPLES);
+    }
+    if (!s || !s->tmp || !s->raw) {
+        if (s) free(s->tmp), free(s->raw), free(s);
+        stream_done(h, st);
         return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
     }
     s->h = h;
     s->c = c;
-    s->job = job;
+    s->st = st;
     s->mode = mode;
     s->fmt = fmt;
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, s,
@@ -428,43 +381,71 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
         stream_free(s);
         return MHD_NO;
     }
-    const char *ctype = mode == CT_MODE_SSE ? "text/event-stream"
-                        : fmt == CT_RESP_WAV ? "audio/wav"
-                                             : "audio/pcm";
+    const char *ctype = mode == CT_MODE_SSE ? "text/event-stream" : fmt == CT_RESP_WAV ? "audio/wav" : "audio/pcm";
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     if (fmt == CT_RESP_PCM) {
         char sr[16];
-        snprintf(sr, sizeof sr, "%d", rate);
+        snprintf(sr, sizeof sr, "%d", h->rate);
         MHD_add_response_header(r, "x-codectalk-sample-rate", sr);
     }
     enum MHD_Result ret = MHD_queue_response(c, 200, r);
     MHD_destroy_response(r);
-    count_status(h, 200);
+    ct_srv_metrics_status(&h->mx, 200);
     return ret;
+}
+
+static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc) {
+    ct_stats_thread_role("serve");
+    double t0 = CT_STATS_T0();
+    ct_api_error e;
+    ct_speech_ctx sx = {h->model_id, h->voices, h->n_voices, h->langs, h->n_langs, h->p.max_input_chars,
+                        ct_engine_get_limits(h->e).max_context};
+    ct_speech_request rq;
+    if (ct_speech_request_parse(cc->body ? cc->body : "", cc->n, &sx, &rq, &e) != CT_OK)
+        return send_error(h, c, &e, NULL);
+    ct_stream *st = NULL;
+    int retry = 1;
+    ct_status rc = submit(h, &rq, &st, &e, &retry);
+    ct_resp_mode mode = rq.mode;
+    ct_resp_format fmt = rq.format;
+    ct_speech_request_free(&rq);
+    CT_STATS_ADD_SINCE("serve.dispatch_ms", t0);
+    if (rc == CT_ERR_LIMIT) {
+        char ra[32];
+        snprintf(ra, sizeof ra, "%d", retry);
+        const char *hd[] = {MHD_HTTP_HEADER_RETRY_AFTER, ra, NULL};
+        return send_error(h, c, &e, hd);
+    }
+    if (rc != CT_OK) return send_error(h, c, &e, NULL);
+    /* wait for admission + the first prefill (the queue), watching the client */
+    double t1 = CT_STATS_T0();
+    ct_stream_state js;
+    while ((js = ct_stream_wait_started(st, POLL_MS * 5)) < CT_STREAM_RUNNING) {
+        if (client_gone(h, c)) {
+            stream_done(h, st);
+            return MHD_NO;
+        }
+    }
+    CT_STATS_ADD_SINCE("serve.admission_wait_ms", t1);
+    if (js == CT_STREAM_FAILED) { /* refused at prefill (validation) or shut down */
+        ct_status fs = ct_stream_get_info(st).status;
+        int code = fs == CT_ERR_INVALID_ARG || fs == CT_ERR_LIMIT ? 400 : 500;
+        ct_api_error_set(&e, code, code == 400 ? "invalid_request_error" : "server_error", NULL,
+                         code == 400 ? "invalid_request" : "generation_failed", "%s", ct_stream_errmsg(st));
+        stream_done(h, st);
+        return send_error(h, c, &e, NULL);
+    }
+    if (mode == CT_MODE_FULL) return speech_full(h, c, st, fmt);
+    return speech_stream(h, c, st, mode, fmt);
 }
 
 /* ---- other routes ----------------------------------------------------------------------- */
 
 static enum MHD_Result metrics(ct_http *h, struct MHD_Connection *c) {
-    char *t = ct_srv_engine_metrics_text(h->e);
+    char *t = ct_srv_metrics_text(&h->mx, h->e);
     if (!t) return MHD_NO;
-    size_t n = strlen(t), cap = n + 2048;
-    char *b = realloc(t, cap);
-    if (!b) {
-        free(t);
-        return MHD_NO;
-    }
-    n += (size_t)snprintf(b + n, cap - n, "# HELP codectalk_http_responses_total HTTP responses by status\n"
-                                          "# TYPE codectalk_http_responses_total counter\n");
-    for (int i = 0; i < ST_N; i++) {
-        unsigned long long v = atomic_load(&h->status_count[i]);
-        if (i == ST_OTHER)
-            n += (size_t)snprintf(b + n, cap - n, "codectalk_http_responses_total{code=\"other\"} %llu\n", v);
-        else
-            n += (size_t)snprintf(b + n, cap - n, "codectalk_http_responses_total{code=\"%d\"} %llu\n", ST_CODES[i], v);
-    }
-    return send_buf(h, c, 200, "text/plain; version=0.0.4", b, n, NULL);
+    return send_buf(h, c, 200, "text/plain; version=0.0.4", t, strlen(t), NULL);
 }
 
 static int auth_ok(ct_http *h, struct MHD_Connection *c) {
@@ -515,7 +496,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     int is_post = strcmp(method, "POST") == 0;
     if (strcmp(url, "/health") == 0) {
         if (!is_get) goto method;
-        int r = ct_srv_engine_ready(h->e, NULL, 0);
+        int r = ct_engine_ready(h->e, NULL, 0);
         return send_text(h, c, r > 0 ? 200 : 503, "application/json",
                          r > 0 ? "{\"status\":\"ok\"}" : r == 0 ? "{\"status\":\"warming_up\"}" : "{\"status\":\"failed\"}",
                          NULL);
@@ -575,18 +556,27 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     }
 }
 
-ct_status ct_http_start(ct_srv_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out, char *err,
+ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out, char *err,
                         size_t errcap) {
     if (out) *out = NULL;
     if (!e || !m || !p || !out || !p->model_id)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: NULL argument (engine, model, params, model_id)");
     if (p->port < 0 || p->port > 65535)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: port %d not in [0, 65535]", p->port);
+    ct_engine_limits lim = ct_engine_get_limits(e);
+    if (p->codec_chunk < 0 || p->codec_chunk > lim.max_chunk_frames)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: codec_chunk %d not in [1, %d] (0 = not given)",
+                       p->codec_chunk, lim.max_chunk_frames);
+    if (p->schedule && strlen(p->schedule) >= sizeof ((ct_http *)0)->schedule)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: schedule '%.60s...' is too long", p->schedule);
     ct_http *h = calloc(1, sizeof *h);
     if (!h) return ct_errf(err, errcap, CT_ERR_NOMEM, "http: out of memory");
     h->e = e;
     h->m = m;
     h->p = *p;
+    h->rate = lim.sample_rate;
+    h->max_chunk = lim.max_chunk_frames;
+    snprintf(h->schedule, sizeof h->schedule, "%s", p->schedule ? p->schedule : "");
     snprintf(h->host, sizeof h->host, "%s", p->host ? p->host : "127.0.0.1");
     snprintf(h->model_id, sizeof h->model_id, "%s", p->model_id);
     snprintf(h->api_key, sizeof h->api_key, "%s", p->api_key ? p->api_key : "");
@@ -596,6 +586,7 @@ ct_status ct_http_start(ct_srv_engine *e, const ct_model *m, const ct_http_param
     h->p.host = h->host;
     h->p.model_id = h->model_id;
     h->p.api_key = h->api_key;
+    h->p.schedule = NULL;
     ct_model_info mi = ct_model_get_info(m);
     for (int i = 0; i < mi.n_speakers && h->n_voices < 256; i++)
         if (ct_model_speaker(m, i)) h->voices[h->n_voices++] = ct_model_speaker(m, i);
@@ -621,7 +612,7 @@ ct_status ct_http_start(ct_srv_engine *e, const ct_model *m, const ct_http_param
     socklen_t sl = sizeof sa;
     getsockname(fd, (struct sockaddr *)&sa, &sl);
     h->port = ntohs(sa.sin_port);
-    h->listen_fd = fd;
+    ct_srv_metrics_init(&h->mx);
     h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
                             NULL, handler, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)h->p.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -629,6 +620,7 @@ ct_status ct_http_start(ct_srv_engine *e, const ct_model *m, const ct_http_param
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_END);
     if (!h->d) {
         close(fd);
+        ct_srv_metrics_destroy(&h->mx);
         free(h);
         return ct_errf(err, errcap, CT_ERR_INTERNAL, "http: libmicrohttpd failed to start");
     }
@@ -642,5 +634,6 @@ void ct_http_stop(ct_http *h) {
     if (!h) return;
     atomic_store(&h->stopping, 1);
     MHD_stop_daemon(h->d); /* also closes the listening socket it was given */
+    ct_srv_metrics_destroy(&h->mx);
     free(h);
 }

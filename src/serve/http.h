@@ -1,14 +1,13 @@
-/* HTTP front end of the server (libmicrohttpd, thread per connection): POST /v1/audio/speech
-   (whole WAV/PCM, chunked raw audio, or SSE events), GET /v1/models, GET /v1/audio/voices,
-   GET /health, GET /metrics; bearer-token auth on every route but /health; OpenAI error JSON.
-   Routes, fields and status codes: docs/SERVE.md. */
+/* HTTP front end of the server (libmicrohttpd, thread per connection) over the public stream
+   engine: POST /v1/audio/speech (whole WAV/PCM, chunked raw audio, or SSE events), GET
+   /v1/models, GET /v1/audio/voices, GET /health, GET /metrics; bearer-token auth on every route
+   but /health; OpenAI error JSON. Routes, fields and status codes: docs/SERVE.md. */
 #ifndef CT_SERVE_HTTP_H
 #define CT_SERVE_HTTP_H
 
 #include <stddef.h>
 
 #include "codectalk.h"
-#include "serve/engine.h"
 
 typedef struct ct_http ct_http;
 
@@ -22,22 +21,26 @@ typedef struct {
     int connection_timeout_s;  /* idle connection timeout, slow-loris guard (default 30) */
     size_t max_body_bytes;     /* request body limit -> 413 (default 65536) */
     int max_input_chars;       /* `input` limit (default CT_SPEECH_MAX_INPUT_CHARS) */
-    int default_initial_frames;/* first-chunk frames when the request says null (default 1) */
+    int codec_chunk;           /* --codec-chunk: steady codec chunk in frames, 1..the engine's
+                                  max_chunk_frames; 0 (default) = not given (ct_speech_schedule) */
+    const char *schedule;      /* chunk schedule when neither the request nor codec_chunk picks
+                                  one (a profile's); NULL = "exact". Copied. */
 } ct_http_params;
 
 ct_http_params ct_http_params_default(void);
 
 /* Binds and starts serving. The engine and model are borrowed (must outlive the server).
-   Errors: CT_ERR_INVALID_ARG (bad host/params), CT_ERR_IO (bind/listen failed: the message
-   names the address and errno), CT_ERR_INTERNAL (the HTTP library refused to start). */
-ct_status ct_http_start(ct_srv_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out,
+   Errors: CT_ERR_INVALID_ARG (bad host/params: the message names it), CT_ERR_IO (bind/listen
+   failed: the message names the address and errno), CT_ERR_INTERNAL (the HTTP library refused
+   to start). */
+ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out,
                         char *err, size_t errcap);
 
 /* The bound TCP port. */
 int ct_http_port(const ct_http *h);
 
-/* Stops accepting, ends every connection (their jobs are released) and frees h. NULL is fine.
-   Call before ct_srv_engine_free. */
+/* Stops accepting, ends every connection (their streams are released) and frees h. NULL is
+   fine. Call before ct_engine_free. */
 void ct_http_stop(ct_http *h);
 
 #endif

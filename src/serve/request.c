@@ -438,3 +438,28 @@ ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_
     }
     return st;
 }
+
+void ct_speech_gen_params(const ct_speech_request *rq, ct_gen_params *g) {
+    g->text = rq->input;
+    g->speaker = rq->voice[0] ? rq->voice : NULL;
+    g->language = rq->language;
+    g->instruct = rq->instructions;
+    g->non_streaming = rq->non_streaming;
+    if (rq->has_seed) g->seed = rq->seed;
+    if (rq->max_new_tokens > 0) g->max_new_tokens = rq->max_new_tokens;
+    if (rq->temperature == 0.0f) g->greedy = 1;
+    else if (rq->temperature > 0) g->temperature = rq->temperature;
+    if (rq->top_p > 0) g->top_p = rq->top_p;
+    if (rq->top_k >= 0) g->top_k = rq->top_k;
+    if (rq->repetition_penalty > 0) g->repetition_penalty = rq->repetition_penalty;
+}
+
+const char *ct_speech_schedule(int initial_frames, int codec_chunk, int max_chunk, const char *dflt, char *buf,
+                               size_t cap) {
+    if (initial_frames < 0 && codec_chunk <= 0) return dflt ? dflt : "exact";
+    int ic = initial_frames > 1 ? initial_frames : 1, steady = codec_chunk > 1 ? codec_chunk : 1;
+    if (max_chunk >= 1 && ic > max_chunk) ic = max_chunk;
+    if (ic == 1 && steady == 1) return "exact";
+    snprintf(buf, cap, "fixed:%d,%d", ic, steady > ic ? steady : ic);
+    return buf;
+}

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codectalk.h"
 #include "core/status.h"
 
 #define CT_SPEECH_MAX_INPUT_CHARS 4096   /* default limit on `input` (Unicode code points) */
@@ -67,6 +68,22 @@ typedef struct {
    listing the valid ones; response_format wav|pcm (flac/mp3/opus/aac -> 400 unsupported). */
 ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_ctx *ctx,
                                   ct_speech_request *out, ct_api_error *e);
+
+/* The engine request of a validated speech request: text, voice, language, instructions,
+   prompt layout, max_new_tokens and sampling (temperature 0 = greedy) into *g, whose strings
+   then point into rq. g->seed is set only when the request has one. */
+void ct_speech_gen_params(const ct_speech_request *rq, ct_gen_params *g);
+
+/* The chunk schedule (ct_stream_params.schedule) of a request, into buf[cap]; returns the
+   string to use. initial_frames is the request's initial_codec_chunk_frames (-1 = null),
+   codec_chunk the server's --codec-chunk (0 = not given). Neither given: dflt (the profile's
+   schedule; NULL = "exact"). Else with IC = max(initial_frames, 1) (null: 1) and
+   S = max(codec_chunk, 1): "exact" when IC = S = 1, otherwise "fixed:IC,max(S,IC)" (a fixed
+   schedule's first chunk is never larger than its steady chunk); IC is capped at max_chunk
+   (the engine's max_chunk_frames). With the exact decoder the samples are the same for every
+   schedule; only when they are released changes. */
+const char *ct_speech_schedule(int initial_frames, int codec_chunk, int max_chunk, const char *dflt, char *buf,
+                               size_t cap);
 
 /* Frees the owned strings and zeroes *r (NULL is fine). */
 void ct_speech_request_free(ct_speech_request *r);

@@ -1,8 +1,10 @@
-/* The HTTP server end to end over real loopback sockets with a tiny random model: the three
-   response modes byte for byte against the session + streaming-codec path that `synth` uses
-   (written by the WAV writer), two concurrent streams equal their solo runs, the SSE event
-   sequence, /metrics, auth, malformed / oversized / unknown-voice requests, 404/405, a client
-   that disconnects mid-stream frees its slot, and 503 + Retry-After under a full queue. */
+/* The HTTP server on the public stream engine, end to end over real loopback sockets with a
+   tiny random model: the three response modes byte for byte against the session +
+   streaming-codec path (written by the WAV writer), two concurrent streams equal their solo
+   runs, the SSE event sequence, /metrics, auth, malformed / oversized / unknown-voice requests,
+   a request refused at prefill (400), 404/405, a client that disconnects mid-stream frees its
+   slot, 503 + Retry-After under a full queue, the request -> chunk schedule mapping, and
+   --codec-chunk schedules giving the same samples. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,8 +20,8 @@
 #include "codectalk.h"
 #include "ct_test.h"
 #include "serve/client.h"
-#include "serve/engine.h"
 #include "serve/http.h"
+#include "serve/request.h"
 #include "test_models.h"
 
 static ct_model *M;
@@ -143,11 +145,11 @@ typedef struct {
 } client_job;
 
 /* A new engine with ep and an HTTP server for it without an API key (*E, *H NULL on failure). */
-static void start_server(const ct_srv_engine_params *ep, ct_http_params *hp, ct_srv_engine **E, ct_http **H) {
+static void start_server(const ct_engine_params *ep, ct_http_params *hp, ct_engine **E, ct_http **H) {
     char err[1024];
     *E = NULL;
     *H = NULL;
-    CHECKF(ct_srv_engine_create(M, C, ep, E, err, sizeof err) == CT_OK, "%s", err);
+    CHECKF(ct_engine_create(M, C, ep, E, err, sizeof err) == CT_OK, "%s", err);
     hp->api_key = NULL;
     CHECKF(*E && ct_http_start(*E, M, hp, H, err, sizeof err) == CT_OK, "%s", err);
 }
@@ -186,9 +188,9 @@ static void *client_thread(void *arg) {
     return NULL;
 }
 
-static int wait_until(ct_srv_engine *e, int active, int queued, int ms) {
+static int wait_until(ct_engine *e, int active, int queued, int ms) {
     for (int t = 0; t < ms; t += 5) {
-        ct_srv_engine_counters k = ct_srv_engine_get_counters(e);
+        ct_engine_counters k = ct_engine_get_counters(e);
         if ((active < 0 || k.active == active) && (queued < 0 || k.queued == queued)) return 1;
         sleep_ms(5);
     }
@@ -204,13 +206,27 @@ int main(void) {
     const char *voice = ct_model_speaker(M, 1);
     CHECK(voice != NULL);
 
-    ct_srv_engine_params ep = ct_srv_engine_params_default();
+    /* request -> chunk schedule (docs/SERVE.md) */
+    {
+        char b[64];
+        CHECK(strcmp(ct_speech_schedule(-1, 0, 64, NULL, b, sizeof b), "exact") == 0);
+        CHECK(strcmp(ct_speech_schedule(-1, 0, 64, "ramp:2,4", b, sizeof b), "ramp:2,4") == 0);
+        CHECK(strcmp(ct_speech_schedule(0, 0, 64, "ramp:2,4", b, sizeof b), "exact") == 0);
+        CHECK(strcmp(ct_speech_schedule(1, 1, 64, NULL, b, sizeof b), "exact") == 0);
+        CHECK(strcmp(ct_speech_schedule(3, 0, 64, NULL, b, sizeof b), "fixed:3,3") == 0);
+        CHECK(strcmp(ct_speech_schedule(-1, 4, 64, NULL, b, sizeof b), "fixed:1,4") == 0);
+        CHECK(strcmp(ct_speech_schedule(2, 4, 64, NULL, b, sizeof b), "fixed:2,4") == 0);
+        CHECK(strcmp(ct_speech_schedule(8, 4, 64, NULL, b, sizeof b), "fixed:8,8") == 0);
+        CHECK(strcmp(ct_speech_schedule(1000, 0, 64, NULL, b, sizeof b), "fixed:64,64") == 0);
+    }
+
+    ct_engine_params ep = ct_engine_params_default();
     ep.max_streams = 2;
     ep.queue_cap = 2;
     ep.max_context = 512;
-    ep.model_dir = dir;
-    ct_srv_engine *E = NULL;
-    CHECKF(ct_srv_engine_create(M, C, &ep, &E, err, sizeof err) == CT_OK, "%s", err);
+    ep.warmup = 1;
+    ct_engine *E = NULL;
+    CHECKF(ct_engine_create(M, C, &ep, &E, err, sizeof err) == CT_OK, "%s", err);
     ct_http_params hp = ct_http_params_default();
     hp.port = 0;
     hp.api_key = "s3cret";
@@ -390,6 +406,9 @@ int main(void) {
         ct_http_resp_free(&r);
         free(b);
     }
+    /* valid JSON the model refuses at prefill: the stream fails validation -> 400 */
+    snprintf(body, sizeof body, "{\"input\":\"hi\",\"voice\":\"%s\",\"instructions\":\"whisper\"}", voice);
+    expect_error(body, 400, NULL, "instruction");
     CHECK(get(PORT, "/nope", KEY_HDR, &r) == CT_OK && r.status == 404);
     ct_http_resp_free(&r);
     CHECK(get(PORT, "/v1/audio/speech", KEY_HDR, &r) == CT_OK && r.status == 405 &&
@@ -403,7 +422,7 @@ int main(void) {
         client_job cj;
         memset(&cj, 0, sizeof cj);
         cj.abort_after = 1;
-        ct_srv_engine_counters k0 = ct_srv_engine_get_counters(E);
+        ct_engine_counters k0 = ct_engine_get_counters(E);
         CHECK(post(PORT, KEY_HDR,
                    "{\"input\":\"A long request that the client abandons after the first piece of audio.\","
                    "\"stream_format\":\"audio\",\"response_format\":\"pcm\",\"seed\":3,\"max_new_tokens\":400}",
@@ -411,7 +430,7 @@ int main(void) {
         CHECK(cj.r.aborted == 1);
         ct_http_resp_free(&cj.r);
         CHECK(wait_until(E, 0, 0, 3000));
-        ct_srv_engine_counters k1 = ct_srv_engine_get_counters(E);
+        ct_engine_counters k1 = ct_engine_get_counters(E);
         CHECKF(k1.cancelled == k0.cancelled + 1 && k1.kv_bytes_in_use == 0, "cancelled %llu -> %llu",
                (unsigned long long)k0.cancelled, (unsigned long long)k1.cancelled);
     }
@@ -423,16 +442,18 @@ int main(void) {
                                "codectalk_requests_rejected_total 0", "codectalk_ttfa_seconds_bucket{le=\"+Inf\"}",
                                "codectalk_rtf_count", "codectalk_underruns_total", "codectalk_kv_bytes_in_use 0",
                                "codectalk_prefill_deferrals_total", "codectalk_http_responses_total{code=\"401\"} 3",
-                               "codectalk_requests_cancelled_total 1", "# TYPE codectalk_ttfa_seconds histogram"};
+                               "codectalk_requests_cancelled_total 1", "# TYPE codectalk_ttfa_seconds histogram",
+                               "codectalk_requests_failed_total 1", "codectalk_steps_total", "codectalk_ready 1",
+                               "codectalk_streams_max 2", "codectalk_rtf_count 6"};
         for (size_t i = 0; i < sizeof names / sizeof *names; i++)
             CHECKF(r.body && strstr((char *)r.body, names[i]), "metrics lack '%s'", names[i]);
-        ct_srv_engine_counters k = ct_srv_engine_get_counters(E);
-        CHECKF(k.admitted == 7 && k.completed == 6, "admitted %llu completed %llu", (unsigned long long)k.admitted,
-               (unsigned long long)k.completed);
+        ct_engine_counters k = ct_engine_get_counters(E);
+        CHECKF(k.admitted == 8 && k.completed == 6 && k.failed == 1, "admitted %llu completed %llu failed %llu",
+               (unsigned long long)k.admitted, (unsigned long long)k.completed, (unsigned long long)k.failed);
     }
     ct_http_resp_free(&r);
     ct_http_stop(H);
-    ct_srv_engine_free(E);
+    ct_engine_free(E);
 
     /* 8. 503 + Retry-After: one slot, queue of one, three long requests */
     ep.max_streams = 1;
@@ -465,31 +486,35 @@ int main(void) {
             ct_http_resp_free(&cj[i].r);
         }
         CHECK(wait_until(E, 0, 0, 3000));
-        ct_srv_engine_counters k = ct_srv_engine_get_counters(E);
+        ct_engine_counters k = ct_engine_get_counters(E);
         CHECKF(k.rejected == 1 && k.queued_total >= 1, "rejected %llu", (unsigned long long)k.rejected);
     }
     ct_http_stop(H);
-    ct_srv_engine_free(E);
+    ct_engine_free(E);
 
-    /* 9. codec pushes of 4 frames: the same samples (WAV and a raw PCM stream, two at once);
-       codec_chunk outside 1..25 is rejected */
-    ct_srv_engine_params ep9 = ct_srv_engine_params_default();
+    /* 9. --codec-chunk 4 (schedule fixed:1,4) and a first chunk of 6 (fixed:6,6): the same
+       samples (a raw PCM stream and a WAV, two at once); codec_chunk over the engine's
+       max_chunk_frames is rejected */
+    ct_engine_params ep9 = ct_engine_params_default();
     ep9.max_streams = 2;
     ep9.max_context = 512;
-    ep9.model_dir = dir;
-    ep9.warmup = 0;
-    ep9.codec_chunk = 26;
     E = NULL;
-    CHECK(ct_srv_engine_create(M, C, &ep9, &E, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "codec_chunk"));
-    ep9.codec_chunk = 4;
-    start_server(&ep9, &hp, &E, &H);
+    H = NULL;
+    CHECKF(ct_engine_create(M, C, &ep9, &E, err, sizeof err) == CT_OK, "%s", err);
+    hp.api_key = NULL;
+    hp.codec_chunk = ep9.max_chunk_frames + 1;
+    CHECK(E && ct_http_start(E, M, &hp, &H, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "codec_chunk") &&
+          !H);
+    hp.codec_chunk = 4;
+    CHECKF(E && ct_http_start(E, M, &hp, &H, err, sizeof err) == CT_OK, "%s", err);
     if (E && H) {
         client_job cj[2]; /* both read to the end */
         pthread_t th[2];
         for (int i = 0; i < 2; i++) {
             client_init(&cj[i], ct_http_port(H), NULL);
             snprintf(cj[i].body, sizeof cj[i].body,
-                     i ? "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d}"
+                     i ? "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,"
+                         "\"initial_codec_chunk_frames\":6}"
                        : "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,"
                          "\"response_format\":\"pcm\",\"stream\":true,\"stream_format\":\"audio\"}",
                      TEXT, voice, MNT);
@@ -505,7 +530,7 @@ int main(void) {
         for (int i = 0; i < 2; i++) ct_http_resp_free(&cj[i].r);
     }
     ct_http_stop(H);
-    ct_srv_engine_free(E);
+    ct_engine_free(E);
     free(ref);
     ct_codec_free(C);
     ct_model_free(M);
