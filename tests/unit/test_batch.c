@@ -1,9 +1,10 @@
 /* Batched decode: every stream's codes in a batch (with streams joining late and leaving early)
    equal its solo run, on the tiny model and on the official-parity model with the 1.7B-style
-   input projection. */
+   input projection; also in halves (ct_batch_codes / ct_batch_advance) on a borrowed pool. */
 #include <string.h>
 
 #include "codectalk.h"
+#include "core/pool.h"
 #include "model/session_internal.h"
 #include "ct_test.h"
 #include "test_models.h"
@@ -27,6 +28,52 @@ static ct_gen_params gp(int i, const ct_model *m) {
     g.max_frames = i == 1 ? 17 : MAXF - (i % 3); /* streams leave at different steps */
     g.greedy = i == 2;                           /* mixed decoding modes in one batch */
     return g;
+}
+
+#define NB 3 /* streams of the borrowed-pool check */
+
+/* Sessions and a batch on one borrowed pool, stepped in halves (ct_batch_codes, then
+   ct_batch_advance over the streams in two calls): every stream's codes equal its solo run. */
+static void check_split(ct_model *m, const char *label, int32_t (*solo)[MAXF * 16], const int *nsolo) {
+    char err[512];
+    ct_pool *pool = NULL;
+    ct_batch *b = NULL;
+    ct_session *ss[NB] = {NULL};
+    CHECK(ct_pool_create(2, NULL, 0, &pool) == CT_OK);
+    CHECKF(ct_batch_create_on(m, NB, 256, pool, &b, err, sizeof err) == CT_OK, "%s", err);
+    for (int i = 0; i < NB; i++) {
+        CHECK(ct_session_create_on(m, 256, pool, &ss[i], err, sizeof err) == CT_OK);
+        ct_gen_params g = gp(i, m);
+        CHECKF(ss[i] && ct_session_start(ss[i], &g) == CT_OK, "%s", ct_session_errmsg(ss[i]));
+    }
+    if (!b || !ss[NB - 1]) return;
+    int32_t codes[NB * 16], again[NB * 16];
+    int got[NB], n[NB] = {0}, same = 0, any = 1;
+    for (int step = 0; any && step < 2 * MAXF; step++) {
+        CHECK(ct_batch_codes(b, ss, NB, codes, got) == CT_OK);
+        any = 0;
+        for (int i = 0; i < NB; i++) {
+            if (!got[i]) continue;
+            any = 1;
+            same += n[i] < nsolo[i] && memcmp(codes + 16 * i, solo[i] + 16 * n[i], sizeof(int32_t) * 16) == 0;
+            n[i]++;
+        }
+        if (any && step == 0) { /* codes again before the talker step: a state error */
+            CHECK(ct_batch_codes(b, ss, NB, again, got) == CT_ERR_STATE);
+            CHECK(ct_batch_errmsg(b)[0] != 0);
+        }
+        CHECK(ct_batch_advance(b, ss, 1) == CT_OK);
+        CHECK(ct_batch_advance(b, ss + 1, NB - 1) == CT_OK);
+    }
+    int frames = 0;
+    for (int i = 0; i < NB; i++) {
+        CHECKF(n[i] == nsolo[i], "%s split stream %d: %d frames vs solo %d", label, i, n[i], nsolo[i]);
+        frames += n[i];
+    }
+    CHECKF(same == frames, "%s split: %d of %d frames equal the solo run", label, same, frames);
+    for (int i = 0; i < NB; i++) ct_session_free(ss[i]);
+    ct_batch_free(b);
+    ct_pool_free(pool);
 }
 
 static void check_model(ct_model *m, const char *label) {
@@ -105,9 +152,11 @@ static void check_model(ct_model *m, const char *label) {
     int32_t cm[(NS + 1) * 16];
     int gm[NS + 1];
     CHECK(ct_batch_step(b, more, NS + 1, cm, gm) == CT_ERR_INVALID_ARG);
+    CHECK(ct_batch_errmsg(b)[0] != 0);
     ct_session_free(extra);
     for (int i = 0; i < NS; i++) ct_session_free(ss[i]);
     ct_batch_free(b);
+    check_split(m, label, solo, nsolo);
     printf("%s: %d streams batched, solo == batch for all\n", label, NS);
 }
 
