@@ -166,3 +166,44 @@ ct_model *ct_cli_load_model_w(const char *dir, const char *tok_dir, int f32, con
     }
     return m;
 }
+
+int ct_cli_run_stream(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, const char *what,
+                      ct_chunk_rec **chunks, int *n, ct_stream_info *info) {
+    char err[1024];
+    ct_stream *s = NULL;
+    *chunks = NULL;
+    *n = 0;
+    if (ct_engine_submit(e, g, sp, &s, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s: %s\n", what, err);
+        return -1;
+    }
+    enum { CAP = 8192 };
+    float *pcm = malloc(sizeof(float) * CAP);
+    int finished = 0, rc = -1;
+    while (pcm && !finished) ct_stream_read(s, pcm, CAP, 1000, &finished);
+    free(pcm);
+    *info = ct_stream_get_info(s);
+    if (!finished || info->state == CT_STREAM_FAILED) {
+        fprintf(stderr, "error: %s: %s\n", what, finished ? ct_stream_errmsg(s) : "out of memory");
+        goto done;
+    }
+    int nc = ct_stream_timeline(s, NULL, NULL, 0);
+    double *t = malloc(sizeof(double) * (size_t)(nc ? nc : 1));
+    int *ns = malloc(sizeof(int) * (size_t)(nc ? nc : 1));
+    *chunks = malloc(sizeof(ct_chunk_rec) * (size_t)(nc ? nc : 1));
+    if (t && ns && *chunks) {
+        nc = ct_stream_timeline(s, t, ns, nc);
+        for (int i = 0; i < nc; i++) (*chunks)[i] = (ct_chunk_rec){t[i], ns[i]};
+        *n = nc;
+        rc = 0;
+    } else {
+        fprintf(stderr, "error: %s: out of memory\n", what);
+        free(*chunks);
+        *chunks = NULL;
+    }
+    free(t);
+    free(ns);
+done:
+    ct_stream_release(s);
+    return rc;
+}

@@ -1,5 +1,5 @@
 /* Shared CLI pieces: text input, model loading, and the generation flags common to `codes`,
-   `synth` and the benchmarks. */
+   `synth` and the benchmarks; one engine request read to its end. */
 #ifndef CT_CLI_COMMON_H
 #define CT_CLI_COMMON_H
 
@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "codectalk.h"
+#include "stream/chunk.h" /* ct_chunk_rec */
 
 typedef struct {
     const char *model, *text, *file, *speaker, *language, *instruct, *tok, *xvec, *weights;
@@ -31,6 +32,12 @@ char *ct_cli_get_text(const char *text, const char *file, int strip);
    returns NULL. */
 ct_model *ct_cli_load_model_w(const char *dir, const char *tok_dir, int f32, const char *weights);
 ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32);
+
+/* Submits one request to e, reads it to its end (discarding the audio), and returns its chunk
+   timeline in *chunks (malloc'd, *n entries) and its facts in *info. Prints errors ("error:
+   <what>: ...") and returns -1 when the request could not be submitted or failed. */
+int ct_cli_run_stream(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, const char *what,
+                      ct_chunk_rec **chunks, int *n, ct_stream_info *info);
 
 int ct_cli_synth(int argc, char **argv);
 int ct_cli_quantize(int argc, char **argv);

@@ -1,5 +1,6 @@
-/* `--profile auto|FILE` for the engine commands: maps a resolved deploy profile onto the
-   streaming synthesiser's parameters (threads, CPU sets, context, chunk schedule). */
+/* `--profile auto|FILE` for the engine commands: maps a resolved deploy profile onto the stream
+   engine's parameters (streams, placement, context, KV budget, margin, threads, CPU sets) and a
+   stream's (chunk schedule, windowed left context). */
 #ifndef CT_CLI_PROFILE_H
 #define CT_CLI_PROFILE_H
 
@@ -12,10 +13,10 @@ typedef struct {
     char desc[1024]; /* one line saying what the profile set */
 } ct_cli_profile_map;
 
-/* Resolves spec ("auto" or a YAML file) for model_dir and writes the values into *sp (CPU
-   arrays and the schedule string live in *cp, which must outlive *sp's use). Prints errors;
-   returns 0 on success. */
-int ct_cli_apply_profile(const char *spec, const char *model_dir, ct_synth_params *sp,
-                         ct_cli_profile_map *cp);
+/* Resolves spec ("auto" or a YAML file) for model_dir and writes its values into *ep and *sp
+   (either may be NULL). The CPU arrays and the schedule string live in *out, which must outlive
+   the use of *ep and *sp. Prints errors; returns 0 on success (spec NULL: nothing set). */
+int ct_cli_apply_profile(const char *spec, const char *model_dir, ct_engine_params *ep,
+                         ct_stream_params *sp, ct_cli_profile_map *out);
 
 #endif

@@ -167,7 +167,7 @@ static int cmd_model(int argc, char **argv) {
     for (int gi = 0; gi < m->cfg.n_groups - 1; gi++) pb += mat_bytes(&m->pred_head[gi]);
     if (m->has_proj) pb += mat_bytes(&m->mtp_proj) * (uint64_t)m->cfg.n_groups;
     double t_gbs = tb / (best_talk * 1e-3) / 1e9, p_gbs = pb / (best_pred * 1e-3) / 1e9;
-    /* RTF with the codec at the seed's default ramp schedule (the pipeline's streaming shape);
+    /* RTF with the codec at the seed's default ramp schedule (a streaming request's shape);
        the 1-frame-push figure is the exact schedule's worst case. */
     const double macs = codec ? ct_codec_macs_per_frame(codec) : 0;
     double total = best_talk + best_pred + (codec ? best_codec[1] : 0);

@@ -1,8 +1,8 @@
-/* `codectalk bench stream` and `bench threads`: what a listener hears. Runs prompts through the
-   streaming pipeline and scores each chunk timeline (TTFA, playback start, stalls, RTF, gaps),
-   writing the schema-1 JSON with the frame budget split (talker / predictor / decoder / other);
-   `--scheduling LIST` runs overlapped and serial stage scheduling side by side; `threads`
-   repeats the bench over talker/codec CPU splits. */
+/* `codectalk bench stream` and `bench threads`: what a listener hears. Runs prompts one at a
+   time through the stream engine and scores each chunk timeline (TTFA, playback start, stalls,
+   RTF, gaps), writing the schema-1 JSON with the frame budget split (talker / predictor /
+   decoder / other); `--placement LIST` runs overlapped and serial placement side by side;
+   `threads` repeats the bench over talker/codec CPU splits. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,15 +27,10 @@ static const char *default_prompts[] = {
     NULL};
 
 typedef struct {
-    const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language, *weights, *scheduling;
+    const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language, *weights, *placement;
     int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, ctx;
     uint64_t seed;
 } bench_args;
-
-typedef struct {
-    ct_chunk_rec *recs;
-    int n, cap;
-} rec_sink;
 
 /* Where the time of a frame goes, over the measured requests: ms per frame. */
 typedef struct {
@@ -51,14 +46,14 @@ typedef struct {
     int n_stalls;          /* underruns of a player started at TTFA, over the measured requests */
     double stall_total_ms; /* their total */
     frame_budget fb;
-    ct_scheduling mode;    /* as resolved by the synthesiser */
+    int placement;         /* as resolved by the engine */
     char path[2048];       /* the result file */
 } run_extra;
 
 /* `other` is the wall time per frame the stage work does not explain: serial = wall - (talker +
    predictor + decoder); overlapped = wall - max(talker + predictor, decoder), the stages
    running side by side. */
-static void budget_finish(frame_budget *b, int n_req, ct_scheduling mode) {
+static void budget_finish(frame_budget *b, int n_req, int placement) {
     double f = b->frames > 0 ? b->frames : 1;
     b->talker /= f;
     b->predictor /= f;
@@ -66,7 +61,7 @@ static void budget_finish(frame_budget *b, int n_req, ct_scheduling mode) {
     b->wall /= f;
     if (n_req > 0) b->prefill_ms /= n_req;
     double s0 = b->talker + b->predictor;
-    b->other = b->wall - (mode == CT_SCHEDULING_SERIAL ? s0 + b->decoder : (s0 > b->decoder ? s0 : b->decoder));
+    b->other = b->wall - (placement == CT_PLACEMENT_SERIAL ? s0 + b->decoder : (s0 > b->decoder ? s0 : b->decoder));
 }
 
 static json_t *budget_json(const frame_budget *b) {
@@ -89,14 +84,6 @@ static double pctl(double *v, int n, double q) {
         if (isfinite(v[i])) v[k++] = v[i];
     qsort(v, (size_t)k, sizeof *v, cmp_dbl);
     return ct_percentile_nearest(v, k, q);
-}
-
-static int discard_sink(void *ud, const float *pcm, int n, int index) {
-    (void)ud;
-    (void)pcm;
-    (void)n;
-    (void)index;
-    return 0;
 }
 
 /* Loads one prompt per line (UTF-8, non-empty lines). Returns count or -1. */
@@ -151,11 +138,11 @@ static void git_sha(char *out, size_t cap) {
 #endif
 }
 
-/* One bench run with params sp; writes the JSON and prints the summary. Returns 0 on success
-   and fills *summary_out when non-NULL. */
-static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth_params sp,
-                     const char *deploy_tag, int argc, char **argv, ct_stream_summary *summary_out,
-                     json_t **attribution_out, run_extra *ex_out) {
+/* One bench run on an engine made with ep, each request with sp; writes the JSON and prints the
+   summary. Returns 0 on success and fills *summary_out when non-NULL. */
+static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, const ct_engine_params *ep,
+                     const ct_stream_params *sp, const char *deploy_tag, int argc, char **argv,
+                     ct_stream_summary *summary_out, json_t **attribution_out, run_extra *ex_out) {
     char err[1024];
     char **prompts = NULL;
     int n_prompts = 0, own_prompts = 0;
@@ -177,24 +164,23 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
         }
     }
     double t_init = ct_now_ms();
-    ct_synth *sy = NULL;
-    if (ct_synth_create(m, codec, &sp, &sy, err, sizeof err) != CT_OK) {
+    ct_engine *e = NULL;
+    if (ct_engine_create(m, codec, ep, &e, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         return -1;
     }
     double init_s = (ct_now_ms() - t_init) / 1e3;
+    ct_engine_limits lim = ct_engine_get_limits(e);
     int total = (a->warmup + a->repeat * n_prompts);
     ct_stream_request *reqs = calloc((size_t)total, sizeof *reqs);
     ct_chunk_rec **recs = calloc((size_t)total, sizeof *recs);
     char (*ids)[32] = calloc((size_t)total, 32);
-    double *tl = malloc(sizeof(double) * 8192);
-    int *ns = malloc(sizeof(int) * 8192);
     double *vals = malloc(sizeof(double) * (size_t)(total ? total : 1));
     int rc = -1, k = 0;
     run_extra ex;
     memset(&ex, 0, sizeof ex);
-    ex.mode = ct_synth_scheduling(sy);
-    if (!reqs || !recs || !ids || !tl || !ns || !vals) goto done;
+    ex.placement = lim.placement;
+    if (!reqs || !recs || !ids || !vals) goto done;
     for (int pass = 0; pass < a->warmup + a->repeat; pass++) {
         int warm = pass < a->warmup;
         for (int i = 0; i < (warm ? 1 : n_prompts); i++) {
@@ -205,17 +191,13 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
             g.language = a->language;
             g.seed = a->seed + (uint64_t)k;
             g.max_frames = a->max_frames;
-            if (ct_synth_run(sy, &g, discard_sink, NULL) != CT_OK) {
-                fprintf(stderr, "error: request %d: %s\n", k, ct_synth_errmsg(sy));
-                goto done;
-            }
-            int nc = ct_synth_timeline(sy, tl, ns, 8192);
-            if (nc > 8192) nc = 8192;
-            recs[k] = malloc(sizeof(ct_chunk_rec) * (size_t)(nc ? nc : 1));
-            for (int c = 0; c < nc; c++) {
-                recs[k][c].t_ms = tl[c];
-                recs[k][c].samples = ns[c];
-            }
+            char what[48];
+            snprintf(what, sizeof what, "request %d", k);
+            ct_stream_info si;
+            int nc = 0;
+            if (ct_cli_run_stream(e, &g, sp, what, &recs[k], &nc, &si) != 0) goto done;
+            double t_final = si.done_ms;
+            if (nc && !(t_final >= recs[k][nc - 1].t_ms)) t_final = recs[k][nc - 1].t_ms;
             if (warm) snprintf(ids[k], 32, "w%d", pass);
             else snprintf(ids[k], 32, "r%d_%d", pass - a->warmup, i);
             ct_stream_request *r = &reqs[k];
@@ -225,20 +207,19 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
             r->sample_rate = ct_codec_sample_rate(codec);
             r->chunks = recs[k];
             r->n_chunks = nc;
-            r->t_final_ms = ct_synth_get_stats(sy).t_done_ms;
+            r->t_final_ms = t_final;
             r->tail_audio_s = 0;
             if (ct_stream_request_score(r, err, sizeof err) != CT_OK) {
                 fprintf(stderr, "error: scoring %s: %s\n", ids[k], err);
                 goto done;
             }
             if (!warm) {
-                ct_synth_stats ss = ct_synth_get_stats(sy);
-                ex.fb.frames += ss.frames;
-                ex.fb.prefill_ms += ss.prefill_ms;
-                ex.fb.talker += ss.talker_ms;
-                ex.fb.predictor += ss.predictor_ms;
-                ex.fb.decoder += ss.stage1_ms;
-                ex.fb.wall += ss.t_done_ms - ss.prefill_ms;
+                ex.fb.frames += si.frames;
+                ex.fb.prefill_ms += si.prefill_ms;
+                ex.fb.talker += si.talker_ms;
+                ex.fb.predictor += si.predictor_ms;
+                ex.fb.decoder += si.codec_ms;
+                ex.fb.wall += t_final - si.queue_ms - si.prefill_ms;
                 if (r->m.n_stalls_at_ttfa > 0) ex.n_stalls += r->m.n_stalls_at_ttfa;
                 if (isfinite(r->m.stall_at_ttfa_ms)) ex.stall_total_ms += r->m.stall_at_ttfa_ms;
             }
@@ -258,7 +239,7 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
     for (int i = 0; i < k; i++)
         if (!reqs[i].warmup) vals[nm++] = reqs[i].m.rtf_streamed;
     ex.rtf_p95 = pctl(vals, nm, 0.95);
-    budget_finish(&ex.fb, sum.n_requests, ex.mode);
+    budget_finish(&ex.fb, sum.n_requests, ex.placement);
     json_t *stats = NULL;
     if (a->step_stats) {
         ct_stats_dump(NULL, err, sizeof err);
@@ -271,11 +252,11 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
     time_t now = time(NULL);
     strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
     json_t *bargs = json_pack("{s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s,s:s,s:s?}", "schedule",
-                              sp.schedule, "profile", a->profile, "windowed", sp.windowed, "context",
-                              sp.context_frames, "talker_threads", sp.talker_threads, "codec_threads",
-                              sp.codec_threads, "warmup", a->warmup, "repeat", a->repeat, "speaker", a->speaker,
-                              "language", a->language, "scheduling", ct_scheduling_str(ex.mode),
-                              "scheduling_requested", ct_scheduling_str(sp.scheduling), "weights", a->weights);
+                              sp->schedule, "profile", a->profile, "windowed", sp->windowed, "context",
+                              sp->context_frames, "talker_threads", lim.talker_threads, "codec_threads",
+                              lim.codec_threads, "warmup", a->warmup, "repeat", a->repeat, "speaker", a->speaker,
+                              "language", a->language, "placement", ct_placement_str(ex.placement),
+                              "placement_requested", ct_placement_str(ep->placement), "weights", a->weights);
     ct_bench_meta meta;
     memset(&meta, 0, sizeof meta);
     meta.model = a->model;
@@ -295,7 +276,7 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
     json_t *doc = ct_bench_json(&meta, reqs, k, stats, err, sizeof err);
     if (doc) {
         json_t *fb = budget_json(&ex.fb);
-        json_object_set_new(fb, "scheduling", json_string(ct_scheduling_str(ex.mode)));
+        json_object_set_new(fb, "placement", json_string(ct_placement_str(ex.placement)));
         json_object_set_new(doc, "frame_budget", fb);
         json_object_set_new(json_object_get(doc, "summary"), "ttfa_p95_ms", json_real(ex.ttfa_p95_ms));
         json_object_set_new(json_object_get(doc, "summary"), "stalls_at_ttfa",
@@ -311,8 +292,8 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, ct_synth
         json_decref(stats);
         goto done;
     }
-    printf("%s: %d requests (+%d warm-up), schedule %s%s, %s scheduling\n", path, sum.n_requests, a->warmup,
-           sp.schedule ? sp.schedule : "exact", sp.windowed ? " (windowed)" : "", ct_scheduling_str(ex.mode));
+    printf("%s: %d requests (+%d warm-up), schedule %s%s, %s placement\n", path, sum.n_requests, a->warmup,
+           sp->schedule ? sp->schedule : "exact", sp->windowed ? " (windowed)" : "", ct_placement_str(ex.placement));
     printf("| metric | p50 | p90 | max | mean |\n|---|---|---|---|---|\n");
     const struct {
         const char *name;
@@ -358,14 +339,12 @@ done:
     free(recs);
     free(reqs);
     free(ids);
-    free(tl);
-    free(ns);
     free(vals);
     if (own_prompts) {
         for (int i = 0; i < n_prompts; i++) free(prompts[i]);
         free(prompts);
     }
-    ct_synth_free(sy);
+    ct_engine_free(e);
     return rc;
 }
 
@@ -390,7 +369,7 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         {"context", 0, CT_OPT_INT, &a->context, "N", "windowed left context (default 72)"},
         {"threads", 0, CT_OPT_INT, &a->threads, "N", "talker threads (default 1)"},
         {"codec-threads", 0, CT_OPT_INT, &a->codec_threads, "N", "codec threads (default 1)"},
-        {"scheduling", 0, CT_OPT_STR, &a->scheduling, "LIST",
+        {"placement", 0, CT_OPT_STR, &a->placement, "LIST",
          "overlapped | serial | auto | both, or a comma list of MODE[:THREADS[+CODEC_THREADS]] run side by side "
          "(default overlapped)"},
         {"speaker", 's', CT_OPT_STR, &a->speaker, "NAME", "speaker (default: the model's first)"},
@@ -402,10 +381,10 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         {"tag", 0, CT_OPT_STR, &a->tag, "NAME", "suffix for the result file name"},
         {"output", 'o', CT_OPT_STR, &a->out, "DIR", "results directory (default results/)"},
         {NULL, 0, 0, NULL, NULL, NULL}};
-    if (sweep) { /* bench threads sweeps overlapped talker+codec splits: no --scheduling */
+    if (sweep) { /* bench threads sweeps overlapped talker+codec splits: no --placement */
         size_t j = 0;
         for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
-            if (!opts[i].name || strcmp(opts[i].name, "scheduling") != 0) opts[j++] = opts[i];
+            if (!opts[i].name || strcmp(opts[i].name, "placement") != 0) opts[j++] = opts[i];
     }
     int r = ct_args_parse(argc, argv, opts, usage);
     if (r) return r < 0 ? 2 : 1;
@@ -432,21 +411,21 @@ static int setup(const bench_args *a, ct_model **m, ct_codec **c) {
     return 0;
 }
 
-/* One entry of --scheduling: a mode and the threads it runs with. */
+/* One entry of --placement: a placement and the threads it runs with. */
 typedef struct {
-    int mode, threads, codec_threads;
-} sched_entry;
+    int placement, threads, codec_threads;
+} place_entry;
 
 /* "T+C", or "T" for serial (its one pool; no codec threads of its own). */
-static const char *threads_str(const sched_entry *e, char *buf, size_t cap) {
-    if (e->mode == CT_SCHEDULING_SERIAL) snprintf(buf, cap, "%d", e->threads);
+static const char *threads_str(const place_entry *e, char *buf, size_t cap) {
+    if (e->placement == CT_PLACEMENT_SERIAL) snprintf(buf, cap, "%d", e->threads);
     else snprintf(buf, cap, "%d+%d", e->threads, e->codec_threads);
     return buf;
 }
 
 /* Parses "MODE[:T[+C]],..." ("both" = overlapped,serial) into e[cap]; T and C default to
    --threads and --codec-threads. Returns the count, or -1 with the error printed. */
-static int parse_scheduling(const char *spec, int t_def, int c_def, sched_entry *e, int cap) {
+static int parse_placement(const char *spec, int t_def, int c_def, place_entry *e, int cap) {
     int n = 0;
     const char *p = spec;
     for (;;) {
@@ -473,54 +452,103 @@ static int parse_scheduling(const char *spec, int t_def, int c_def, sched_entry 
         }
         int modes[2], nmodes = 1;
         if (strcmp(tok, "both") == 0) {
-            modes[0] = CT_SCHEDULING_OVERLAPPED;
-            modes[1] = CT_SCHEDULING_SERIAL;
+            modes[0] = CT_PLACEMENT_OVERLAPPED;
+            modes[1] = CT_PLACEMENT_SERIAL;
             nmodes = 2;
-        } else if (ct_scheduling_parse(tok, &modes[0]) != CT_OK) {
-            fprintf(stderr, "error: --scheduling '%s': unknown mode '%s' (expected overlapped, serial, auto or "
+        } else if (ct_placement_parse(tok, &modes[0]) != CT_OK) {
+            fprintf(stderr, "error: --placement '%s': unknown mode '%s' (expected overlapped, serial, auto or "
                     "both)\n", spec, tok);
             return -1;
         }
         for (int i = 0; i < nmodes; i++) {
             if (n == cap) {
-                fprintf(stderr, "error: --scheduling '%s': more than %d runs\n", spec, cap);
+                fprintf(stderr, "error: --placement '%s': more than %d runs\n", spec, cap);
                 return -1;
             }
-            e[n++] = (sched_entry){modes[i], t, c};
+            e[n++] = (place_entry){modes[i], t, c};
         }
         if (!end) break;
         p = end + 1;
     }
     return n;
 bad:
-    fprintf(stderr, "error: --scheduling '%s': expected MODE[:THREADS[+CODEC_THREADS]],... with MODE overlapped, "
+    fprintf(stderr, "error: --placement '%s': expected MODE[:THREADS[+CODEC_THREADS]],... with MODE overlapped, "
             "serial, auto or both and thread counts in [0, 256]\n", spec);
     return -1;
+}
+
+/* The side-by-side table, the faster: line and <out>/placement_compare[_<tag>].json. */
+static int compare_runs(const bench_args *a, const place_entry *runs, const run_extra *ex, int n_runs,
+                        const char *schedule) {
+    printf("\n| placement (requested) | threads | TTFA p50 ms | TTFA p95 ms | RTF p50 | stalls at TTFA (n, ms) "
+           "| talker | predictor | decoder | other | wall ms/frame |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    json_t *rows = json_array();
+    int best_ttfa = 0, best_rtf = 0;
+    for (int i = 0; i < n_runs; i++) {
+        const run_extra *e = &ex[i];
+        const frame_budget *b = &e->fb;
+        char th[32];
+        printf("| %s (%s) | %s | %.1f | %.1f | %.3f | %d, %.0f | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.1f |\n",
+               ct_placement_str(e->placement), ct_placement_str(runs[i].placement),
+               threads_str(&runs[i], th, sizeof th), e->sum.ttfa_ms.p50, e->ttfa_p95_ms, e->sum.rtf_streamed.p50,
+               e->n_stalls, e->stall_total_ms, b->talker / 0.8, b->predictor / 0.8, b->decoder / 0.8,
+               b->other / 0.8, b->wall);
+        if (e->sum.ttfa_ms.p50 < ex[best_ttfa].sum.ttfa_ms.p50) best_ttfa = i;
+        if (e->sum.rtf_streamed.p50 < ex[best_rtf].sum.rtf_streamed.p50) best_rtf = i;
+        json_array_append_new(
+            rows, json_pack("{s:s,s:s,s:i,s:i,s:{s:f,s:f},s:{s:f,s:f},s:{s:i,s:f,s:f},s:o,s:s}", "placement",
+                            ct_placement_str(e->placement), "requested", ct_placement_str(runs[i].placement),
+                            "talker_threads", runs[i].threads, "codec_threads", runs[i].codec_threads, "ttfa_ms",
+                            "p50", e->sum.ttfa_ms.p50, "p95", e->ttfa_p95_ms, "rtf_streamed", "p50",
+                            e->sum.rtf_streamed.p50, "p95", e->rtf_p95, "stalls_at_ttfa", "count", e->n_stalls,
+                            "total_ms", e->stall_total_ms, "p50_ms", e->sum.stall_at_ttfa_ms.p50, "frame_budget",
+                            budget_json(b), "result", e->path));
+    }
+    char th1[32], th2[32];
+    printf("faster: TTFA p50 %s %s, RTF p50 %s %s\n", ct_placement_str(ex[best_ttfa].placement),
+           threads_str(&runs[best_ttfa], th1, sizeof th1), ct_placement_str(ex[best_rtf].placement),
+           threads_str(&runs[best_rtf], th2, sizeof th2));
+    char path[1400], err[512];
+    snprintf(path, sizeof path, "%s/placement_compare%s%s.json", a->out, a->tag ? "_" : "", a->tag ? a->tag : "");
+    json_t *doc = json_pack("{s:s,s:s,s:s?,s:s,s:o}", "model", a->model, "kind", "placement_compare", "weights",
+                            a->weights, "schedule", schedule ? schedule : "exact", "sweep", rows);
+    int rc = 0;
+    if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        rc = 1;
+    } else {
+        printf("comparison written to %s\n", path);
+    }
+    json_decref(doc);
+    return rc;
 }
 
 int ct_cli_bench_stream(int argc, char **argv) {
     bench_args a;
     int r = parse_common(argc, argv, &a, "usage: codectalk bench stream -m DIR [--prompts FILE] [--warmup N --repeat N] "
-                         "[--profile auto|FILE] [--schedule SPEC] [--scheduling LIST] [--step-stats] -o results/\n"
+                         "[--profile auto|FILE] [--schedule SPEC] [--placement LIST] [--step-stats] -o results/\n"
                          "Measures TTFA, playback start, stalls, RTF, gaps and the frame budget split per request;\n"
-                         "--scheduling both (or overlapped:1+1,serial:2) compares stage scheduling side by side.", 0);
+                         "--placement both (or overlapped:1+1,serial:2) compares placements side by side.", 0);
     if (r) return r == 1 ? 0 : r;
-    sched_entry runs[8];
+    place_entry runs[8];
     int n_runs = 1;
-    runs[0] = (sched_entry){CT_SCHEDULING_OVERLAPPED, a.threads, a.codec_threads};
-    if (a.scheduling && (n_runs = parse_scheduling(a.scheduling, a.threads, a.codec_threads, runs, 8)) < 0) return 2;
+    runs[0] = (place_entry){CT_PLACEMENT_OVERLAPPED, a.threads, a.codec_threads};
+    if (a.placement && (n_runs = parse_placement(a.placement, a.threads, a.codec_threads, runs, 8)) < 0) return 2;
     ct_model *m;
     ct_codec *c;
     if (setup(&a, &m, &c) != 0) return 1;
     if (!a.speaker && ct_model_get_info(m).n_speakers) a.speaker = ct_model_speaker(m, 0);
-    ct_synth_params sp = ct_synth_params_default();
-    sp.talker_threads = a.threads;
-    sp.codec_threads = a.codec_threads;
-    sp.max_context = a.ctx;
+    ct_engine_params ep = ct_engine_params_default();
+    ct_stream_params sp = ct_stream_params_default();
     ct_cli_profile_map prof;
     int rc = 1;
-    if (a.profile && ct_cli_apply_profile(a.profile, a.model, &sp, &prof) != 0) goto out;
+    ep.talker_threads = a.threads;
+    ep.codec_threads = a.codec_threads;
+    ep.max_context = a.ctx;
+    if (a.profile && ct_cli_apply_profile(a.profile, a.model, &ep, &sp, &prof) != 0) goto out;
     if (a.profile) printf("%s\n", prof.desc);
+    ep.max_streams = 1; /* one request at a time */
+    sp.utterance_bytes = 0; /* each prompt is one utterance, however long */
     if (a.schedule) sp.schedule = a.schedule;
     if (a.windowed) {
         sp.windowed = 1;
@@ -528,12 +556,12 @@ int ct_cli_bench_stream(int argc, char **argv) {
     }
     const char *tag = a.profile ? (strcmp(a.profile, "auto") == 0 ? "profile_auto" : a.profile) : NULL;
     if (n_runs == 1) {
-        sp.scheduling = runs[0].mode;
-        if (a.scheduling) { /* an explicit thread count in the entry wins over the profile's */
-            sp.talker_threads = runs[0].threads;
-            sp.codec_threads = runs[0].codec_threads;
+        if (a.placement || !a.profile) ep.placement = runs[0].placement; /* else the profile's */
+        if (a.placement) { /* an explicit thread count in the entry wins over the profile's */
+            ep.talker_threads = runs[0].threads;
+            ep.codec_threads = runs[0].codec_threads;
         }
-        rc = run_bench(&a, m, c, sp, tag, argc, argv, NULL, NULL, NULL) == 0 ? 0 : 1;
+        rc = run_bench(&a, m, c, &ep, &sp, tag, argc, argv, NULL, NULL, NULL) == 0 ? 0 : 1;
         goto out;
     }
     /* side by side: one result file per entry (tag suffix MODE_T+C), then the comparison */
@@ -541,62 +569,23 @@ int ct_cli_bench_stream(int argc, char **argv) {
     char tags[8][160];
     rc = 0;
     for (int i = 0; i < n_runs; i++) {
-        ct_synth_params spi = sp;
-        spi.scheduling = runs[i].mode;
-        spi.talker_threads = runs[i].threads;
-        spi.codec_threads = runs[i].codec_threads;
+        ct_engine_params epi = ep;
+        epi.placement = runs[i].placement;
+        epi.talker_threads = runs[i].threads;
+        epi.codec_threads = runs[i].codec_threads;
         char th[32];
         snprintf(tags[i], sizeof tags[i], "%s%s%s_%s", a.tag ? a.tag : "", a.tag ? "_" : "",
-                 ct_scheduling_str(runs[i].mode), threads_str(&runs[i], th, sizeof th));
+                 ct_placement_str(runs[i].placement), threads_str(&runs[i], th, sizeof th));
         bench_args ai = a;
         ai.tag = tags[i];
-        printf("\n== %s scheduling, threads %s ==\n", ct_scheduling_str(runs[i].mode), th);
-        if (run_bench(&ai, m, c, spi, tag, argc, argv, NULL, NULL, &ex[i]) != 0) {
+        printf("\n== %s placement, threads %s ==\n", ct_placement_str(runs[i].placement), th);
+        if (run_bench(&ai, m, c, &epi, &sp, tag, argc, argv, NULL, NULL, &ex[i]) != 0) {
             rc = 1;
             n_runs = i;
             break;
         }
     }
-    if (n_runs > 0) {
-        printf("\n| scheduling (requested) | threads | TTFA p50 ms | TTFA p95 ms | RTF p50 | stalls at TTFA (n, ms) "
-               "| talker | predictor | decoder | other | wall ms/frame |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
-        json_t *rows = json_array();
-        int best_ttfa = 0, best_rtf = 0;
-        for (int i = 0; i < n_runs; i++) {
-            const run_extra *e = &ex[i];
-            const frame_budget *b = &e->fb;
-            char th[32];
-            printf("| %s (%s) | %s | %.1f | %.1f | %.3f | %d, %.0f | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.1f |\n",
-                   ct_scheduling_str(e->mode), ct_scheduling_str(runs[i].mode), threads_str(&runs[i], th, sizeof th),
-                   e->sum.ttfa_ms.p50, e->ttfa_p95_ms, e->sum.rtf_streamed.p50, e->n_stalls, e->stall_total_ms,
-                   b->talker / 0.8, b->predictor / 0.8, b->decoder / 0.8, b->other / 0.8, b->wall);
-            if (e->sum.ttfa_ms.p50 < ex[best_ttfa].sum.ttfa_ms.p50) best_ttfa = i;
-            if (e->sum.rtf_streamed.p50 < ex[best_rtf].sum.rtf_streamed.p50) best_rtf = i;
-            json_array_append_new(
-                rows, json_pack("{s:s,s:s,s:i,s:i,s:{s:f,s:f},s:{s:f,s:f},s:{s:i,s:f,s:f},s:o,s:s}", "scheduling",
-                                ct_scheduling_str(e->mode), "requested", ct_scheduling_str(runs[i].mode),
-                                "talker_threads", runs[i].threads, "codec_threads", runs[i].codec_threads,
-                                "ttfa_ms", "p50", e->sum.ttfa_ms.p50, "p95", e->ttfa_p95_ms, "rtf_streamed", "p50",
-                                e->sum.rtf_streamed.p50, "p95", e->rtf_p95, "stalls_at_ttfa", "count", e->n_stalls,
-                                "total_ms", e->stall_total_ms, "p50_ms", e->sum.stall_at_ttfa_ms.p50,
-                                "frame_budget", budget_json(b), "result", e->path));
-        }
-        char th1[32], th2[32];
-        printf("faster: TTFA p50 %s %s, RTF p50 %s %s\n", ct_scheduling_str(ex[best_ttfa].mode),
-               threads_str(&runs[best_ttfa], th1, sizeof th1), ct_scheduling_str(ex[best_rtf].mode),
-               threads_str(&runs[best_rtf], th2, sizeof th2));
-        char path[1400], err[512];
-        snprintf(path, sizeof path, "%s/scheduling_compare%s%s.json", a.out, a.tag ? "_" : "", a.tag ? a.tag : "");
-        json_t *doc = json_pack("{s:s,s:s,s:s?,s:s,s:o}", "model", a.model, "kind", "scheduling_compare", "weights",
-                                a.weights, "schedule", sp.schedule ? sp.schedule : "exact", "sweep", rows);
-        if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
-            fprintf(stderr, "error: %s\n", err);
-            rc = 1;
-        } else {
-            printf("comparison written to %s\n", path);
-        }
-        json_decref(doc);
-    }
+    if (n_runs > 0 && compare_runs(&a, runs, ex, n_runs, sp.schedule) != 0) rc = 1;
 out:
     ct_codec_free(c);
     ct_model_free(m);
@@ -618,29 +607,33 @@ int ct_cli_bench_threads(int argc, char **argv) {
     printf("|---|---|---|---|---|\n");
     char line[4096] = "";
     size_t off = 0;
+    ct_stream_params sp = ct_stream_params_default();
+    sp.utterance_bytes = 0;
+    if (a.schedule) sp.schedule = a.schedule;
+    sp.windowed = a.windowed;
+    sp.context_frames = a.context;
     for (int t = 1; t < ncpu || (ncpu == 1 && t == 1); t++) {
         int cc = ncpu - t >= 1 ? 1 : 0;
         int tc[256], ccpu[1];
         for (int i = 0; i < t && i < 256; i++) tc[i] = i;
         ccpu[0] = t < ncpu ? t : 0;
-        ct_synth_params sp = ct_synth_params_default();
-        sp.talker_threads = t;
-        sp.talker_cpus = tc;
-        sp.n_talker_cpus = t;
-        sp.codec_threads = 1;
-        sp.codec_cpus = ccpu;
-        sp.n_codec_cpus = cc ? 1 : 0;
-        sp.max_context = a.ctx;
-        if (a.schedule) sp.schedule = a.schedule;
-        sp.windowed = a.windowed;
-        sp.context_frames = a.context;
+        ct_engine_params ep = ct_engine_params_default();
+        ep.max_streams = 1;
+        ep.placement = CT_PLACEMENT_OVERLAPPED;
+        ep.talker_threads = t;
+        ep.talker_cpus = tc;
+        ep.n_talker_cpus = t;
+        ep.codec_threads = 1;
+        ep.codec_cpus = ccpu;
+        ep.n_codec_cpus = cc ? 1 : 0;
+        ep.max_context = a.ctx;
         char tag[64];
         snprintf(tag, sizeof tag, "threads_%d+%d", t, cc);
         ct_stream_summary s;
         json_t *attr = NULL;
         bench_args aa = a;
         aa.tag = tag;
-        if (run_bench(&aa, m, c, sp, "threads", argc, argv, &s, &attr, NULL) != 0) break;
+        if (run_bench(&aa, m, c, &ep, &sp, "threads", argc, argv, &s, &attr, NULL) != 0) break;
         off += (size_t)snprintf(line + off, sizeof line - off, "| %d+%d | %.1f | %.1f | %.1f | %.3f |\n", t, cc,
                                 s.ttfa_ms.p50, s.playback_start_ms.p50, s.stall_at_ttfa_ms.p50, s.rtf_streamed.p50);
         json_array_append_new(rows, json_pack("{s:i,s:i,s:f,s:f,s:f,s:f,s:o*}", "talker_threads", t,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/cli_common.h"
 #include "core/fileio.h"
 #include "edge/calibrate.h"
 #include "edge/derive.h"
@@ -211,22 +212,21 @@ done:
     return rc;
 }
 
-/* One measured streaming request (exact schedule: one chunk per frame as it is produced). */
+/* One measured request on the stream engine (engine and stream defaults: the exact schedule, one
+   chunk per frame as it is produced). */
 static int measure_request(const char *model, ct_chunk_rec **chunks, int *nc, int *sr) {
     char err[1024];
     ct_model *m = NULL;
     ct_codec *c = NULL;
-    ct_synth *sy = NULL;
+    ct_engine *e = NULL;
     int rc = -1;
-    double *t = NULL;
-    int *ns = NULL;
     if (ct_model_load(model, NULL, &m, err, sizeof err) != CT_OK ||
         ct_codec_load(model, &c, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    ct_synth_params sp = ct_synth_params_default();
-    if (ct_synth_create(m, c, &sp, &sy, err, sizeof err) != CT_OK) {
+    ct_engine_params ep = ct_engine_params_default();
+    if (ct_engine_create(m, c, &ep, &e, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
@@ -236,29 +236,15 @@ static int measure_request(const char *model, ct_chunk_rec **chunks, int *nc, in
     if (strcmp(ct_model_get_info(m).kind, "voice_design") == 0) g.instruct = "A calm voice.";
     g.max_frames = 50;
     g.min_new_tokens = 50;
-    if (ct_synth_run(sy, &g, NULL, NULL) != CT_OK) {
-        fprintf(stderr, "error: measured request: %s\n", ct_synth_errmsg(sy));
-        goto done;
-    }
-    int n = ct_synth_timeline(sy, NULL, NULL, 0);
-    t = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    ns = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    *chunks = malloc(sizeof(ct_chunk_rec) * (size_t)(n ? n : 1));
-    if (!t || !ns || !*chunks) goto done;
-    ct_synth_timeline(sy, t, ns, n);
-    for (int i = 0; i < n; i++) {
-        (*chunks)[i].t_ms = t[i];
-        (*chunks)[i].samples = ns[i];
-    }
-    *nc = n;
+    ct_stream_params sp = ct_stream_params_default();
+    ct_stream_info info;
+    if (ct_cli_run_stream(e, &g, &sp, "measured request", chunks, nc, &info) != 0) goto done;
     *sr = ct_codec_sample_rate(c);
-    fprintf(stderr, "measured request: %d chunks, first audio at %.1f ms, done at %.1f ms\n", n,
-            n ? t[0] : 0.0, ct_synth_get_stats(sy).t_done_ms);
+    fprintf(stderr, "measured request: %d chunks, first audio at %.1f ms, done at %.1f ms (%s placement)\n", *nc,
+            *nc ? (*chunks)[0].t_ms : 0.0, info.done_ms, ct_placement_str(ct_engine_get_limits(e).placement));
     rc = 0;
 done:
-    free(t);
-    free(ns);
-    ct_synth_free(sy);
+    ct_engine_free(e);
     ct_codec_free(c);
     ct_model_free(m);
     return rc;

@@ -1,6 +1,7 @@
-/* `codectalk synth`: text -> frames -> 24 kHz audio through the streaming pipeline (talker and
-   codec on their own threads, or one after the other on one pool: --scheduling; the codec
-   decodes as frames arrive), written as WAV (PCM16 or float) or raw s16le to stdout. */
+/* `codectalk synth`: text -> frames -> 24 kHz audio on the stream engine (one stream; the
+   talker and the codec run side by side or one after the other: --placement; the codec decodes
+   as frames arrive; long text is split into utterances by the engine), written as WAV (PCM16
+   or float) or raw s16le to stdout. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,41 +15,17 @@
 #include "codectalk.h"
 #include "core/clock.h"
 #include "edge/derive.h"
-#include "text/sentences.h"
 
-typedef struct {
-    ct_wav_writer *w;
-    int failed;
-    long samples;
-    double t_start, ttfa;
-    int tty, utt, n_utt, rate;
-} sink_state;
-
-static void progress(const sink_state *st) {
+static void progress(const ct_stream_info *in, int rate, double t_start) {
     enum { W = 30 };
-    double audio = (double)st->samples / st->rate, wall = (ct_now_ms() - st->t_start) / 1e3;
-    int fill = (int)(W * (double)st->utt / (st->n_utt ? st->n_utt : 1));
+    double audio = (double)in->samples / rate, wall = (ct_now_ms() - t_start) / 1e3;
+    int n = in->utterances > 0 ? in->utterances : 1, done = in->state >= CT_STREAM_DONE ? n : in->utterance;
+    int fill = (int)(W * (double)done / n);
     char bar[W + 1];
     for (int i = 0; i < W; i++) bar[i] = i < fill ? '#' : '.';
     bar[W] = 0;
-    fprintf(stderr, "\r[%s] utterance %d/%d  %.2f s audio  RTF %.2f ", bar, st->utt, st->n_utt, audio,
+    fprintf(stderr, "\r[%s] utterance %d/%d  %.2f s audio  RTF %.2f ", bar, done, n, audio,
             audio > 0 ? wall / audio : 0.0);
-}
-
-static int sink(void *ud, const float *pcm, int n, int index) {
-    sink_state *st = ud;
-    (void)index;
-    if (ct_wav_write(st->w, pcm, (size_t)n) != CT_OK) {
-        st->failed = 1;
-        return 1;
-    }
-    if (st->ttfa < 0) {
-        fflush(st->w->f);
-        st->ttfa = ct_now_ms() - st->t_start;
-    }
-    st->samples += n;
-    if (st->tty) progress(st);
-    return 0;
 }
 
 /* Parses a CPU list flag ("0-2,5") into cpus[cap]; returns the count or -1 (message printed). */
@@ -63,21 +40,46 @@ static int cpus_flag(const char *flag, const char *v, int *cpus, int cap) {
     return n;
 }
 
+/* Reads the stream to its end into w; 0 when every sample was written, -1 when writing failed
+   (the stream is then cancelled). */
+static int drain(ct_stream *s, ct_wav_writer *w, int tty, int rate, double t_start) {
+    enum { CAP = 1920 * 8 };
+    static float pcm[CAP];
+    int finished = 0, first = 1;
+    while (!finished) {
+        size_t n = ct_stream_read(s, pcm, CAP, 200, &finished);
+        if (n && ct_wav_write(w, pcm, n) != CT_OK) {
+            ct_stream_cancel(s);
+            return -1;
+        }
+        if (n && first) {
+            fflush(w->f);
+            first = 0;
+        }
+        if (tty) {
+            ct_stream_info in = ct_stream_get_info(s);
+            progress(&in, rate, t_start);
+        }
+    }
+    return 0;
+}
+
 int ct_cli_synth(int argc, char **argv) {
     ct_cli_gen a;
     ct_cli_gen_init(&a);
-    const char *out = NULL, *schedule = NULL, *tcpus = NULL, *ccpus = NULL, *profile = NULL, *scheduling = NULL;
+    const char *out = NULL, *schedule = NULL, *tcpus = NULL, *ccpus = NULL, *profile = NULL, *placement = NULL;
     int use_float = 0, max_bytes = 300, windowed = 0, context = 72, codec_threads = 1;
     ct_opt extra[] = {
         {"output", 'o', CT_OPT_STR, &out, "FILE", "output WAV file, or '-' for raw s16le on stdout"},
         {"float", 0, CT_OPT_FLAG, &use_float, NULL, "write 32-bit float WAV instead of 16-bit PCM"},
-        {"utterance-bytes", 0, CT_OPT_INT, &max_bytes, "N", "split long text into utterances of about N bytes (default 300)"},
+        {"utterance-bytes", 0, CT_OPT_INT, &max_bytes, "N",
+         "split long text into utterances of about N bytes (default 300; 0 = one utterance)"},
         {"schedule", 0, CT_OPT_STR, &schedule, "SPEC", "chunk schedule: exact (default) | fixed:IC,S | ramp:2,4,8,16,25 | dynamic | adaptive"},
         {"profile", 0, CT_OPT_STR, &profile, "auto|FILE", "deploy profile: threads, CPU sets, context, schedule (flags override it)"},
         {"windowed", 0, CT_OPT_FLAG, &windowed, NULL, "stateless windowed codec decode (the exported form)"},
-        {"context", 0, CT_OPT_INT, &context, "N", "windowed decode left context in frames (default 72)"},
+        {"left-context", 0, CT_OPT_INT, &context, "N", "windowed decode left context in frames (default 72)"},
         {"codec-threads", 0, CT_OPT_INT, &codec_threads, "N", "codec decoder threads (default 1)"},
-        {"scheduling", 0, CT_OPT_STR, &scheduling, "MODE",
+        {"placement", 0, CT_OPT_STR, &placement, "MODE",
          "overlapped (talker and codec threads side by side) | serial (one pool runs both in turn) | "
          "auto (default: serial on 2 or fewer CPUs)"},
         {"talker-cpus", 0, CT_OPT_STR, &tcpus, "LIST", "pin stage 0 (talker) to CPUs, e.g. 0-2"},
@@ -95,9 +97,9 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: -o FILE (or -o - for raw s16le on stdout) is required\n");
         return 2;
     }
-    int sched_mode = CT_SCHEDULING_AUTO;
-    if (scheduling && ct_scheduling_parse(scheduling, &sched_mode) != CT_OK) {
-        fprintf(stderr, "error: --scheduling '%s': expected overlapped, serial or auto\n", scheduling);
+    int place = CT_PLACEMENT_AUTO;
+    if (placement && ct_placement_parse(placement, &place) != CT_OK) {
+        fprintf(stderr, "error: --placement '%s': expected overlapped, serial or auto\n", placement);
         return 2;
     }
     int raw = strcmp(out, "-") == 0;
@@ -105,8 +107,8 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: refusing to write raw audio to a terminal (pipe it: | aplay -f S16_LE -r 24000)\n");
         return 2;
     }
-    if (max_bytes < 16 || max_bytes > 100000) {
-        fprintf(stderr, "error: --utterance-bytes must be in [16, 100000]\n");
+    if (max_bytes != 0 && (max_bytes < 16 || max_bytes > 100000)) {
+        fprintf(stderr, "error: --utterance-bytes must be 0 or in [16, 100000]\n");
         return 2;
     }
     int tc[256], cc[256];
@@ -114,12 +116,12 @@ int ct_cli_synth(int argc, char **argv) {
     if (ntc < 0 || ncc < 0) return 2;
     ct_model *m = NULL;
     ct_codec *codec = NULL;
-    ct_synth *sy = NULL;
+    ct_engine *e = NULL;
+    ct_stream *s = NULL;
     char *text = NULL;
     FILE *f = NULL;
-    ct_span *spans = NULL;
     float *xv = NULL;
-    int rc = 1;
+    int rc = 1, tty = isatty(2) && !a.quiet;
     char err[1024], tmp_path[4200] = "";
     double t_load = ct_now_ms();
     m = ct_cli_load_model_w(a.model, a.tok, a.f32, a.weights);
@@ -135,46 +137,31 @@ int ct_cli_synth(int argc, char **argv) {
         goto done;
     }
     if (ct_cli_read_xvector(&a, m, &xv) != 0) goto done;
-    size_t len = strlen(text);
-    size_t ns = ct_split_sentences(text, len, (size_t)max_bytes, NULL, 0);
-    spans = malloc(sizeof(ct_span) * (ns ? ns : 1));
-    if (!spans) goto done;
-    ns = ct_split_sentences(text, len, (size_t)max_bytes, spans, ns);
-    /* merge neighbouring sentences up to max_bytes so prosody spans several of them */
-    size_t nu = 0;
-    for (size_t i = 0; i < ns; i++) {
-        if (nu && spans[i].off + spans[i].len - spans[nu - 1].off <= (size_t)max_bytes)
-            spans[nu - 1].len = spans[i].off + spans[i].len - spans[nu - 1].off;
-        else
-            spans[nu++] = spans[i];
-    }
-    ct_synth_params sp = ct_synth_params_default();
+    ct_engine_params ep = ct_engine_params_default();
+    ct_stream_params sp = ct_stream_params_default();
     ct_cli_profile_map prof;
     if (profile) {
-        if (ct_cli_apply_profile(profile, a.model, &sp, &prof) != 0) goto done;
+        if (ct_cli_apply_profile(profile, a.model, &ep, &sp, &prof) != 0) goto done;
         if (!a.quiet) fprintf(stderr, "%s\n", prof.desc);
     }
-    if (!profile || a.ctx != 2048) sp.max_context = a.ctx;
-    if (!profile || a.threads) sp.talker_threads = a.threads;
-    if (!profile || codec_threads != 1) sp.codec_threads = codec_threads;
+    ep.max_streams = 1;
+    if (!profile || a.ctx != 2048) ep.max_context = a.ctx;
+    if (!profile || a.threads) ep.talker_threads = a.threads; /* 0: the engine decides */
+    if (!profile || codec_threads != 1) ep.codec_threads = codec_threads;
+    if (placement) ep.placement = place; /* else the profile's, or auto */
+    if (ntc) {
+        ep.talker_cpus = tc;
+        ep.n_talker_cpus = ntc;
+    }
+    if (ncc) {
+        ep.codec_cpus = cc;
+        ep.n_codec_cpus = ncc;
+    }
     if (schedule) sp.schedule = schedule;
     sp.windowed = windowed;
     if (!profile || context != 72) sp.context_frames = context;
-    sp.scheduling = sched_mode;
-    if (!sp.talker_threads) { /* default: the talker gets all cores but one, the codec the last;
-                                 serial: one pool of all cores */
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        sp.talker_threads = sched_mode == CT_SCHEDULING_SERIAL ? (ncpu > 0 ? (int)ncpu : 1) : ncpu > 1 ? (int)ncpu - 1 : 1;
-    }
-    if (ntc) {
-        sp.talker_cpus = tc;
-        sp.n_talker_cpus = ntc;
-    }
-    if (ncc) {
-        sp.codec_cpus = cc;
-        sp.n_codec_cpus = ncc;
-    }
-    if (ct_synth_create(m, codec, &sp, &sy, err, sizeof err) != CT_OK) {
+    sp.utterance_bytes = max_bytes;
+    if (ct_engine_create(m, codec, &ep, &e, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
@@ -192,55 +179,44 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: cannot write '%s'\n", out);
         goto done;
     }
-    sink_state st = {&w, 0, 0, ct_now_ms(), -1, isatty(2) && !a.quiet, 0, (int)nu, rate};
-    t_load = st.t_start - t_load;
-    int stops[5] = {0};
-    char *utt = malloc(len + 1);
-    if (!utt) goto done;
-    for (size_t u = 0; u < nu; u++) {
-        memcpy(utt, text + spans[u].off, spans[u].len);
-        utt[spans[u].len] = 0;
-        ct_gen_params g;
-        ct_cli_gen_params(&a, &g, utt, xv, m);
-        g.seed = a.seed + u; /* each utterance its own reproducible stream */
-        st.utt = (int)u;
-        ct_status rs = ct_synth_run(sy, &g, sink, &st);
-        if (rs != CT_OK) {
-            if (st.failed)
-                fprintf(stderr, "%serror: writing audio failed (disk full or pipe closed)\n", st.tty ? "\n" : "");
-            else
-                fprintf(stderr, "%serror: utterance %zu: %s\n", st.tty ? "\n" : "", u + 1, ct_synth_errmsg(sy));
-            free(utt);
-            goto done;
-        }
-        stops[ct_synth_get_stats(sy).stop]++;
+    ct_gen_params g;
+    ct_cli_gen_params(&a, &g, text, xv, m);
+    double t_start = ct_now_ms();
+    t_load = t_start - t_load;
+    if (ct_engine_submit(e, &g, &sp, &s, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        goto done;
     }
-    free(utt);
+    if (drain(s, &w, tty, rate, t_start) != 0) {
+        fprintf(stderr, "%serror: writing audio failed (disk full or pipe closed)\n", tty ? "\n" : "");
+        goto done;
+    }
+    ct_stream_info in = ct_stream_get_info(s);
+    if (in.state == CT_STREAM_FAILED) {
+        fprintf(stderr, "%serror: utterance %d: %s\n", tty ? "\n" : "", in.utterance + 1, ct_stream_errmsg(s));
+        goto done;
+    }
     if (ct_wav_end(&w) != CT_OK || (!raw && (fclose(f) != 0 || (f = NULL, rename(tmp_path, out) != 0)))) {
-        fprintf(stderr, "%serror: finishing '%s' failed (disk full?)\n", st.tty ? "\n" : "", out);
+        fprintf(stderr, "%serror: finishing '%s' failed (disk full?)\n", tty ? "\n" : "", out);
         goto done;
     }
     tmp_path[0] = 0; /* renamed: nothing to clean up */
-    double wall = (ct_now_ms() - st.t_start) / 1e3, audio = (double)st.samples / rate;
-    if (st.tty) {
-        st.utt = (int)nu;
-        progress(&st);
-        fputc('\n', stderr);
-    }
+    double wall = (ct_now_ms() - t_start) / 1e3, audio = (double)in.samples / rate;
+    if (tty) fputc('\n', stderr);
     if (!a.quiet)
         fprintf(stderr, "%s: %.2f s of audio in %.2f s (RTF %.3f), time to first audio %.3f s, "
-                "%zu utterance(s), stops: eos %d, max_frames %d, budget %d (load %.2f s, %s scheduling)\n",
-                raw ? "stdout" : out, audio, wall, audio > 0 ? wall / audio : 0.0, st.ttfa / 1e3, nu,
-                stops[CT_STOP_EOS], stops[CT_STOP_MAX_FRAMES], stops[CT_STOP_BUDGET], t_load / 1e3,
-                ct_scheduling_str(ct_synth_scheduling(sy)));
+                "%d utterance(s), last stop: %s (load %.2f s, %s placement)\n",
+                raw ? "stdout" : out, audio, wall, audio > 0 ? wall / audio : 0.0, in.ttfa_ms / 1e3,
+                in.utterances, ct_stop_reason_str(in.stop), t_load / 1e3,
+                ct_placement_str(ct_engine_get_limits(e).placement));
     rc = 0;
 done:
     if (f && f != stdout) fclose(f);
     if (tmp_path[0]) remove(tmp_path); /* never leave a partial WAV behind */
-    free(spans);
+    ct_stream_release(s);
+    ct_engine_free(e);
     free(text);
     free(xv);
-    ct_synth_free(sy);
     ct_codec_free(codec);
     ct_model_free(m);
     return rc;

@@ -106,13 +106,13 @@ static int cmd_codes(int argc, char **argv) {
     sp.n_threads = a.threads;
     ct_cli_profile_map prof;
     if (profile) {
-        ct_synth_params syp = ct_synth_params_default();
-        if (ct_cli_apply_profile(profile, a.model, &syp, &prof) != 0) goto done;
+        ct_engine_params ep = ct_engine_params_default();
+        if (ct_cli_apply_profile(profile, a.model, &ep, NULL, &prof) != 0) goto done;
         if (!a.quiet) fprintf(stderr, "%s\n", prof.desc);
-        if (a.ctx == 2048) sp.max_context = syp.max_context;
-        if (!a.threads) sp.n_threads = syp.talker_threads;
-        sp.cpus = syp.talker_cpus;
-        sp.n_cpus = syp.n_talker_cpus;
+        if (a.ctx == 2048) sp.max_context = ep.max_context;
+        if (!a.threads) sp.n_threads = ep.talker_threads;
+        sp.cpus = ep.talker_cpus;
+        sp.n_cpus = ep.n_talker_cpus;
     }
     char err[1024];
     if (ct_session_create(m, &sp, &s, err, sizeof err) != CT_OK) {

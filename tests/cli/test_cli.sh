@@ -67,37 +67,62 @@ expect_rc 0 "$BIN" synth -m "$M" -t "With the auto profile." -s vivian --profile
 has "profile auto" "$WORK/err"
 expect_rc 0 "$BIN" codes -m "$M" -t "Profile." -s vivian --profile auto --max-frames 2 -o "$WORK/p.json"
 expect_rc 1 "$BIN" synth -m "$M" -t "Hi" -s vivian --profile /nonexistent.yaml -o "$WORK/x.wav"
-# stage scheduling: serial and overlapped write the same audio; a bad mode is a usage error
+# placement: serial and overlapped write the same audio (WAV and raw stdout); a bad mode is a
+# usage error; --scheduling is gone
 for sm in overlapped serial auto; do
   expect_rc 0 "$BIN" synth -m "$M" -t "One sentence. And another one!" -s vivian --max-frames 6 --seed 2 \
-    --schedule ramp:2,4,8,16,25 --scheduling $sm -o "$WORK/s_$sm.wav"
-  if [ $sm = auto ]; then has "serial scheduling)\|overlapped scheduling)" "$WORK/err"; else has "$sm scheduling)" "$WORK/err"; fi
+    --schedule ramp:2,4,8,16,25 --placement $sm -o "$WORK/s_$sm.wav"
+  if [ $sm = auto ]; then has "serial placement)\|overlapped placement)" "$WORK/err"; else has "$sm placement)" "$WORK/err"; fi
+  "$BIN" synth -m "$M" -t "Hello there. How are you? Fine thanks." -s vivian --max-frames 5 --seed 3 \
+    --utterance-bytes 16 --placement $sm -o - -q > "$WORK/r_$sm.raw" 2>"$WORK/err" || bad "synth -o - --placement $sm"
 done
 if cmp -s "$WORK/s_overlapped.wav" "$WORK/s_serial.wav" && cmp -s "$WORK/s_overlapped.wav" "$WORK/s_auto.wav"; then ok
-else bad "serial and overlapped scheduling wrote different audio"; fi
-expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --scheduling fastest -o "$WORK/x.wav"
-has "expected overlapped, serial or auto" "$WORK/err"
-"$BIN" synth --help > "$WORK/out" 2>&1; has "\-\-scheduling" "$WORK/out"
-# bench stream: both modes side by side, the comparison JSON and the frame budget split
+else bad "serial and overlapped placement wrote different audio"; fi
+if [ -s "$WORK/r_serial.raw" ] && cmp -s "$WORK/r_overlapped.raw" "$WORK/r_serial.raw" && \
+   cmp -s "$WORK/r_overlapped.raw" "$WORK/r_auto.raw"; then ok; else bad "synth -o -: placements differ"; fi
+expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --placement fastest -o "$WORK/x.wav"
+has "placement 'fastest': expected overlapped, serial or auto" "$WORK/err"
+expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --scheduling serial -o "$WORK/x.wav"
+has "unknown option '--scheduling'" "$WORK/err"
+"$BIN" synth --help > "$WORK/out" 2>&1; has "\-\-placement" "$WORK/out"; has "\-\-left-context" "$WORK/out"
+# long text: the engine splits it into utterances (seed + k each), played back to back
+expect_rc 0 "$BIN" synth -m "$M" -t "Hello there. How are you? Fine thanks." -s vivian --max-frames 5 --seed 3 \
+  --utterance-bytes 16 -o "$WORK/u3.wav"
+has " 3 utterance(s), last stop: max_frames (" "$WORK/err"
+if [ "$(stat -c %s "$WORK/u3.wav")" = $((44 + 3*5*1920*2)) ] && cmp -s "$WORK/r_auto.raw" <(tail -c +45 "$WORK/u3.wav"); then ok
+else bad "three utterances: $(stat -c %s "$WORK/u3.wav") bytes"; fi
+expect_rc 0 "$BIN" synth -m "$M" -t "Hello there. How are you? Fine thanks." -s vivian --max-frames 5 --seed 3 \
+  --utterance-bytes 0 -o "$WORK/u1.wav"
+has " 1 utterance(s)" "$WORK/err"
+expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --utterance-bytes 8 -o "$WORK/x.wav";  has "utterance-bytes" "$WORK/err"
+expect_rc 0 "$BIN" synth -m "$M" -t "Windowed." -s vivian --max-frames 4 --windowed --left-context 8 -o "$WORK/w.wav"
+# bench stream: both placements side by side, the comparison JSON and the frame budget split
 printf 'Hello there.\n' > "$WORK/p1.txt"
-expect_rc 0 "$BIN" bench stream -m "$M" --prompts "$WORK/p1.txt" --warmup 0 --max-frames 4 --scheduling both -o "$WORK/bench"
+expect_rc 0 "$BIN" bench stream -m "$M" --prompts "$WORK/p1.txt" --warmup 0 --max-frames 4 --placement both -o "$WORK/bench"
 has "| overlapped (overlapped) | 1+1 |" "$WORK/out"; has "| serial (serial) | 1 |" "$WORK/out"; has "frame budget" "$WORK/out"
-python3 - "$WORK/bench/scheduling_compare.json" <<'PY' && ok || bad "scheduling_compare.json"
+python3 - "$WORK/bench/placement_compare.json" <<'PY' && ok || bad "placement_compare.json"
 import json, sys
 d = json.load(open(sys.argv[1]))
+assert d["kind"] == "placement_compare"
 rows = d["sweep"]
-assert [r["scheduling"] for r in rows] == ["overlapped", "serial"], rows
+assert [r["placement"] for r in rows] == ["overlapped", "serial"], rows
 for r in rows:
     fb = r["frame_budget"]
     assert fb["frames"] == 4 and fb["talker_ms"] >= 0 and fb["decoder_ms"] > 0, fb
     assert set(fb["share_of_80ms"]) == {"talker", "predictor", "decoder", "other", "wall"}
     assert r["ttfa_ms"]["p95"] >= r["ttfa_ms"]["p50"] > 0
     res = json.load(open(r["result"]))
-    assert res["frame_budget"]["scheduling"] == r["scheduling"] and res["meta"]["bench_args"]["scheduling"] == r["scheduling"]
+    assert res["frame_budget"]["placement"] == r["placement"] and res["meta"]["bench_args"]["placement"] == r["placement"]
+    assert res["meta"]["bench_args"]["placement_requested"] == r["requested"]
+    req = res["requests"][0]
+    assert len(req["chunks"]) > 0 and req["ttfa_ms"] > 0 and req["t_final_ms"] >= req["chunks"][-1]["t_ms"], req
 PY
-expect_rc 2 "$BIN" bench stream -m "$M" --scheduling serial:x -o "$WORK/bench";  has "THREADS" "$WORK/err"
-expect_rc 2 "$BIN" bench stream -m "$M" --scheduling sideways -o "$WORK/bench";  has "unknown mode 'sideways'" "$WORK/err"
-expect_rc 2 "$BIN" bench threads -m "$M" --scheduling serial -o "$WORK/bench";   has "unknown option '--scheduling'" "$WORK/err"
+expect_rc 2 "$BIN" bench stream -m "$M" --placement serial:x -o "$WORK/bench";  has "THREADS" "$WORK/err"
+expect_rc 2 "$BIN" bench stream -m "$M" --placement sideways -o "$WORK/bench";  has "unknown mode 'sideways'" "$WORK/err"
+expect_rc 2 "$BIN" bench threads -m "$M" --placement serial -o "$WORK/bench";   has "unknown option '--placement'" "$WORK/err"
+# calibrate: one measured request on the engine (not cached: --dry-run)
+expect_rc 0 "$BIN" calibrate -m "$M" --dry-run --cache-dir "$WORK/cal"
+has "measured request: [1-9][0-9]* chunks" "$WORK/err"; has "not written (dry run)" "$WORK/out"
 for c in serve export quantize stats; do
   "$BIN" $c --help > "$WORK/out" 2>&1; has "usage" "$WORK/out"
 done
