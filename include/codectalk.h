@@ -20,13 +20,66 @@ extern "C" {
 /* Library version string, e.g. "0.1.0". */
 const char *ct_version(void);
 
+/* Process-wide environment switches. The library reads these variables itself (every other
+   setting comes through the params structs); each is read at the moment named and not again,
+   so set them before that point. Unset or empty means the default.
+
+   CODECTALK_ISA       Kernel level: scalar, avx2, avx512, avx512bf16, neon, neon-dotprod or
+                       auto (default: the best this CPU and build run). Read once, when the
+                       kernels are selected: the first ct_model_load, or the first codec decode
+                       or stream (those fall back to scalar on a bad value). An unknown name
+                       makes ct_model_load fail with CT_ERR_INVALID_ARG, a level the CPU lacks
+                       with CT_ERR_UNSUPPORTED (never SIGILL). Results differ between levels by
+                       rounding only; within one level they do not depend on thread counts.
+   CODECTALK_AMX       "0": never use AMX tiles; otherwise the avx512bf16 level uses AMX-BF16
+                       for BF16-weight prefill when the CPU has it and Linux grants tile-data
+                       permission. Read once, at kernel selection.
+   CODECTALK_BF16_ACT  "1": bf16-activation mode for BF16-weight prefill at the avx512bf16
+                       level (activations rounded to bf16: faster, about 1e-5 NMSE off the f32
+                       result per matmul). Default off. Read once, at kernel selection.
+   CODECTALK_INT8_ACT  "0": INT8/INT4 weights keep f32 activations. Default: at the levels with
+                       integer-dot kernels (avx512bf16: VNNI, neon-dotprod: SDOT), calls of
+                       fewer than 16 tokens (decode) quantize activations to int8 per 32
+                       columns, which changes INT8/INT4 results slightly. Read once, at kernel
+                       selection.
+   CODECTALK_STEP_STATS_DIR
+                       A directory: collect per-step timing counters and write them as
+                       <dir>/<role>_<pid>.json every 500 samples and at exit (docs/STREAMING.md
+                       3). Default off (each hook then costs one branch). Read once, at the
+                       first timing hook.
+   CODECTALK_HW_PROFILE
+                       Hardware record to use instead of probing the machine: a path to a JSON
+                       file, or the JSON itself (text starting with '{'); format in
+                       docs/EDGE.md 1. Read each time the hardware is detected without an
+                       explicit root (deploy profile "auto", `codectalk probe`).
+   CODECTALK_PROFILE_DIR
+                       Directory holding the layered deploy profiles (qwen3_tts.yaml,
+                       hardware/<class>.yaml). Default: profiles/ of the source tree the
+                       library was built from. Read each time a profile is resolved.
+   XDG_CACHE_HOME, HOME
+                       Calibration cache: $XDG_CACHE_HOME/codectalk/calibration/<fingerprint>.json,
+                       else $HOME/.cache/codectalk/calibration/...; an explicit cache directory
+                       overrides both, and with neither set there is no cache. Read each time
+                       the cache path is formed (deploy profile "auto", `codectalk calibrate`). */
+
+/* Params structs (ct_model_params and every other *_params): each starts with `size_t size`,
+   which its *_default() constructor sets to sizeof the struct as this header declares it.
+   Start from the default, change fields, pass a pointer (NULL = all defaults). The library
+   takes only the first `size` bytes of the struct: a program built against an older, smaller
+   struct gets the defaults for the fields it does not know. A program built against a newer,
+   larger struct is accepted when every byte beyond what this library knows is zero (new
+   fields are added so that zero means "as before"); otherwise the call fails with
+   CT_ERR_INVALID_ARG ("params from a newer codectalk"). size 0 is taken as the whole struct,
+   for code that fills a zeroed struct without setting it; 1..sizeof(size_t)-1 is an error. */
+
 /* ---- model -------------------------------------------------------------------------- */
 
 /* Immutable after load; may be shared by any number of sessions on any threads. */
 typedef struct ct_model ct_model;
 
 typedef struct {
-    size_t size;               /* sizeof(ct_model_params), set by the default */
+    size_t size;               /* sizeof(ct_model_params), set by the default (see Params
+                                  structs above) */
     const char *tokenizer_dir; /* NULL: the model directory holds vocab.json etc. */
     int f32_weights;           /* 1: convert every weight to f32 at load (reference mode) */
     const char *weights;       /* transformer weight format, converted at load: NULL/"bf16" =
@@ -171,14 +224,58 @@ const char *ct_batch_errmsg(const ct_batch *b);
 
 /* ---- codec decoder ------------------------------------------------------------------ */
 
-/* The codec decoder (speech_tokenizer/ of a model directory); immutable, shareable. */
+/* The codec decoder ("Code2Wav", speech_tokenizer/ of a model directory): frames of n_groups
+   codes (16 per 80 ms frame) -> samples_per_frame (1920) samples of mono PCM in [-1, 1] at the
+   sample rate (24 kHz), F32 throughout. Usable without the engine, e.g. on the frames of a
+   CT_OUTPUT_CODES stream: one-shot (ct_codec_decode) or streaming (ct_codec_stream_*), with
+   identical output. Kernels follow the process-wide ISA level (CODECTALK_ISA); these calls
+   run on the calling thread. The codec is immutable after load and shareable by any number
+   of threads and streams. */
 typedef struct ct_codec ct_codec;
+/* Streaming decoder state over one codec; one thread at a time. */
+typedef struct ct_codec_stream ct_codec_stream;
 
-/* Loads model_dir/speech_tokenizer/{config.json, model.safetensors}. */
+/* Loads model_dir/speech_tokenizer/{config.json, model.safetensors}. Every width comes from
+   decoder_config and is checked against the tensor shapes; the weights are copied (repacked),
+   so the file is unmapped before returning. Errors: CT_ERR_INVALID_ARG (NULL arguments),
+   CT_ERR_IO (missing or unreadable file), CT_ERR_FORMAT (bad JSON, a missing, mis-shaped or
+   non-F32 tensor: the message names the tensor and both shapes), CT_ERR_UNSUPPORTED (a config
+   variant not handled), CT_ERR_NOMEM; the message goes to err[errcap]. */
 ct_status ct_codec_load(const char *model_dir, ct_codec **out, char *err, size_t errcap);
+/* Frees a codec (NULL is fine). No stream created from it may be used afterwards. */
 void ct_codec_free(ct_codec *c);
-int ct_codec_samples_per_frame(const ct_codec *c); /* 1920 */
-int ct_codec_sample_rate(const ct_codec *c);       /* 24000 */
+int ct_codec_samples_per_frame(const ct_codec *c); /* product of the upsampling factors: 1920 */
+int ct_codec_sample_rate(const ct_codec *c);       /* output_sample_rate: 24000 */
+int ct_codec_n_groups(const ct_codec *c);          /* codebooks per frame: 16 */
+
+/* One-shot: codes [n_frames][n_groups] (frame-major, codebook 0 first) ->
+   pcm[n_frames * samples_per_frame]. Allocates its working memory per call; long inputs are
+   processed in pieces through the exact streaming state, so memory stays bounded and the
+   result is that of decoding the whole sequence at once. n_frames == 0 is a no-op. A code
+   outside [0, codebook_size) gives CT_ERR_INVALID_ARG naming the frame and group, with
+   nothing written. Thread-safe on a shared codec. */
+ct_status ct_codec_decode(const ct_codec *c, const int32_t *codes, int n_frames, float *pcm,
+                          char *err, size_t errcap);
+
+/* Creates a streaming decoder at the start of a stream, sized up front for up to max_chunk
+   (1..65536) frames per push; nothing allocates per push. CT_ERR_INVALID_ARG, CT_ERR_NOMEM. */
+ct_status ct_codec_stream_create(const ct_codec *c, int max_chunk, ct_codec_stream **out,
+                                 char *err, size_t errcap);
+
+/* Pushes n_frames (1..max_chunk) new frames (codes as for ct_codec_decode) and writes exactly
+   n_frames * samples_per_frame new samples to pcm. The concatenated output of any sequence of
+   pushes equals, bit for bit, the one-shot decode of the concatenated codes. Bad codes or
+   n_frames out of range give CT_ERR_INVALID_ARG with the state untouched. The cost per frame
+   does not depend on how many frames were pushed before. */
+ct_status ct_codec_stream_push(ct_codec_stream *s, const int32_t *codes, int n_frames, float *pcm,
+                               char *err, size_t errcap);
+
+/* Back to the start-of-stream state (zero history, position 0), for the next stream. NULL is
+   fine. */
+void ct_codec_stream_reset(ct_codec_stream *s);
+
+/* Frees a stream (NULL is fine). */
+void ct_codec_stream_free(ct_codec_stream *s);
 
 /* ---- the stream engine ----------------------------------------------------------------- */
 

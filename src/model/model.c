@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/params.h"
 #include "kernels/cpu.h"
 #include "model/model_internal.h"
 
@@ -315,13 +316,15 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     *out = NULL;
     ct_status kst = ct_kernels_init(NULL, err, errcap);
     if (kst != CT_OK) return kst;
-    ct_model_params p = params ? *params : ct_model_params_default();
+    /* fields beyond the caller's p->size keep their defaults (core/params.h) */
+    ct_model_params p = ct_model_params_default();
+    ct_status pst = ct_params_take(&p, sizeof p, params, params ? params->size : 0, "ct_model_params",
+                                   err, errcap);
+    if (pst != CT_OK) return pst;
     ct_model *m = calloc(1, sizeof *m);
     if (!m) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
     m->f32_weights = p.f32_weights;
-    /* p.size guards callers built against the struct before `weights` existed */
-    const char *wf =
-        !p.size || p.size >= offsetof(ct_model_params, weights) + sizeof(const char *) ? p.weights : NULL;
+    const char *wf = p.weights;
     if (!wf || !wf[0] || !strcmp(wf, "bf16") || !strcmp(wf, "stored")) m->wfmt = CT_WFMT_STORED;
     else if (!strcmp(wf, "int8")) m->wfmt = CT_WFMT_INT8;
     else if (!strcmp(wf, "int4")) m->wfmt = CT_WFMT_INT4;
