@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/params.h"
 #include "core/stepstats.h"
 #include "stream/engine_internal.h"
 
@@ -589,8 +590,9 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
                            char *err, size_t errcap) {
     if (out) *out = NULL;
     if (!m || !c || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: NULL argument");
-    ct_engine_params p = pp ? *pp : ct_engine_params_default();
-    ct_status st = check_params(m, &p, err, errcap);
+    ct_engine_params p = ct_engine_params_default();
+    ct_status st = pp ? ct_params_take(&p, sizeof p, pp, pp->size, "ct_engine_params", err, errcap) : CT_OK;
+    if (st == CT_OK) st = check_params(m, &p, err, errcap);
     if (st != CT_OK) return st;
     if (ct_codec_n_groups(c) != m->cfg.n_groups || m->cfg.n_groups > CT_MAX_GROUPS)
         return ct_errf(err, errcap, CT_ERR_FORMAT, "engine: the codec has %d codebooks, the model %d",

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/params.h"
 #include "core/stepstats.h"
 #include "stream/engine_internal.h"
 
@@ -143,7 +144,9 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
     if (out) *out = NULL;
     if (!e || !g || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: NULL argument");
     if (!g->text) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: the request has no text");
-    ct_stream_params p = sp ? *sp : ct_stream_params_default();
+    ct_stream_params p = ct_stream_params_default();
+    if (sp && ct_params_take(&p, sizeof p, sp, sp->size, "ct_stream_params", err, errcap) != CT_OK)
+        return CT_ERR_INVALID_ARG;
     if (p.output != CT_OUTPUT_PCM && p.output != CT_OUTPUT_CODES)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: output %d is not pcm (0) or codes (1)", p.output);
     if (p.context_frames < 0 || p.context_frames > CT_ENGINE_MAX_WINDOW)

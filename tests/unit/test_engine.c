@@ -5,6 +5,7 @@
    failing stream fails alone; long text runs utterance by utterance (seed + k); windowed
    decode follows the ramp; codes output equals the session's frames; admission limits. */
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,6 +365,22 @@ int main(void) {
         p = ct_engine_params_default();
         p.placement = 7;
         CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "placement"));
+        /* the size rule: an older caller's shorter struct keeps the defaults past its end */
+        p = ct_engine_params_default();
+        p.size = offsetof(ct_engine_params, placement);
+        p.placement = 7; /* beyond the caller's size: not read */
+        CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_OK);
+        CHECK(e && ct_engine_get_limits(e).placement != 7);
+        ct_engine_free(e);
+        ct_stream_params big[2];
+        memset(big, 0, sizeof big);
+        big[0] = ct_stream_params_default();
+        big[0].size = sizeof big;
+        ((unsigned char *)big)[sizeof big - 1] = 1; /* a newer caller's field we do not know */
+        p = ct_engine_params_default();
+        CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_OK);
+        CHECK(ct_engine_submit(e, &g, big, &b, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "newer"));
+        ct_engine_free(e);
         int pl = -1;
         CHECK(ct_placement_parse("serial", &pl) == CT_OK && pl == CT_PLACEMENT_SERIAL);
         CHECK(ct_placement_parse("fast", &pl) == CT_ERR_INVALID_ARG);
