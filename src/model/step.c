@@ -121,17 +121,18 @@ static int gather(ct_batch *b, ct_session *const *ss, int n, int want_advance, c
     for (int i = 0; i < n; i++) {
         ct_session *s = ss[i];
         if (!s || !(want_advance ? s->advance_pending : s->running)) continue;
-        if (s->m != b->m || s->cap > b->cap || B == b->max) {
-            *st = ct_errf(b->err, sizeof b->err, CT_ERR_INVALID_ARG, "batch: session %d is of another "
-                          "model, has max_context %d over %d, or is past max_streams %d", i, s->cap,
-                          b->cap, b->max);
-            return -1;
-        }
-        if (!want_advance && s->advance_pending) {
+        if (s->m != b->m)
+            *st = ct_errf(b->err, sizeof b->err, CT_ERR_INVALID_ARG, "batch: session %d is of another model", i);
+        else if (s->cap > b->cap)
+            *st = ct_errf(b->err, sizeof b->err, CT_ERR_INVALID_ARG, "batch: session %d has max_context "
+                          "%d, over the batch's %d", i, s->cap, b->cap);
+        else if (B == b->max)
+            *st = ct_errf(b->err, sizeof b->err, CT_ERR_INVALID_ARG, "batch: more than max_streams %d "
+                          "sessions (at %d)", b->max, i);
+        else if (!want_advance && s->advance_pending)
             *st = ct_errf(b->err, sizeof b->err, CT_ERR_STATE, "session %d: frame codes before the "
                           "previous frame's advance", i);
-            return -1;
-        }
+        if (*st != CT_OK) return -1;
         b->act[B] = s;
         b->slot[B++] = i;
     }

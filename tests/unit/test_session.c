@@ -1,8 +1,9 @@
 /* Sessions on a tiny random model: prompt layouts and lengths, speaker/language/dialect rules,
-   seeded replay, stop reasons, bad requests. */
+   seeded replay, stop reasons, bad requests, thread-count (and borrowed-pool) invariance. */
 #include <string.h>
 
 #include "codectalk.h"
+#include "core/pool.h"
 #include "ct_test.h"
 #include "model/session_internal.h"
 #include "test_models.h"
@@ -226,12 +227,20 @@ static ct_session *session_threads(int nt) {
     return s;
 }
 
-/* identical codes for 1, 2 and 3 compute threads */
+/* identical codes for 1, 2 and 3 compute threads of the session's own, and on a borrowed
+   pool of 2 threads (nt 4) or none (nt 5: inline on the caller's thread) */
 static void test_threads(void) {
     static int32_t a[40 * 16], b[40 * 16];
     int na = -1;
-    for (int nt = 1; nt <= 3; nt++) {
-        ct_session *s = session_threads(nt);
+    char err[256];
+    ct_pool *pool = NULL;
+    CHECK(ct_pool_create(2, NULL, 0, &pool) == CT_OK);
+    ct_session *bad = NULL;
+    CHECK(ct_session_create_on(M, 8, pool, &bad, err, sizeof err) == CT_ERR_INVALID_ARG && !bad);
+    for (int nt = 1; nt <= 5; nt++) {
+        ct_session *s = NULL;
+        if (nt <= 3) s = session_threads(nt);
+        else CHECKF(ct_session_create_on(M, 256, nt == 4 ? pool : NULL, &s, err, sizeof err) == CT_OK, "%s", err);
         ct_gen_params g = ct_gen_params_default();
         g.text = "Threads must not change a single code.";
         g.speaker = "sohee";
@@ -242,6 +251,7 @@ static void test_threads(void) {
         else CHECKF(n == na && memcmp(a, b, sizeof(int32_t) * 16 * (size_t)n) == 0, "%d threads", nt);
         ct_session_free(s);
     }
+    ct_pool_free(pool);
 }
 
 /* batched prompt embeddings equal per-token ct_embed_text bit for bit, for 1 and 3 threads
