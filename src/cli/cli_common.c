@@ -37,7 +37,7 @@ int ct_cli_gen_opts(ct_cli_gen *a, ct_opt *o, int cap) {
         {"max-new-tokens", 0, CT_OPT_INT, &a->max_new_tokens, "N", "reference budget (N-1 frames; default: generation_config)"},
         {"streaming-text", 0, CT_OPT_FLAG, &a->streaming, NULL, "use the streaming-text prompt layout"},
         {"non-streaming-text", 0, CT_OPT_FLAG, &a->non_streaming, NULL, "use the non-streaming prompt layout"},
-        {"threads", 0, CT_OPT_INT, &a->threads, "N", "compute threads (default 0 = all CPUs)"},
+        {"threads", 0, CT_OPT_INT, &a->threads, "N", "compute threads (default 0 = all CPUs; synth overlapped: all but one)"},
         {"context", 0, CT_OPT_INT, &a->ctx, "N", "talker KV positions to reserve (default 2048)"},
         {"f32", 0, CT_OPT_FLAG, &a->f32, NULL, "convert weights to f32 at load (reference mode)"},
         {"weights", 0, CT_OPT_STR, &a->weights, "FMT", "bf16 (as stored) | int8 | int4 | mixed, converted at load"},
