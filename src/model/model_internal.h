@@ -1,4 +1,4 @@
-/* The loaded model (weights bound by name into the mmap'd checkpoint) and the engine entry
+/* The loaded model (weights bound by name into the mmap'd checkpoint) and the step entry
    points shared by sessions and tests. */
 #ifndef CT_MODEL_INTERNAL_H
 #define CT_MODEL_INTERNAL_H
