@@ -87,7 +87,12 @@ static int usable_cpus(const ct_engine_params *p) {
 /* Resolves the placement and the thread counts (docs/STREAMING.md 4); the serial pool under
    auto runs on both stages' CPUs (talker's first, then the codec's others). */
 static ct_status resolve_placement(ct_engine *e, char *err, size_t errcap) {
-    const ct_engine_params *p = &e->p;
+    ct_engine_params pinned = e->p; /* the owned CPU lists */
+    pinned.talker_cpus = e->tcpus;
+    pinned.n_talker_cpus = e->n_tcpus;
+    pinned.codec_cpus = e->ccpus;
+    pinned.n_codec_cpus = e->n_ccpus;
+    const ct_engine_params *p = &pinned;
     int ncpu = usable_cpus(p), any = ncpu > 0 ? ncpu : usable_cpus(&(ct_engine_params){0});
     e->placement = p->placement == CT_PLACEMENT_SERIAL ? CT_PLACEMENT_SERIAL : CT_PLACEMENT_OVERLAPPED;
     e->codec_threads = p->codec_threads > 0 ? p->codec_threads : 1;
@@ -617,7 +622,8 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
     e->ccpus = dup_ints(p.codec_cpus, p.n_codec_cpus);
     e->n_tcpus = e->tcpus ? p.n_talker_cpus : 0;
     e->n_ccpus = e->ccpus ? p.n_codec_cpus : 0;
-    e->p.talker_cpus = e->p.codec_cpus = NULL;
+    e->p.talker_cpus = e->p.codec_cpus = NULL; /* borrowed: the copies above are used */
+    e->p.n_talker_cpus = e->p.n_codec_cpus = 0;
     e->G = m->cfg.n_groups;
     e->spf = ct_codec_samples_per_frame(c);
     e->rate = ct_codec_sample_rate(c);

@@ -147,6 +147,22 @@ int main(void) {
             CHECK(in.samples == (uint64_t)nref && in.ttfa_ms > 0 && in.ttfa_ms <= in.done_ms && in.utterances == 1);
             CHECK(in.prefill_ms > 0 && in.step_ms > 0 && in.codec_ms > 0);
             if (i == 0) CHECK(in.chunks == 30);
+            if (i == 2) { /* both stages pinned (borrowed lists): the same audio */
+                ct_engine_params pp = ct_engine_params_default();
+                int cpu0 = 0;
+                pp.placement = pl;
+                pp.max_context = 512;
+                pp.talker_cpus = &cpu0;
+                pp.n_talker_cpus = 1;
+                pp.codec_cpus = &cpu0;
+                pp.n_codec_cpus = 1;
+                ct_engine *ep = NULL;
+                CHECKF(ct_engine_create(M, C, &pp, &ep, err, sizeof err) == CT_OK, "%s", err);
+                cpu0 = 99; /* the engine keeps its own copy */
+                long np = ep ? run_one(ep, &g, scheds[i], 0, got, NULL) : -1;
+                CHECKF(same(got, np, ref, nref), "%s pinned: differs", ct_placement_str(pl));
+                ct_engine_free(ep);
+            }
             ct_engine_limits l = ct_engine_get_limits(e);
             CHECK(l.placement == pl && l.sample_rate == 24000 && l.samples_per_frame == SPF);
             ct_engine_free(e);
