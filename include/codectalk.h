@@ -336,7 +336,8 @@ typedef struct {
 ct_engine_params ct_engine_params_default(void);
 
 /* Reserves every stream slot (KV caches, scratch, codec state, output buffers) and starts the
-   engine's threads. Model and codec are borrowed and must outlive the engine. Errors:
+   engine's threads. Model and codec are borrowed and must outlive the engine; c may be NULL
+   for an engine whose streams all ask for codes (CT_OUTPUT_CODES). Errors:
    CT_ERR_INVALID_ARG (a field out of range: the message names it), CT_ERR_LIMIT (the KV
    budget holds no stream: the message gives both numbers), CT_ERR_FORMAT (model and codec
    disagree), CT_ERR_NOMEM. */
@@ -460,8 +461,8 @@ ct_stream_info ct_stream_get_info(ct_stream *s);
 /* Message of a FAILED stream ("" otherwise). Borrowed while the stream is held. */
 const char *ct_stream_errmsg(ct_stream *s);
 
-/* Chunk release timeline: t_ms since submission and samples (codes: frames) per chunk, in
-   order. Returns the number of chunks; fills up to cap entries (arrays may be NULL). */
+/* Chunk release timeline: t_ms since submission and samples per chunk (codes: the samples the
+   frames decode to), in order. Returns the number of chunks; fills up to cap entries (arrays may be NULL). */
 int ct_stream_timeline(ct_stream *s, double *t_ms, int *samples, int cap);
 
 #ifdef __cplusplus

@@ -97,55 +97,57 @@ static int cmd_codes(int argc, char **argv) {
     char *text = ct_cli_get_text(a.text, a.file, 1);
     float *xv = NULL;
     int rc = 1;
-    ct_session *s = NULL;
+    ct_engine *e = NULL;
+    ct_stream *st = NULL;
     FILE *fo = NULL;
     int32_t *frames = NULL;
     if (!text || ct_cli_read_xvector(&a, m, &xv) != 0) goto done;
-    ct_session_params sp = ct_session_params_default();
-    sp.max_context = a.ctx;
-    sp.n_threads = a.threads;
+    /* one stream on the engine, codes out: the same frames as every other entry point */
+    ct_engine_params ep = ct_engine_params_default();
     ct_cli_profile_map prof;
     if (profile) {
-        ct_engine_params ep = ct_engine_params_default();
         if (ct_cli_apply_profile(profile, a.model, &ep, NULL, &prof) != 0) goto done;
         if (!a.quiet) fprintf(stderr, "%s\n", prof.desc);
-        if (a.ctx == 2048) sp.max_context = ep.max_context;
-        if (!a.threads) sp.n_threads = ep.talker_threads;
-        sp.cpus = ep.talker_cpus;
-        sp.n_cpus = ep.n_talker_cpus;
     }
+    if (!profile || a.ctx != 2048) ep.max_context = a.ctx;
+    if (!profile || a.threads) ep.talker_threads = a.threads;
+    ep.placement = CT_PLACEMENT_SERIAL; /* no audio: the codec stage only passes frames on */
     char err[1024];
-    if (ct_session_create(m, &sp, &s, err, sizeof err) != CT_OK) {
+    if (ct_engine_create(m, NULL, &ep, &e, err, sizeof err) != CT_OK) { /* codes only: no codec */
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
     ct_gen_params g;
     ct_cli_gen_params(&a, &g, text, xv, m);
+    ct_stream_params sp = ct_stream_params_default();
+    sp.output = CT_OUTPUT_CODES;
+    sp.utterance_bytes = 0; /* the whole text is one prompt */
     double t0 = now_s();
-    if (ct_session_start(s, &g) != CT_OK) {
-        fprintf(stderr, "error: %s\n", ct_session_errmsg(s));
+    if (ct_engine_submit(e, &g, &sp, &st, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    double t_prefill = now_s() - t0;
-    ct_run_info ri = ct_session_run_info(s);
-    int G = info.n_groups;
-    frames = malloc((size_t)ri.frame_limit * G * sizeof(int32_t));
+    if (ct_stream_wait_started(st, -1) == CT_STREAM_FAILED) {
+        fprintf(stderr, "error: %s\n", ct_stream_errmsg(st));
+        goto done;
+    }
+    ct_stream_info si = ct_stream_get_info(st);
+    double t_prefill = si.prefill_ms / 1e3;
+    int G = info.n_groups, cap = ep.max_context;
+    frames = malloc((size_t)cap * G * sizeof(int32_t));
     if (!frames) {
         fprintf(stderr, "error: out of memory\n");
         goto done;
     }
-    int nf = 0, tty = isatty(2) && !a.quiet;
-    for (;;) {
-        int got = 0;
-        if (ct_session_next_frame(s, frames + (size_t)nf * G, &got) != CT_OK) {
-            fprintf(stderr, "\nerror: %s\n", ct_session_errmsg(s));
-            goto done;
-        }
-        if (!got) break;
-        nf++;
-        if (tty)
-            fprintf(stderr, "\rframe %d/%d  %.2f s audio  %.1f s elapsed", nf, ri.frame_limit,
-                    nf * 0.08, now_s() - t0);
+    int nf = 0, tty = isatty(2) && !a.quiet, fin = 0;
+    while (!fin && nf < cap) {
+        nf += (int)ct_stream_read_codes(st, frames + (size_t)nf * G, (size_t)(cap - nf), -1, &fin);
+        if (tty) fprintf(stderr, "\rframe %d  %.2f s audio  %.1f s elapsed", nf, nf * 0.08, now_s() - t0);
+    }
+    si = ct_stream_get_info(st);
+    if (si.state == CT_STREAM_FAILED) {
+        fprintf(stderr, "\nerror: %s\n", ct_stream_errmsg(st));
+        goto done;
     }
     double wall = now_s() - t0;
     if (tty) fputc('\n', stderr);
@@ -165,7 +167,7 @@ static int cmd_codes(int argc, char **argv) {
         }
         fprintf(fo, "],\n \"n_frames\": %d, \"stop\": \"%s\", \"prompt_len\": %d, "
                 "\"text_tokens\": %d, \"seed\": %llu}\n", nf,
-                ct_stop_reason_str(ct_session_stop_reason(s)), ri.prompt_len, ri.text_tokens,
+                ct_stop_reason_str(si.stop), si.prompt_len, si.text_tokens,
                 (unsigned long long)a.seed);
     }
     if (fo != stdout ? fclose(fo) != 0 : fflush(fo) != 0) {
@@ -175,7 +177,7 @@ static int cmd_codes(int argc, char **argv) {
     fo = NULL;
     if (!a.quiet)
         fprintf(stderr, "%d frames (%.2f s of audio), stop: %s, prefill %.3f s, %.1f ms/frame, "
-                "wall %.2f s\n", nf, nf * 0.08, ct_stop_reason_str(ct_session_stop_reason(s)),
+                "wall %.2f s\n", nf, nf * 0.08, ct_stop_reason_str(si.stop),
                 t_prefill, nf ? (wall - t_prefill) * 1e3 / nf : 0.0, wall);
     rc = 0;
     goto done;
@@ -186,7 +188,8 @@ done:
     free(frames);
     free(xv);
     free(text);
-    ct_session_free(s);
+    ct_stream_release(st);
+    ct_engine_free(e);
     ct_model_free(m);
     return rc;
 }

@@ -5,8 +5,8 @@
    max_ms}; atomic per-role dumps <dir>/<role>_<pid>.json; the merge of a dump directory into
    {roles, attribution} and the markdown attribution table.
 
-   Counters are keyed by (role, name). The role is per thread: ct_stats_thread_role("stage0")
-   in the talker thread, "stage1" in the codec thread; threads that never set one use
+   Counters are keyed by (role, name). The role is per thread: ct_stats_thread_role("engine")
+   in the engine thread, "codec" in the overlapped codec thread; threads that never set one use
    "orchestrator" (the seed's role names). Names and roles must be static strings. */
 #ifndef CT_CORE_STEPSTATS_H
 #define CT_CORE_STEPSTATS_H
@@ -45,7 +45,7 @@ double ct_stats_now_ms(void);
    roles (errors ignored; ct_stats_dump reports them). Thread-safe. */
 void ct_stats_add(const char *name, double ms);
 
-/* Sets the role (static string, e.g. "stage0") of counters added by the calling thread;
+/* Sets the role (static string, e.g. "engine") of counters added by the calling thread;
    NULL restores "orchestrator". */
 void ct_stats_thread_role(const char *role);
 

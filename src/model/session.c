@@ -1,10 +1,11 @@
-/* Sessions: working-set reservation, request validation, prefill and the frame loop. */
+/* Sessions: working-set reservation, request validation, prefill and the per-frame calls (both halves of the step, N = 1). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/params.h"
 #include "core/stepstats.h"
 #include "model/session_internal.h"
 
@@ -120,8 +121,9 @@ ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_se
                             char *err, size_t errcap) {
     if (!m || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: NULL argument");
     *out = NULL;
-    ct_session_params sp = p ? *p : ct_session_params_default();
-    ct_status st = check_context(m, sp.max_context, err, errcap);
+    ct_session_params sp = ct_session_params_default();
+    ct_status st = p ? ct_params_take(&sp, sizeof sp, p, p->size, "ct_session_params", err, errcap) : CT_OK;
+    if (st == CT_OK) st = check_context(m, sp.max_context, err, errcap);
     if (st != CT_OK) return st;
     int nt = sp.n_threads;
     if (nt <= 0) {
@@ -189,7 +191,9 @@ ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
     s->frames = s->n_generated = s->pos = 0;
     s->advance_pending = 0;
     s->t_pred_ms = s->t_talker_ms = 0;
-    ct_gen_params g = *gp;
+    ct_gen_params g = ct_gen_params_default();
+    ct_status st = ct_params_take(&g, sizeof g, gp, gp->size, "ct_gen_params", s->err, sizeof s->err);
+    if (st != CT_OK) return st;
     s->tcfg.do_sample = g.greedy ? 0 : c->do_sample;
     s->tcfg.temperature = pick(g.temperature, c->temperature);
     s->tcfg.top_k = g.top_k >= 0 ? g.top_k : c->top_k;
@@ -201,7 +205,7 @@ ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
     s->scfg.top_p = pick(g.sub_top_p, c->sub_top_p);
     s->scfg.repetition_penalty = 1.0f;
     char inner[512];
-    ct_status st = ct_sample_cfg_check(&s->tcfg, inner, sizeof inner);
+    st = ct_sample_cfg_check(&s->tcfg, inner, sizeof inner);
     if (st != CT_OK) return ct_errf(s->err, sizeof s->err, st, "talker sampling: %s", inner);
     st = ct_sample_cfg_check(&s->scfg, inner, sizeof inner);
     if (st != CT_OK) return ct_errf(s->err, sizeof s->err, st, "sub-talker sampling: %s", inner);

@@ -580,8 +580,9 @@ static ct_status create_slots(ct_engine *e, char *err, size_t errcap) {
         ct_slot *sl = &e->slots[i];
         sl->idx = i;
         ct_status st = ct_session_create_on(e->m, e->p.max_context, e->pool, &sl->sess, err, errcap);
-        if (st == CT_OK) st = ct_codec_stream_create(e->codec, mc, &sl->cs, err, errcap);
+        if (st == CT_OK && e->codec) st = ct_codec_stream_create(e->codec, mc, &sl->cs, err, errcap);
         if (st != CT_OK) return st;
+        if (!e->codec) continue; /* codes only */
         ct_codec_stream_set_pool(sl->cs, e->placement == CT_PLACEMENT_SERIAL ? e->pool : e->cpool);
         sl->pend = malloc(sizeof(int32_t) * (size_t)(mc + 1) * G);
         sl->hist = malloc(sizeof(int32_t) * (size_t)CT_ENGINE_MAX_WINDOW * G);
@@ -594,12 +595,12 @@ static ct_status create_slots(ct_engine *e, char *err, size_t errcap) {
 ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine_params *pp, ct_engine **out,
                            char *err, size_t errcap) {
     if (out) *out = NULL;
-    if (!m || !c || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: NULL argument");
+    if (!m || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: NULL argument");
     ct_engine_params p = ct_engine_params_default();
     ct_status st = pp ? ct_params_take(&p, sizeof p, pp, pp->size, "ct_engine_params", err, errcap) : CT_OK;
     if (st == CT_OK) st = check_params(m, &p, err, errcap);
     if (st != CT_OK) return st;
-    if (ct_codec_n_groups(c) != m->cfg.n_groups || m->cfg.n_groups > CT_MAX_GROUPS)
+    if (c && (ct_codec_n_groups(c) != m->cfg.n_groups || m->cfg.n_groups > CT_MAX_GROUPS))
         return ct_errf(err, errcap, CT_ERR_FORMAT, "engine: the codec has %d codebooks, the model %d",
                        ct_codec_n_groups(c), m->cfg.n_groups);
     uint64_t per_stream = ct_kv_bytes(&m->cfg.talker, p.max_context);
@@ -625,8 +626,8 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
     e->p.talker_cpus = e->p.codec_cpus = NULL; /* borrowed: the copies above are used */
     e->p.n_talker_cpus = e->p.n_codec_cpus = 0;
     e->G = m->cfg.n_groups;
-    e->spf = ct_codec_samples_per_frame(c);
-    e->rate = ct_codec_sample_rate(c);
+    e->spf = c ? ct_codec_samples_per_frame(c) : 1920; /* codes only: the 12.5 Hz frame at 24 kHz */
+    e->rate = c ? ct_codec_sample_rate(c) : 24000;
     e->kv_per_stream = per_stream;
     e->kv_per_tok = per_stream / (uint64_t)p.max_context;
     e->kv_budget = budget;

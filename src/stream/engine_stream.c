@@ -93,7 +93,9 @@ static ct_status parse_schedule(const ct_engine *e, const ct_stream_params *p, c
 /* Copies the request into s and splits it into utterances. */
 static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, size_t errcap) {
     int oom = 0;
-    s->g = *g;
+    s->g = ct_gen_params_default();
+    ct_status st = ct_params_take(&s->g, sizeof s->g, g, g->size, "ct_gen_params", err, errcap);
+    if (st != CT_OK) return st;
     s->text = dup_or_null(g->text, &oom);
     s->speaker = dup_or_null(g->speaker, &oom);
     s->language = dup_or_null(g->language, &oom);
@@ -149,6 +151,8 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
         return CT_ERR_INVALID_ARG;
     if (p.output != CT_OUTPUT_PCM && p.output != CT_OUTPUT_CODES)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: output %d is not pcm (0) or codes (1)", p.output);
+    if (p.output == CT_OUTPUT_PCM && !e->codec)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: this engine has no codec: only codes output");
     if (p.context_frames < 0 || p.context_frames > CT_ENGINE_MAX_WINDOW)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: context_frames %d is outside [0, %d]",
                        p.context_frames, CT_ENGINE_MAX_WINDOW);

@@ -44,6 +44,11 @@ echo "Hello there." | "$BIN" codes -m "$M" -s vivian -l english --max-frames 10 
 if cmp -s "$WORK/a.json" "$WORK/c.json"; then ok; else bad "stdin text differs from --text"; fi
 expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivian --max-frames 7 --format bin -o "$WORK/a.bin"
 if [ "$(stat -c %s "$WORK/a.bin")" = $((7*16*4)) ]; then ok; else bad "binary size"; fi
+# codes runs a codes-only stream on the engine: no speech_tokenizer/ needed, the same frames
+mkdir -p "$WORK/notok" && cp "$M"/*.json "$M"/*.safetensors "$M"/*.txt "$WORK/notok/" 2>/dev/null
+expect_rc 0 "$BIN" codes -m "$WORK/notok" -t "Hello there." -s vivian -l english --max-frames 10 --seed 3 -o "$WORK/d.json"
+if cmp -s "$WORK/a.json" "$WORK/d.json"; then ok; else bad "codes without a codec differ"; fi
+expect_rc 1 "$BIN" synth -m "$WORK/notok" -t "Hello there." -s vivian -o "$WORK/x.wav"; has "speech_tokenizer" "$WORK/err"
 
 # synth: valid WAV with frames x 1920 samples; raw s16le on stdout; float WAV
 expect_rc 0 "$BIN" synth -m "$M" -t "One sentence. And another one!" -s vivian --max-frames 6 --seed 2 -o "$WORK/a.wav"

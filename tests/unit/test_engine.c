@@ -340,6 +340,18 @@ int main(void) {
         CHECK(nf == 30 && have_n == 30 && memcmp(want, have, sizeof want) == 0);
         ct_stream_release(s);
         ct_engine_free(e);
+        /* an engine without a codec serves codes only */
+        ct_engine_params p = ct_engine_params_default();
+        p.max_context = 512;
+        CHECK(ct_engine_create(M, NULL, &p, &e, err, sizeof err) == CT_OK);
+        CHECK(e && ct_engine_submit(e, &g, NULL, &s, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "codec"));
+        CHECK(e && ct_engine_submit(e, &g, &sp, &s, err, sizeof err) == CT_OK);
+        have_n = 0;
+        fin = 0;
+        while (!fin && have_n < 30) have_n += ct_stream_read_codes(s, have + 16 * have_n, 30 - have_n, 5000, &fin);
+        CHECK(have_n == 30 && memcmp(want, have, sizeof want) == 0);
+        ct_stream_release(s);
+        ct_engine_free(e);
     }
 
     /* 8. admission limits and bad input */
