@@ -269,7 +269,7 @@ static void step(ct_engine *e, int n) {
     for (int i = 0; i < n; i++) {
         if (!e->bgot[i]) continue;
         ct_slot *sl = e->act[i];
-        sl->inflight++;
+        sl->st->inflight++;
         sl->frames_left--;
         if (sl->st->info.frames++ == 0) sl->st->info.first_frame_ms = t1 - sl->st->t_submit;
     }
@@ -309,7 +309,7 @@ static double worst_margin_locked(ct_engine *e, double now) {
         ct_stream *s = sl->st;
         if (!s || s->state != CT_STREAM_RUNNING) continue;
         double slack = s->tl_n ? ct_playback_slack_ms(s->tl, s->tl_n, e->rate, now - s->t_submit, NAN) : 0.0;
-        double eta = e->k.prefill_ms + (sl->need > 0 ? sl->need : 1) * e->k.step_ms;
+        double eta = e->k.prefill_ms + (s->need > 0 ? s->need : 1) * e->k.step_ms;
         if (slack - eta < worst) worst = slack - eta;
     }
     return worst;
@@ -324,7 +324,8 @@ static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
         return NULL;
     }
     ct_stream *s = e->wq_head;
-    if (e->n_active > 0 && !s->internal && worst_margin_locked(e, now) < e->p.safety_margin_ms) {
+    if (e->n_active > 0 && !s->internal && e->p.safety_margin_ms >= 0 &&
+        worst_margin_locked(e, now) < e->p.safety_margin_ms) {
         if (isnan(e->defer_since)) e->defer_since = now;
         if (e->p.max_defer_ms <= 0 || now - e->defer_since < e->p.max_defer_ms) {
             e->k.deferrals++;
@@ -344,8 +345,7 @@ static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
     sl->st = s;
     sl->utt = 0;
     sl->prefill_due = 1;
-    sl->inflight = 0;
-    sl->need = 1;
+    s->need = 1;
     e->kv_used += e->kv_per_stream;
     e->n_active++;
     atomic_store(&e->active_snapshot, e->n_active);
@@ -379,6 +379,18 @@ static ct_slot *reap_locked(ct_engine *e) {
         }
     }
     return NULL;
+}
+
+/* Fails every queued stream (the engine is stopping); e->mu held. */
+static void fail_queue_locked(ct_engine *e) {
+    while (e->wq_head) {
+        ct_stream *s = e->wq_head;
+        e->wq_head = s->next;
+        e->wq_len--;
+        ct_stream_fail_locked(s, CT_ERR_ABORTED, "the engine is shutting down");
+        ct_stream_unref_locked(s);
+    }
+    e->wq_tail = NULL;
 }
 
 static struct timespec deadline_in(int ms) {
@@ -415,7 +427,7 @@ static void *engine_main(void *arg) {
             ct_slot *sl = &e->slots[i];
             ct_stream *s = sl->st;
             if (!s || sl == pre || sl->prefill_due || s->state != CT_STREAM_RUNNING) continue;
-            if (ct_stream_room_locked(s) < (size_t)(sl->inflight + 1) * (size_t)s->units_per_frame) continue;
+            if (ct_stream_room_locked(s) < (size_t)(s->inflight + 1) * (size_t)s->units_per_frame) continue;
             e->act[n++] = sl;
         }
         if (!pre && !n) {
@@ -434,14 +446,7 @@ static void *engine_main(void *arg) {
         pthread_mutex_lock(&e->mu);
     }
     /* stopping: every stream fails; slots close on the codec stage */
-    while (e->wq_head) {
-        ct_stream *s = e->wq_head;
-        e->wq_head = s->next;
-        e->wq_len--;
-        ct_stream_fail_locked(s, CT_ERR_ABORTED, "the engine is shutting down");
-        ct_stream_unref_locked(s);
-    }
-    e->wq_tail = NULL;
+    fail_queue_locked(e);
     for (int i = 0; i < e->n_slots; i++) {
         ct_slot *sl = &e->slots[i];
         if (!sl->st) continue;
@@ -501,14 +506,7 @@ static void engine_stop(ct_engine *e) {
     if (e->cth_on) pthread_join(e->cth, NULL);
     e->th_on = e->cth_on = 0;
     pthread_mutex_lock(&e->mu);
-    while (e->wq_head) { /* the loop never ran (a failed create): the queue still holds streams */
-        ct_stream *s = e->wq_head;
-        e->wq_head = s->next;
-        e->wq_len--;
-        ct_stream_fail_locked(s, CT_ERR_ABORTED, "the engine is shutting down");
-        ct_stream_unref_locked(s);
-    }
-    e->wq_tail = NULL;
+    fail_queue_locked(e); /* the loop never ran (a failed create): the queue still holds streams */
     pthread_mutex_unlock(&e->mu);
     ct_batch_free(e->batch);
     e->batch = NULL;
@@ -567,8 +565,9 @@ static ct_status check_params(const ct_model *m, const ct_engine_params *p, char
     RANGE(n_talker_cpus, 0, 4096)
     RANGE(n_codec_cpus, 0, 4096)
 #undef RANGE
-    if (!(p->safety_margin_ms >= 0) || !(p->max_defer_ms >= 0))
-        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: safety_margin_ms and max_defer_ms must be >= 0");
+    if (isnan(p->safety_margin_ms) || !(p->max_defer_ms >= 0))
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: safety_margin_ms must be a number and "
+                       "max_defer_ms >= 0");
     return CT_OK;
 }
 
