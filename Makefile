@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 DEMO_DIR ?= demo-model
 DEMO_TEXT ?= Hello! This is codectalk, speaking from a plain C engine.
 
-.PHONY: all deps build demo test test-asan test-arm64 test-all clean
+.PHONY: all deps build onnx-venv demo test test-asan test-arm64 test-all clean
 
 all: build
 
@@ -23,13 +23,18 @@ demo: build $(DEMO_DIR)/config.json
 	$(BUILD)/codectalk synth -m $(DEMO_DIR) -t "$(DEMO_TEXT)" -s vivian -l english --seed 1 -o demo.wav
 	@echo "speech written to demo.wav (random weights: it sounds like noise, not words)"
 
-test: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+# The ONNX Runtime venv for test_onnx (from PyPI, once per build dir). Outside CI an
+# unreachable PyPI only makes test_onnx skip (exit 77); with CI=true it stops here.
+onnx-venv: build
+	@tests/onnx/setup_venv.sh $(BUILD) || test $$? -eq 77
+
+test: build onnx-venv
+	cd $(BUILD) && ctest --output-on-failure --no-tests=error -j$(JOBS)
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCT_WERROR=ON -DCT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
-	cd $(ASAN_BUILD) && CT_CODEC_PARITY_SKIP_FULL=1 ctest --output-on-failure -j$(JOBS) -LE "heavy|onnx"
+	cd $(ASAN_BUILD) && CT_CODEC_PARITY_SKIP_FULL=1 ctest --output-on-failure --no-tests=error -j$(JOBS) -LE "heavy|onnx"
 
 test-arm64: deps
 	scripts/test-arm64.sh build-arm64

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages codectalk needs to build and test (skips what is present).
+# Installs the Debian packages codectalk needs to build and test (skips what is present):
+# with them no test skips. The Python packages of test_onnx (onnx, onnxruntime, numpy) come
+# from PyPI into a venv in the build dir: `make onnx-venv` (part of `make test`).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev curl librsvg2-bin
-      python3 python3-venv protobuf-compiler libonnx-dev
+      ca-certificates python3 python3-venv protobuf-compiler libonnx-dev
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 missing=()
 for p in "${PKGS[@]}"; do

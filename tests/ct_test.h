@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int ct_test_pass, ct_test_fail;
 
@@ -30,10 +31,37 @@ static int ct_test_pass, ct_test_fail;
         }                                                                               \
     } while (0)
 
-/* Prints "N passed, N failed" and returns the process exit code. */
+/* Exit code of a test that did not run its checks (registered with the ctest property
+   SKIP_RETURN_CODE, so ctest reports it as skipped, never as passed). */
+#define CT_TEST_SKIP 77
+
+/* Prints "N passed, N failed" and returns the process exit code: 0 only when at least one
+   check ran and none failed (a run with zero checks tested nothing and fails). */
 static inline int ct_test_finish(void) {
     printf("%d passed, %d failed\n", ct_test_pass, ct_test_fail);
+    if (ct_test_pass + ct_test_fail == 0) {
+        fprintf(stderr, "FAIL: no check ran\n");
+        return 1;
+    }
     return ct_test_fail ? 1 : 0;
+}
+
+/* Whether the environment says this is a CI run (CI set to anything but "", "0", "false"). */
+static inline int ct_test_in_ci(void) {
+    const char *ci = getenv("CI");
+    return ci && *ci && strcmp(ci, "0") != 0 && strcmp(ci, "false") != 0;
+}
+
+/* For a test whose prerequisite (a tool, a file) is missing: prints why and returns
+   CT_TEST_SKIP, or 1 (a failure) under CI, where every prerequisite must be installed. Call it
+   only before any check ran: a test reports either its checks or a skip, never both. */
+static inline int ct_test_skip(const char *why) {
+    if (ct_test_in_ci()) {
+        fprintf(stderr, "FAIL: %s (CI is set: a missing prerequisite is a failure, not a skip)\n", why);
+        return 1;
+    }
+    printf("SKIP: %s\n", why);
+    return CT_TEST_SKIP;
 }
 
 /* Normalised MSE of got against ref: sum((g-r)^2) / max(sum(r^2), tiny). */

@@ -2,8 +2,11 @@
 # ONNX export checks (issue 8): exports the tiny random model's talker / predictor decode
 # steps (FP32, FP16, v1 layout) and codec windows (ramp 2,4, context 72), dumps our engine's
 # reference outputs with dump_ref, and runs tools/onnx/verify.py and sanitize_test.py in ONNX
-# Runtime. Needs a virtualenv with onnx + onnxruntime + numpy (created at
-# BUILD_DIR/.venv-onnx from PyPI when missing); SKIPs with exit 0 when PyPI is unreachable.
+# Runtime. Needs a virtualenv with onnx + onnxruntime + numpy (tests/onnx/setup_venv.sh creates
+# BUILD_DIR/.venv-onnx from PyPI when missing). Exit 0: every check passed (and at least one
+# ran); 77: skipped, the venv cannot be created (ctest SKIP_RETURN_CODE; under CI=true that is
+# a failure, exit 1); anything else: a failure. Every Python run must exit 0, print no
+# traceback and print at least one PASS line, or it counts as a FAIL.
 # usage: test_onnx.sh CODECTALK_BIN DUMP_REF_BIN SRC_DIR BUILD_DIR
 set -u
 CT=${1:?codectalk binary}
@@ -13,15 +16,9 @@ BUILD=${4:?build dir}
 VENV="$BUILD/.venv-onnx"
 PY="$VENV/bin/python"
 
-if ! "$PY" -c 'import onnx, onnxruntime, numpy' >/dev/null 2>&1; then
-    if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
-        echo "SKIP: python3 -m venv is not available (install python3-venv)"; exit 0
-    fi
-    if ! "$VENV/bin/pip" install -q --disable-pip-version-check --timeout 30 --retries 1 \
-            onnx onnxruntime numpy >"$BUILD/.venv-onnx.log" 2>&1; then
-        echo "SKIP: cannot install onnx/onnxruntime/numpy from PyPI (see $BUILD/.venv-onnx.log)"; exit 0
-    fi
-fi
+bash "$SRC/tests/onnx/setup_venv.sh" "$BUILD"
+rc=$?
+[ "$rc" -eq 0 ] || exit "$rc"
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/ct_onnx.XXXXXX")
 trap 'rm -rf "$W"' EXIT
@@ -29,6 +26,32 @@ LOG="$W/log"
 : >"$LOG"
 fail_setup() { echo "FAIL setup: $*" | tee -a "$LOG"; }
 run() { "$@" >>"$W/cmd.log" 2>&1 || fail_setup "$* (see below)"; }
+# One Python run: its PASS/FAIL lines go to the log; a non-zero exit without a FAIL line, a
+# traceback, or no PASS/FAIL line at all adds a FAIL (a crashed script never passes).
+py() {
+    local out="$W/py.out" log="${PYLOG:-$LOG}" st
+    "$PY" "$@" >"$out" 2>&1
+    st=$?
+    cat "$out" >>"$log"
+    local what="${*//$W\//}"
+    if grep -q '^Traceback' "$out"; then
+        echo "FAIL python raised an exception (exit $st): $what" >>"$log"
+    elif [ "$st" -ne 0 ] && ! grep -q '^FAIL' "$out"; then
+        echo "FAIL python exit $st without a FAIL line: $what" >>"$log"
+    elif ! grep -qE '^(PASS|FAIL)' "$out"; then
+        echo "FAIL python printed no PASS/FAIL line (exit $st): $what" >>"$log"
+    fi
+}
+
+# The wrapper itself: a script that passes a check and then raises must count as a failure.
+: >"$W/selftest.log"
+PYLOG="$W/selftest.log" py -c 'print("PASS before the exception"); raise RuntimeError("boom")'
+PYLOG="$W/selftest.log" py -c 'pass'
+if [ "$(grep -c '^FAIL' "$W/selftest.log")" -eq 2 ]; then
+    echo "PASS harness: a traceback after a PASS line and a silent script count as failures" >>"$LOG"
+else
+    echo "FAIL harness: a traceback or a silent script was not counted as a failure" >>"$LOG"
+fi
 
 run "$CT" make-model --preset tiny --out "$W/tiny"
 E="$W/export"
@@ -58,24 +81,23 @@ run "$DUMP" greedy "$W/tiny" 20 "$R/g"
 V="$SRC/tools/onnx/verify.py"
 T="$E/talker_step_L64"
 P="$E/predictor_step_L16"
-"$CT" export sanitize "$T.onnx" -o "$E/talker_step_L64_sanitized.onnx" >>"$W/cmd.log" 2>&1 && cp "$T.json" "$E/talker_step_L64_sanitized.json"
-{
-    "$PY" "$V" check "$E"/*.onnx "$E"/codec/*.onnx
-    for r in t0 t17 t63; do
-        "$PY" "$V" step "$T.onnx" "$R/$r" --tol 1e-9
-        "$PY" "$V" step "${T}_v1.onnx" "$R/$r" --tol 1e-9
-        "$PY" "$V" step "${T}_fp16.onnx" "$R/$r" --tol 1e-5
-    done
-    "$PY" "$V" step "$E/talker_step_L64_sanitized.onnx" "$R/t17" --tol 1e-9
-    for r in p0 p3; do
-        "$PY" "$V" step "$P.onnx" "$R/$r" --tol 1e-9
-        "$PY" "$V" step "${P}_fp16.onnx" "$R/$r" --tol 1e-5
-    done
-    "$PY" "$V" codec "$E/codec/code2wav_c2_ctx72.onnx" "$R/c2" --tol 1e-8
-    "$PY" "$V" codec "$E/codec/code2wav_c4_ctx72.onnx" "$R/c4" --tol 1e-8
-    "$PY" "$V" greedy "$T.onnx" "$P.onnx" "$R/g"
-    "$PY" "$SRC/tools/onnx/sanitize_test.py" "$CT" "$W/san"
-} >>"$LOG" 2>&1
+run "$CT" export sanitize "$T.onnx" -o "$E/talker_step_L64_sanitized.onnx"
+run cp "$T.json" "$E/talker_step_L64_sanitized.json"
+py "$V" check "$E"/*.onnx "$E"/codec/*.onnx
+for r in t0 t17 t63; do
+    py "$V" step "$T.onnx" "$R/$r" --tol 1e-9
+    py "$V" step "${T}_v1.onnx" "$R/$r" --tol 1e-9
+    py "$V" step "${T}_fp16.onnx" "$R/$r" --tol 1e-5
+done
+py "$V" step "$E/talker_step_L64_sanitized.onnx" "$R/t17" --tol 1e-9
+for r in p0 p3; do
+    py "$V" step "$P.onnx" "$R/$r" --tol 1e-9
+    py "$V" step "${P}_fp16.onnx" "$R/$r" --tol 1e-5
+done
+py "$V" codec "$E/codec/code2wav_c2_ctx72.onnx" "$R/c2" --tol 1e-8
+py "$V" codec "$E/codec/code2wav_c4_ctx72.onnx" "$R/c4" --tol 1e-8
+py "$V" greedy "$T.onnx" "$P.onnx" "$R/g"
+py "$SRC/tools/onnx/sanitize_test.py" "$CT" "$W/san"
 grep -E '^(PASS|FAIL)' "$LOG"
 np=$(grep -c '^PASS' "$LOG")
 nf=$(grep -c '^FAIL' "$LOG")
