@@ -326,7 +326,8 @@ typedef struct {
                                 a full queue blocks the step */
     int max_chunk_frames;    /* largest codec chunk any stream's schedule may ask for (64) */
     double safety_margin_ms; /* a newcomer's prefill waits while an active stream's playback
-                                slack minus its next chunk's ETA is under this (default 120) */
+                                slack minus its next chunk's ETA is under this (default 120);
+                                negative = never wait (no throttle) */
     double max_defer_ms;     /* longest such wait (default 5000; 0 = no limit) */
     int buffer_ms;           /* per-stream output buffer in audio ms (default 10000; at least
                                 max_chunk_frames + 1 frames) */

@@ -41,8 +41,6 @@ typedef struct {
     ct_stream *st;        /* NULL = free */
     int utt;              /* utterance generating */
     int prefill_due;      /* its prefill has not run yet */
-    int inflight;         /* frames handed on whose output is not in the ring yet */
-    int need;             /* frames until its next chunk is due (codec stage estimate) */
     int frames_left;      /* frames the utterance may still make */
     /* codec stage */
     ct_stream *cst;       /* stream the codec state below belongs to */
@@ -73,6 +71,9 @@ struct ct_stream {
     ct_status status;
     char err[512];
     int cancel;
+    int inflight;         /* frames handed on whose output is not in the ring yet (per stream:
+                             a slot may take a new stream before the codec stage is done) */
+    int need;             /* frames until its next chunk is due (codec stage estimate) */
     ct_stream *next;      /* admission queue link */
     pthread_cond_t cv;    /* output or state changed */
     /* output ring: [ring_cap] units of unit_bytes; [head, tail) readable (e->mu) */

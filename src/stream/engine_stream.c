@@ -237,7 +237,7 @@ static void release_locked(ct_engine *e, ct_slot *sl, ct_stream *s, const void *
         s->tail += run;
         k += run;
     }
-    sl->inflight -= frames;
+    s->inflight -= frames;
     double t = ct_now_ms() - s->t_submit;
     int samples = frames * e->spf;
     if (s->tl_n < s->tl_cap) s->tl[s->tl_n++] = (ct_chunk_rec){t, samples};
@@ -305,7 +305,7 @@ static void ship_due(ct_engine *e, ct_slot *sl, int finished) {
     pthread_mutex_lock(&e->mu);
     if (n < 0) ct_stream_fail_locked(sl->cst, CT_ERR_INTERNAL, "chunk schedule rejected the frame count");
     int need = sl->sched.target - sl->npend;
-    sl->need = need > 1 ? need : 1;
+    sl->cst->need = need > 1 ? need : 1;
     pthread_mutex_unlock(&e->mu);
 }
 

@@ -85,6 +85,7 @@ static ct_engine *engine(int placement, int streams, int threads, int buffer_ms)
     p.talker_threads = threads;
     p.max_context = 512;
     p.queue_cap = 16;
+    p.safety_margin_ms = -1; /* no throttle: every submitted stream joins the batch at once */
     if (buffer_ms) { /* a small ring: max_chunk_frames + 1 frames at least */
         p.buffer_ms = buffer_ms;
         p.max_chunk_frames = 4;
@@ -414,7 +415,37 @@ int main(void) {
         CHECK(ct_placement_parse("fast", &pl) == CT_ERR_INVALID_ARG);
     }
 
-    /* 9. warm-up: ready after two frames; not counted as a request */
+    /* 9. the playback-slack throttle defers a newcomer, then admits it after max_defer_ms */
+    {
+        ct_engine_params p = ct_engine_params_default();
+        p.max_streams = 2;
+        p.max_context = 512;
+        p.safety_margin_ms = 1e9; /* no stream ever has that much slack */
+        p.max_defer_ms = 300;
+        ct_engine *e = NULL;
+        CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_OK);
+        ct_stream *a = NULL, *b = NULL;
+        ct_gen_params lg = gen(TEXT, 9, 0); /* runs until cancelled */
+        lg.min_new_tokens = 100000;
+        lg.budget_base = 100000;
+        CHECK(e && ct_engine_submit(e, &lg, NULL, &a, err, sizeof err) == CT_OK);
+        CHECK(e && ct_stream_wait_started(a, 20000) == CT_STREAM_RUNNING);
+        CHECK(e && ct_engine_submit(e, &g, NULL, &b, err, sizeof err) == CT_OK);
+        static float gb[CAP];
+        reader rb = {b, gb, 0, 0, 0};
+        read_all(&rb); /* nobody reads a: it stays admitted (paused when its buffer is full) */
+        ct_stream_info ib = ct_stream_get_info(b);
+        ct_engine_counters k = ct_engine_get_counters(e);
+        CHECKF(ib.queue_ms >= 290 && k.deferrals > 0 && k.forced_admissions == 1,
+               "queued %.0f ms, %llu deferrals, %llu forced", ib.queue_ms, (unsigned long long)k.deferrals,
+               (unsigned long long)k.forced_admissions);
+        CHECK(same(gb, rb.n, ref, nref));
+        ct_stream_release(a);
+        ct_stream_release(b);
+        ct_engine_free(e);
+    }
+
+    /* 10. warm-up: ready after two frames; not counted as a request */
     {
         ct_engine_params p = ct_engine_params_default();
         p.warmup = 1;
