@@ -2,6 +2,7 @@
 #include "cli/args.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,8 +76,8 @@ int ct_args_parse(int argc, char **argv, const ct_opt *opts, const char *usage) 
         }
         case CT_OPT_FLOAT: {
             float x = strtof(v, &end);
-            if (errno || !*v || *end) {
-                fprintf(stderr, "error: option '%s' expects a number, got '%s'\n", a, v);
+            if (errno || !*v || *end || !isfinite(x)) { /* nan and inf are never a valid setting */
+                fprintf(stderr, "error: option '%s' expects a finite number, got '%s'\n", a, v);
                 return -1;
             }
             *(float *)o->dst = x;

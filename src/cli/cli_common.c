@@ -1,17 +1,57 @@
 /* Shared CLI helpers (see cli_common.h). */
 #include "cli/cli_common.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* "Not given" marks: the parser never produces them (floats are finite, ints > INT_MIN), so
+   a flag given with any value, even the library's own "default" sentinel, is range-checked. */
+#define UNSET_F NAN
+#define UNSET_I INT_MIN
 
 void ct_cli_gen_init(ct_cli_gen *a) {
     memset(a, 0, sizeof *a);
     a->ctx = 2048;
-    a->temperature = a->top_p = a->rep = a->sub_temperature = a->sub_top_p = -1.0f;
-    a->top_k = a->sub_top_k = -1;
+    a->temperature = a->top_p = a->rep = a->sub_temperature = a->sub_top_p = UNSET_F;
+    a->top_k = a->sub_top_k = a->max_frames = a->max_new_tokens = UNSET_I;
     a->min_new_tokens = 2;
+}
+
+static int check_f(const char *flag, float v, double lo, int lo_open, double hi) {
+    if (isnan(v) || (v <= hi && (lo_open ? v > lo : v >= lo))) return 0;
+    fprintf(stderr, "error: %s must be in %s%g, %g], got %g\n", flag, lo_open ? "(" : "[", lo, hi, (double)v);
+    return -1;
+}
+
+static int check_i(const char *flag, int v, long lo, long hi) {
+    if (v == UNSET_I || (v >= lo && v <= hi)) return 0;
+    fprintf(stderr, "error: %s must be in [%ld, %ld], got %d\n", flag, lo, hi, v);
+    return -1;
+}
+
+/* The same ranges as the server's request fields (src/serve/request.c). */
+int ct_cli_gen_check(const ct_cli_gen *a) {
+    const long cap = 1L << 20;
+    if (check_f("--temperature", a->temperature, 0, 0, 10) || check_f("--top-p", a->top_p, 0, 1, 1) ||
+        check_f("--repetition-penalty", a->rep, 0, 1, 10) ||
+        check_f("--sub-temperature", a->sub_temperature, 0, 1, 10) ||
+        check_f("--sub-top-p", a->sub_top_p, 0, 1, 1) || check_i("--top-k", a->top_k, 0, cap) ||
+        check_i("--sub-top-k", a->sub_top_k, 0, cap) || check_i("--max-frames", a->max_frames, 1, cap) ||
+        check_i("--max-new-tokens", a->max_new_tokens, 1, cap) ||
+        check_i("--min-new-tokens", a->min_new_tokens, 0, cap) || check_i("--threads", a->threads, 0, 256) ||
+        check_i("--context", a->ctx, 1, cap))
+        return -1;
+    if (a->streaming && a->non_streaming) {
+        fprintf(stderr, "error: --streaming-text and --non-streaming-text exclude each other\n");
+        return -1;
+    }
+    return 0;
 }
 
 int ct_cli_gen_opts(ct_cli_gen *a, ct_opt *o, int cap) {
@@ -25,16 +65,16 @@ int ct_cli_gen_opts(ct_cli_gen *a, ct_opt *o, int cap) {
         {"xvector", 0, CT_OPT_STR, &a->xvec, "FILE", "Base: raw float32 x-vector file (talker hidden values)"},
         {"seed", 0, CT_OPT_U64, &a->seed, "N", "random seed (default 0); a seed replays exactly"},
         {"greedy", 0, CT_OPT_FLAG, &a->greedy, NULL, "argmax decoding (parity checks; loops on real models)"},
-        {"temperature", 0, CT_OPT_FLOAT, &a->temperature, "T", "talker temperature (default: generation_config)"},
-        {"top-k", 0, CT_OPT_INT, &a->top_k, "K", "talker top-k (0 disables)"},
-        {"top-p", 0, CT_OPT_FLOAT, &a->top_p, "P", "talker top-p"},
-        {"repetition-penalty", 0, CT_OPT_FLOAT, &a->rep, "R", "talker repetition penalty"},
-        {"sub-temperature", 0, CT_OPT_FLOAT, &a->sub_temperature, "T", "code-predictor temperature"},
-        {"sub-top-k", 0, CT_OPT_INT, &a->sub_top_k, "K", "code-predictor top-k"},
-        {"sub-top-p", 0, CT_OPT_FLOAT, &a->sub_top_p, "P", "code-predictor top-p"},
+        {"temperature", 0, CT_OPT_FLOAT, &a->temperature, "T", "talker temperature in [0, 10]; 0 = greedy (default: generation_config)"},
+        {"top-k", 0, CT_OPT_INT, &a->top_k, "K", "talker top-k in [0, 1048576] (0 disables)"},
+        {"top-p", 0, CT_OPT_FLOAT, &a->top_p, "P", "talker top-p in (0, 1]"},
+        {"repetition-penalty", 0, CT_OPT_FLOAT, &a->rep, "R", "talker repetition penalty in (0, 10]"},
+        {"sub-temperature", 0, CT_OPT_FLOAT, &a->sub_temperature, "T", "code-predictor temperature in (0, 10]"},
+        {"sub-top-k", 0, CT_OPT_INT, &a->sub_top_k, "K", "code-predictor top-k in [0, 1048576] (0 disables)"},
+        {"sub-top-p", 0, CT_OPT_FLOAT, &a->sub_top_p, "P", "code-predictor top-p in (0, 1]"},
         {"min-new-tokens", 0, CT_OPT_INT, &a->min_new_tokens, "N", "frames before EOS is allowed (default 2)"},
-        {"max-frames", 0, CT_OPT_INT, &a->max_frames, "N", "stop after N frames (per utterance)"},
-        {"max-new-tokens", 0, CT_OPT_INT, &a->max_new_tokens, "N", "reference budget (N-1 frames; default: generation_config)"},
+        {"max-frames", 0, CT_OPT_INT, &a->max_frames, "N", "stop after N >= 1 frames (per utterance; default: no cap)"},
+        {"max-new-tokens", 0, CT_OPT_INT, &a->max_new_tokens, "N", "reference budget, N >= 1 (N-1 frames; default: generation_config)"},
         {"streaming-text", 0, CT_OPT_FLAG, &a->streaming, NULL, "use the streaming-text prompt layout"},
         {"non-streaming-text", 0, CT_OPT_FLAG, &a->non_streaming, NULL, "use the non-streaming prompt layout"},
         {"threads", 0, CT_OPT_INT, &a->threads, "N", "compute threads (default 0 = all CPUs; synth overlapped: all but one)"},
@@ -61,17 +101,17 @@ void ct_cli_gen_params(const ct_cli_gen *a, ct_gen_params *g, const char *text, 
     g->xvector_len = xv ? ct_model_get_info(m).talker_hidden : 0;
     g->non_streaming = a->streaming ? 0 : a->non_streaming ? 1 : -1;
     g->seed = a->seed;
-    g->greedy = a->greedy;
-    g->temperature = a->temperature;
-    g->top_k = a->top_k;
-    g->top_p = a->top_p;
-    g->repetition_penalty = a->rep;
-    g->sub_temperature = a->sub_temperature;
-    g->sub_top_k = a->sub_top_k;
-    g->sub_top_p = a->sub_top_p;
+    g->greedy = a->greedy || a->temperature == 0.0f; /* 0: argmax, as the server reads it */
+    g->temperature = isnan(a->temperature) || a->temperature == 0.0f ? -1.0f : a->temperature;
+    g->top_k = a->top_k == UNSET_I ? -1 : a->top_k;
+    g->top_p = isnan(a->top_p) ? -1.0f : a->top_p;
+    g->repetition_penalty = isnan(a->rep) ? -1.0f : a->rep;
+    g->sub_temperature = isnan(a->sub_temperature) ? -1.0f : a->sub_temperature;
+    g->sub_top_k = a->sub_top_k == UNSET_I ? -1 : a->sub_top_k;
+    g->sub_top_p = isnan(a->sub_top_p) ? -1.0f : a->sub_top_p;
     g->min_new_tokens = a->min_new_tokens;
-    g->max_frames = a->max_frames;
-    g->max_new_tokens = a->max_new_tokens;
+    g->max_frames = a->max_frames == UNSET_I ? 0 : a->max_frames;
+    g->max_new_tokens = a->max_new_tokens == UNSET_I ? 0 : a->max_new_tokens;
 }
 
 int ct_cli_read_xvector(const ct_cli_gen *a, const ct_model *m, float **out) {
@@ -91,7 +131,9 @@ int ct_cli_read_xvector(const ct_cli_gen *a, const ct_model *m, float **out) {
     return 0;
 }
 
-static char *slurp(FILE *f, size_t max) {
+/* Reads f to its end (at most max bytes) into a NUL-terminated buffer; *len gets the byte
+   count. NULL on a read error (errno set), over max (errno EFBIG) or out of memory. */
+static char *slurp(FILE *f, size_t max, size_t *len) {
     size_t cap = 4096, n = 0;
     char *b = malloc(cap);
     if (!b) return NULL;
@@ -109,31 +151,57 @@ static char *slurp(FILE *f, size_t max) {
         n += got;
         if (n > max) {
             free(b);
+            errno = EFBIG;
             return NULL;
         }
-        if (got < 4096) break;
+        if (got < 4096) {
+            if (ferror(f)) {
+                int e = errno;
+                free(b);
+                errno = e ? e : EIO;
+                return NULL;
+            }
+            break;
+        }
     }
     b[n] = 0;
+    *len = n;
     return b;
 }
 
 char *ct_cli_get_text(const char *text, const char *file, int strip) {
     char *t = NULL;
+    size_t len = 0;
+    const char *from = "stdin";
     if (text) {
         t = strdup(text);
+        len = t ? strlen(t) : 0;
     } else if (file && strcmp(file, "-") != 0) {
-        FILE *f = fopen(file, "rb");
-        if (!f) {
-            fprintf(stderr, "error: cannot open text file '%s'\n", file);
+        struct stat sb;
+        from = file;
+        if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "error: --file '%s' is a directory, not a text file\n", file);
             return NULL;
         }
-        t = slurp(f, 16u << 20);
+        FILE *f = fopen(file, "rb");
+        if (!f) {
+            fprintf(stderr, "error: cannot open text file '%s': %s\n", file, strerror(errno));
+            return NULL;
+        }
+        t = slurp(f, 16u << 20, &len);
+        int e = errno;
         fclose(f);
-        if (!t) fprintf(stderr, "error: cannot read '%s' (over 16 MiB?)\n", file);
+        if (!t) fprintf(stderr, "error: cannot read '%s': %s\n", file, e == EFBIG ? "over 16 MiB" : strerror(e));
     } else {
         if (isatty(0)) fprintf(stderr, "reading text from stdin (end with Ctrl-D)...\n");
-        t = slurp(stdin, 16u << 20);
-        if (!t) fprintf(stderr, "error: cannot read stdin\n");
+        t = slurp(stdin, 16u << 20, &len);
+        if (!t) fprintf(stderr, "error: cannot read stdin: %s\n", errno == EFBIG ? "over 16 MiB" : strerror(errno));
+    }
+    if (t && memchr(t, 0, len)) {
+        fprintf(stderr, "error: the text from %s contains a NUL byte (at byte %zu); text must be UTF-8 without NULs\n",
+                from, (size_t)((const char *)memchr(t, 0, len) - t));
+        free(t);
+        return NULL;
     }
     if (t && strip) {
         size_t n = strlen(t);

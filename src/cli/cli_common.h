@@ -18,6 +18,9 @@ typedef struct {
 } ct_cli_gen;
 
 void ct_cli_gen_init(ct_cli_gen *a);
+/* Range-checks the generation flags that were given (the server's ranges); prints an error
+   naming the flag and returns -1 (a usage error: exit 2), else 0. */
+int ct_cli_gen_check(const ct_cli_gen *a);
 /* Writes the generation options into opts (at most cap entries, no terminator); returns count. */
 int ct_cli_gen_opts(ct_cli_gen *a, ct_opt *opts, int cap);
 /* Fills g from the parsed flags for text (xv may be NULL). */
@@ -26,7 +29,8 @@ void ct_cli_gen_params(const ct_cli_gen *a, ct_gen_params *g, const char *text, 
 /* Reads --xvector into a malloc'd buffer (*out stays NULL when not given); prints errors. */
 int ct_cli_read_xvector(const ct_cli_gen *a, const ct_model *m, float **out);
 
-/* Text from --text, --file, or stdin (malloc'd); strip trims surrounding whitespace. */
+/* Text from --text, --file, or stdin (malloc'd); strip trims surrounding whitespace. NULL (error
+   printed) when it cannot be read, is a directory, or holds a NUL byte. */
 char *ct_cli_get_text(const char *text, const char *file, int strip);
 /* Loads a model (weights: NULL/"bf16"/"int8"/"int4"/"mixed") or prints the error and
    returns NULL. */

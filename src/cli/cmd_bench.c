@@ -317,12 +317,21 @@ static int cmd_kernels(int argc, char **argv) {
 
 int ct_cli_bench(int argc, char **argv) {
     if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-        printf("usage: codectalk bench model|roofline|kernels [options]   (each with --help)\n");
+        printf("usage: codectalk bench BENCH [options]   (BENCH --help for its options)\n\n"
+               "benches:\n"
+               "  model      talker / code-predictor / codec step times on a model\n"
+               "  roofline   memory bandwidth and compute peaks of this machine\n"
+               "  kernels    matmul kernel throughput per ISA path\n"
+               "  stream     streaming synthesis: time to first audio, chunk gaps, RTF\n"
+               "  threads    the stream bench swept over thread counts\n"
+               "  emulate    the stream bench under emulated device profiles\n"
+               "  serve      load test of a running server (HTTP streaming)\n"
+               "  summarize  merge bench result files into one report\n");
         return argc < 1 ? 2 : 0;
     }
     if (!strcmp(argv[0], "model")) return cmd_model(argc - 1, argv + 1);
     if (!strcmp(argv[0], "roofline")) return cmd_roofline(argc - 1, argv + 1);
     if (!strcmp(argv[0], "kernels")) return cmd_kernels(argc - 1, argv + 1);
-    fprintf(stderr, "error: unknown bench '%s' (model, roofline, kernels)\n", argv[0]);
+    fprintf(stderr, "error: unknown bench '%s' (model, roofline, kernels, stream, threads, emulate, serve, summarize)\n", argv[0]);
     return 2;
 }

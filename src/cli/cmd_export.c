@@ -12,12 +12,41 @@
 #include "codectalk.h"
 #include "export/export.h"
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage_to(FILE *o) {
+    fprintf(o,
             "usage: codectalk export step -m DIR --component talker|predictor [--cache-len 256]\n"
             "                             [--dtype fp32|fp16] [--layout v2|v1] [--external] -o OUTDIR\n"
             "       codectalk export codec -m DIR [--context 72] [--ramp 2,4,8,16,25] [--external] -o OUTDIR\n"
-            "       codectalk export sanitize IN.onnx -o OUT.onnx\n");
+            "       codectalk export sanitize IN.onnx -o OUT.onnx\n"
+            "\nstep options:\n"
+            "  -m, --model DIR        model directory\n"
+            "  --component NAME       talker | predictor\n"
+            "  --cache-len N          KV cache positions in the graph, [1, 32768] (default 256)\n"
+            "  --dtype fp32|fp16      weight and activation type (default fp32)\n"
+            "  --layout v2|v1         I/O layout (default v2)\n"
+            "  --external             weights in a separate .data file\n"
+            "  -o, --out OUTDIR       output directory\n"
+            "codec options:\n"
+            "  -m, --model DIR        model directory\n"
+            "  --context N            left context frames, [0, 4096] (default 72)\n"
+            "  --ramp LIST            window sizes in frames (default 2,4,8,16,25)\n"
+            "  --external             weights in a separate .data file\n"
+            "  -o, --out OUTDIR       output directory\n"
+            "sanitize options:\n"
+            "  -o, --out OUT.onnx     sanitized output file\n"
+            "  -h, --help             show this help\n");
+}
+
+static void usage(void) { usage_to(stderr); }
+
+/* 1 when argv[2..argc) asks for help (then printed to stdout). */
+static int wants_help(int argc, char **argv) {
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage_to(stdout);
+            return 1;
+        }
+    return 0;
 }
 
 static int parse_int(const char *s, int *v) {
@@ -220,9 +249,10 @@ static int cmd_sanitize(int argc, char **argv) {
 
 int ct_cli_export(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage();
+        usage_to(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (wants_help(argc, argv)) return 0;
     if (!strcmp(argv[1], "step")) return cmd_step(argc, argv);
     if (!strcmp(argv[1], "codec")) return cmd_codec(argc, argv);
     if (!strcmp(argv[1], "sanitize")) return cmd_sanitize(argc, argv);

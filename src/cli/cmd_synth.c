@@ -2,10 +2,13 @@
    talker and the codec run side by side or one after the other: --placement; the codec decodes
    as frames arrive; long text is split into utterances by the engine), written as WAV (PCM16
    or float) or raw s16le to stdout. */
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "audio/wav.h"
@@ -40,28 +43,84 @@ static int cpus_flag(const char *flag, const char *v, int *cpus, int cap) {
     return n;
 }
 
-/* Reads the stream to its end into w; 0 when every sample was written, -1 when writing failed
-   (the stream is then cancelled). */
-static int drain(ct_stream *s, ct_wav_writer *w, int tty, int rate, double t_start) {
+/* Ctrl-C / SIGTERM: the handler only records the signal; drain() sees it, cancels the stream,
+   and the normal cleanup removes the partial file before the signal is re-raised. */
+static volatile sig_atomic_t g_signal;
+
+static void on_signal(int sig) { g_signal = sig; }
+
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART; /* the engine's threads may take the signal: keep their calls going */
+    const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        /* a signal ignored on entry (nohup, a background job) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+enum { DRAIN_OK = 0, DRAIN_WRITE = -1, DRAIN_SIGNAL = -2 };
+
+/* Reads the stream to its end into w. DRAIN_OK when every sample was written; DRAIN_WRITE when
+   writing failed (*werr = errno) and DRAIN_SIGNAL on SIGINT/SIGTERM; the stream is then
+   cancelled. */
+static int drain(ct_stream *s, ct_wav_writer *w, int tty, int rate, double t_start, int *werr) {
     enum { CAP = 1920 * 8 };
     static float pcm[CAP];
     int finished = 0, first = 1;
+    *werr = 0;
     while (!finished) {
-        size_t n = ct_stream_read(s, pcm, CAP, 200, &finished);
-        if (n && ct_wav_write(w, pcm, n) != CT_OK) {
+        if (g_signal) {
             ct_stream_cancel(s);
-            return -1;
+            return DRAIN_SIGNAL;
         }
-        if (n && first) {
-            fflush(w->f);
-            first = 0;
+        size_t n = ct_stream_read(s, pcm, CAP, 200, &finished);
+        errno = 0;
+        if (n && (ct_wav_write(w, pcm, n) != CT_OK || (first && fflush(w->f) != 0))) {
+            *werr = errno ? errno : EIO;
+            ct_stream_cancel(s);
+            return g_signal ? DRAIN_SIGNAL : DRAIN_WRITE;
         }
+        if (n) first = 0;
         if (tty) {
             ct_stream_info in = ct_stream_get_info(s);
             progress(&in, rate, t_start);
         }
     }
-    return 0;
+    return g_signal ? DRAIN_SIGNAL : DRAIN_OK;
+}
+
+/* How -o PATH is written: a regular file (or a new path) is written to PATH.partial and renamed
+   over PATH when complete, so a failed or interrupted synth leaves no half file; anything else
+   (/dev/null, /dev/stdout, a FIFO, a device, a symlink: written through to its target) is
+   opened in place and never replaced. Returns 1 for in place, 0 for partial-then-rename, -1
+   (error printed) for a directory. */
+static int out_in_place(const char *out) {
+    struct stat sb;
+    if (lstat(out, &sb) != 0) return 0; /* a new file (or an error fopen will name) */
+    if (S_ISLNK(sb.st_mode) && stat(out, &sb) != 0) return 1; /* dangling: create its target */
+    if (S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "error: -o '%s' is a directory; name a file in it (e.g. %s/out.wav)\n", out, out);
+        return -1;
+    }
+    struct stat lsb;
+    return lstat(out, &lsb) == 0 && S_ISREG(lsb.st_mode) ? 0 : 1;
+}
+
+/* A write error: the reader of a pipe going away (EPIPE) is not an error (exit 0, nothing
+   printed: `synth -o - | head -c 100` stops quietly); anything else is named. */
+static int write_error(FILE *f, const char *what, int e, int tty) {
+    if (e == EPIPE) {
+        if (f) clearerr(f); /* handled here: main's final stdout check stays quiet */
+        return 0;
+    }
+    fprintf(stderr, "%serror: writing '%s' failed: %s\n", tty ? "\n" : "", what,
+            e == ENOSPC ? "no space left on device" : strerror(e));
+    return 1;
 }
 
 int ct_cli_synth(int argc, char **argv) {
@@ -93,6 +152,7 @@ int ct_cli_synth(int argc, char **argv) {
                           "usage: codectalk synth -m DIR [--text TEXT | -f FILE] [options] -o out.wav\n"
                           "Synthesises 24 kHz speech; the codec decodes frames as they are generated.");
     if (r) return r < 0 ? 2 : 0;
+    if (ct_cli_gen_check(&a) != 0) return 2;
     if (!out) {
         fprintf(stderr, "error: -o FILE (or -o - for raw s16le on stdout) is required\n");
         return 2;
@@ -165,18 +225,29 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    if (!raw) snprintf(tmp_path, sizeof tmp_path, "%s.partial", out);
-    f = raw ? stdout : fopen(tmp_path, "wb");
+    int in_place = raw ? 1 : out_in_place(out);
+    if (in_place < 0) goto done;
+    if (!in_place) {
+        snprintf(tmp_path, sizeof tmp_path, "%s.partial", out);
+        catch_signals(); /* before the partial file exists: an interrupt removes it */
+    }
+    f = raw ? stdout : fopen(in_place ? out : tmp_path, "wb");
     if (!f) {
-        fprintf(stderr, "error: cannot open '%s' for writing\n", raw ? "stdout" : tmp_path);
+        fprintf(stderr, "error: cannot open '%s' for writing: %s\n", in_place ? out : tmp_path, strerror(errno));
         tmp_path[0] = 0;
+        goto done;
+    }
+    if (in_place) catch_signals(); /* after the open: an open blocked on a FIFO stays killable */
+    if (!raw && in_place && isatty(fileno(f))) {
+        fprintf(stderr, "error: refusing to write audio to a terminal ('%s')\n", out);
         goto done;
     }
     ct_wav_writer w;
     int rate = ct_codec_sample_rate(codec);
+    errno = 0;
     if (ct_wav_begin(&w, f, rate, raw ? CT_WAV_RAW_S16LE : use_float ? CT_WAV_FLOAT32 : CT_WAV_PCM16) !=
         CT_OK) {
-        fprintf(stderr, "error: cannot write '%s'\n", out);
+        rc = write_error(f, raw ? "stdout" : out, errno ? errno : EIO, 0);
         goto done;
     }
     ct_gen_params g;
@@ -187,8 +258,14 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    if (drain(s, &w, tty, rate, t_start) != 0) {
-        fprintf(stderr, "%serror: writing audio failed (disk full or pipe closed)\n", tty ? "\n" : "");
+    int werr = 0, dr = drain(s, &w, tty, rate, t_start, &werr);
+    if (dr == DRAIN_SIGNAL) {
+        fprintf(stderr, "%sinterrupted: %s\n", tty ? "\n" : "",
+                tmp_path[0] ? "no output written" : "output is incomplete");
+        goto done;
+    }
+    if (dr == DRAIN_WRITE) {
+        rc = write_error(f, raw ? "stdout" : out, werr, tty);
         goto done;
     }
     ct_stream_info in = ct_stream_get_info(s);
@@ -196,8 +273,19 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "%serror: utterance %d: %s\n", tty ? "\n" : "", in.utterance + 1, ct_stream_errmsg(s));
         goto done;
     }
-    if (ct_wav_end(&w) != CT_OK || (!raw && (fclose(f) != 0 || (f = NULL, rename(tmp_path, out) != 0)))) {
-        fprintf(stderr, "%serror: finishing '%s' failed (disk full?)\n", tty ? "\n" : "", out);
+    errno = 0;
+    int fin = ct_wav_end(&w) == CT_OK ? 0 : (errno ? errno : EIO);
+    if (!fin && f != stdout) {
+        FILE *fc = f;
+        f = NULL;
+        if (fclose(fc) != 0) fin = errno ? errno : EIO;
+    }
+    if (fin) {
+        rc = write_error(f, raw ? "stdout" : out, fin, tty);
+        goto done;
+    }
+    if (tmp_path[0] && rename(tmp_path, out) != 0) {
+        fprintf(stderr, "%serror: cannot rename '%s' to '%s': %s\n", tty ? "\n" : "", tmp_path, out, strerror(errno));
         goto done;
     }
     tmp_path[0] = 0; /* renamed: nothing to clean up */
@@ -219,5 +307,11 @@ done:
     free(xv);
     ct_codec_free(codec);
     ct_model_free(m);
+    if (g_signal) { /* cleaned up: now die of the signal, as the caller expects */
+        int sig = g_signal;
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return 128 + sig;
+    }
     return rc;
 }

@@ -1,8 +1,12 @@
 /* codectalk command-line tool: tokenize, codes, make-model, info. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,13 +82,10 @@ static int cmd_codes(int argc, char **argv) {
                           "usage: codectalk codes -m DIR [--text TEXT | -f FILE] [options]\n"
                           "Generates codec frames (16 codes per 80 ms) and prints them as JSON.");
     if (r) return r < 0 ? 2 : 0;
+    if (ct_cli_gen_check(&a) != 0) return 2;
     int bin = strcmp(format, "bin") == 0;
     if (!bin && strcmp(format, "json") != 0) {
         fprintf(stderr, "error: --format must be json or bin, got '%s'\n", format);
-        return 2;
-    }
-    if (a.streaming && a.non_streaming) {
-        fprintf(stderr, "error: --streaming-text and --non-streaming-text exclude each other\n");
         return 2;
     }
     if (bin && !out && isatty(1)) {
@@ -153,9 +154,11 @@ static int cmd_codes(int argc, char **argv) {
     if (tty) fputc('\n', stderr);
     fo = out && strcmp(out, "-") != 0 ? fopen(out, bin ? "wb" : "w") : stdout;
     if (!fo) {
-        fprintf(stderr, "error: cannot open '%s' for writing\n", out);
+        fprintf(stderr, "error: cannot open '%s' for writing: %s\n", out,
+                errno == EISDIR ? "it is a directory" : strerror(errno));
         goto done;
     }
+    errno = 0;
     if (bin) {
         if (fwrite(frames, sizeof(int32_t) * G, (size_t)nf, fo) != (size_t)nf) goto write_fail;
     } else {
@@ -182,7 +185,13 @@ static int cmd_codes(int argc, char **argv) {
     rc = 0;
     goto done;
 write_fail:
-    fprintf(stderr, "error: writing frames failed (disk full?)\n");
+    if (errno == EPIPE) { /* the reader went away: not an error (see main) */
+        clearerr(stdout);
+        rc = 0;
+        goto done;
+    }
+    fprintf(stderr, "error: writing frames to '%s' failed: %s\n", out ? out : "stdout",
+            errno == ENOSPC ? "no space left on device" : errno ? strerror(errno) : "write error");
 done:
     if (fo && fo != stdout) fclose(fo);
     free(frames);
@@ -201,6 +210,21 @@ static void mm_progress(void *ud, uint64_t done, uint64_t total) {
     if (isatty(2) && total)
         fprintf(stderr, "\rwriting %.0f%% (%llu / %llu MiB)", 100.0 * (double)done / (double)total,
                 (unsigned long long)(done >> 20), (unsigned long long)(total >> 20));
+}
+
+/* 0 when path is a directory with entries in it. */
+static int dir_empty(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 1;
+    if (!S_ISDIR(sb.st_mode)) return 1; /* not a directory: make-model names that error */
+    DIR *d = opendir(path);
+    if (!d) return 1; /* let make-model name the error */
+    struct dirent *e;
+    int empty = 1;
+    while (empty && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) empty = 0;
+    closedir(d);
+    return empty;
 }
 
 static int cmd_make_model(int argc, char **argv) {
@@ -222,6 +246,10 @@ static int cmd_make_model(int argc, char **argv) {
     if (!preset || !out) {
         fprintf(stderr, "error: --preset and --out are required\n");
         return 2;
+    }
+    if (!force && !dir_empty(out)) {
+        fprintf(stderr, "error: '%s' is not empty; use --force to overwrite it\n", out);
+        return 1;
     }
     char err[1024];
     const char *tdir = tok ? tok : CT_ASSET_DIR "/qwen3-tokenizer";
@@ -245,10 +273,24 @@ static int cmd_info(int argc, char **argv) {
                      {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files directory"},
                      {NULL, 0, 0, NULL, NULL, NULL}};
     int r = ct_args_parse(argc, argv, opts, "usage: codectalk info -m DIR\n"
-                                            "Loads and validates a model and prints what it is.");
+                                            "Loads and validates a model (talker, tokenizer, speech_tokenizer/ codec)\n"
+                                            "and prints what it is.");
     if (r) return r < 0 ? 2 : 0;
     ct_model *m = ct_cli_load_model(model, tok, 0);
     if (!m) return 1;
+    ct_codec *codec = NULL; /* speech_tokenizer/ is part of a model: validate it too */
+    char err[1024];
+    if (ct_codec_load(model, &codec, err, sizeof err) != CT_OK) {
+        char sd[4200];
+        struct stat sb;
+        snprintf(sd, sizeof sd, "%s/speech_tokenizer", model);
+        if (stat(sd, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            fprintf(stderr, "error: %s/ is missing: the codec (speech tokenizer) is part of every model\n", sd);
+        else
+            fprintf(stderr, "error: speech_tokenizer (the codec): %s\n", err);
+        ct_model_free(m);
+        return 1;
+    }
     ct_model_info i = ct_model_get_info(m);
     printf("kind: %s\nsize: %s\ntalker: %d layers, hidden %d\ncode predictor: %d layers, hidden %d\n"
            "codes per frame: %d (codebook %d)\nweights: %.1f MiB\nspeakers:",
@@ -257,7 +299,8 @@ static int cmd_info(int argc, char **argv) {
     for (int k = 0; k < i.n_speakers; k++) printf(" %s", ct_model_speaker(m, k));
     printf("\nlanguages: auto");
     for (int k = 0; k < i.n_languages; k++) printf(" %s", ct_model_language(m, k));
-    printf("\n");
+    printf("\ncodec: speech_tokenizer, %d Hz\n", ct_codec_sample_rate(codec));
+    ct_codec_free(codec);
     ct_model_free(m);
     return 0;
 }
@@ -282,7 +325,7 @@ static void usage(void) {
            ct_version());
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         usage();
         return 2;
@@ -310,6 +353,11 @@ int main(int argc, char **argv) {
     if (!strcmp(c, "quantize")) return ct_cli_quantize(argc - 2, argv + 2);
     if (!strcmp(c, "export")) return ct_cli_export(argc - 1, argv + 1);
     if (!strcmp(c, "onnx-sanitize")) {
+        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            printf("usage: codectalk onnx-sanitize IN.onnx OUT.onnx\n"
+                   "Same as 'codectalk export sanitize IN.onnx -o OUT.onnx'.\n");
+            return 0;
+        }
         if (argc != 4) {
             fprintf(stderr, "usage: codectalk onnx-sanitize IN.onnx OUT.onnx\n");
             return 2;
@@ -325,4 +373,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "error: unknown command '%s'\n\n", c);
     usage();
     return 2;
+}
+
+/* Every command's stdout is checked once at the end: a full disk or a closed device is an error
+   (exit 1, named); a reader that went away (EPIPE: `codectalk ... | head`) is not (quiet). */
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error (EPIPE), not a silent death */
+    int rc = dispatch(argc, argv);
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    if (bad && errno != EPIPE && rc == 0) {
+        fprintf(stderr, "error: writing standard output failed: %s\n",
+                errno == ENOSPC ? "no space left on device" : errno ? strerror(errno) : "write error");
+        rc = 1;
+    }
+    return rc;
 }

@@ -1,6 +1,7 @@
 /* Codec-decoder loading: speech_tokenizer/config.json (decoder_config) + model.safetensors
  * (F32 `decoder.*` tensors), with name/shape/dtype checks, codebook normalisation,
  * SnakeBeta pre-exponentiation and repacking of every weight into conv panels. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -116,10 +117,12 @@ static ct_status cfg_int_array(json_t *o, const char *key, int maxn, int lo, int
 static ct_status parse_config(ct_codec *c, const char *path, int *up_ratios, int *rates, char *err,
                               size_t errcap) {
     json_error_t je;
+    ct_status rs = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
+    if (rs != CT_OK) return rs;
     json_t *root = json_load_file(path, 0, &je);
     if (!root) {
         FILE *fp = fopen(path, "rb");
-        if (!fp) return ct_errf(err, errcap, CT_ERR_IO, "%s: cannot open", path);
+        if (!fp) return ct_errf(err, errcap, CT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         fclose(fp);
         return ct_errf(err, errcap, CT_ERR_FORMAT, "%s:%d: %s", path, je.line, je.text);
     }

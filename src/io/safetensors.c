@@ -207,16 +207,38 @@ static ct_status finish_open(ct_st_file *f, ct_st_file **out, char *err, size_t 
     return CT_OK;
 }
 
+static const char *file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a plain file";
+}
+
+ct_status ct_check_regular(const char *path, char *err, size_t errcap) {
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return CT_OK;
+    return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file (%s)", path, file_kind(sb.st_mode));
+}
+
 ct_status ct_st_open(const char *path, ct_st_file **out, char *err, size_t errcap) {
     if (!path || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "safetensors: NULL argument");
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO in place of the file must not block the open; fstat refuses it */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return ct_errf(err, errcap, CT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
         close(fd);
-        return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file", path);
+        return ct_errf(err, errcap, CT_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file (%s)", path,
+                       file_kind(sb.st_mode));
     }
     ct_st_file *f = calloc(1, sizeof *f);
     if (!f) {

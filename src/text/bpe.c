@@ -4,6 +4,8 @@
  * from these files; see docs/TOKENIZER.md. */
 #include "text/bpe.h"
 
+#include "io/safetensors.h" /* ct_check_regular */
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <jansson.h>
 #include <pcre2.h>
@@ -193,6 +195,8 @@ static size_t spelling_to_raw(const byte_map *bm, const char *s, size_t n, uint8
 }
 
 static ct_status read_file(const char *path, char **data, size_t *len, char *err, size_t errcap) {
+    ct_status rs = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
+    if (rs != CT_OK) return rs;
     FILE *f = fopen(path, "rb");
     if (!f) return ct_errf(err, errcap, CT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     char *buf = NULL;
@@ -287,6 +291,8 @@ static void merge_insert(ct_bpe *t, int32_t left, int32_t right, int32_t rank, i
 
 static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm, char *err, size_t errcap) {
     json_error_t je;
+    ct_status rs = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
+    if (rs != CT_OK) return rs;
     json_t *root = json_load_file(path, 0, &je);
     if (!root) {
         FILE *f = fopen(path, "rb");
@@ -470,6 +476,8 @@ static int added_cmp(const void *pa, const void *pb) {
 
 static ct_status load_added(ct_bpe *t, const char *path, char *err, size_t errcap) {
     json_error_t je;
+    ct_status rs = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
+    if (rs != CT_OK) return rs;
     json_t *root = json_load_file(path, 0, &je);
     if (!root) {
         FILE *f = fopen(path, "rb");
