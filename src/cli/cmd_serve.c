@@ -29,6 +29,7 @@ int ct_cli_serve(int argc, char **argv) {
     int port = 8000, max_streams = 0, queue = 8, threads = 0, codec_threads = 0, ctx = 0, timeout = 30, f32 = 0;
     int body_kb = 64, codec_chunk = 0, kv_mib = 0;
     int margin = -1, max_chars = 4096, buffer_ms = 10000, no_throttle = 0;
+    int header_timeout = 10, write_timeout = 20, max_conns = 64, per_ip = 32, reserve = 4;
     ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address to bind (default 127.0.0.1)"},
@@ -49,7 +50,15 @@ int ct_cli_serve(int argc, char **argv) {
         {"no-throttle", 0, CT_OPT_FLAG, &no_throttle, NULL,
          "margin 0, a prefill held back at most 1 ms (maximises batching; listeners may stall)"},
         {"buffer-ms", 0, CT_OPT_INT, &buffer_ms, "MS", "per-request audio buffer before back-pressure (default 10000)"},
-        {"timeout", 0, CT_OPT_INT, &timeout, "S", "idle connection timeout in seconds (default 30)"},
+        {"timeout", 0, CT_OPT_INT, &timeout, "S", "idle connection timeout and body upload limit in s (default 30)"},
+        {"header-timeout", 0, CT_OPT_INT, &header_timeout, "S",
+         "a request header must be complete within S s, also between keep-alive requests (default 10)"},
+        {"write-timeout", 0, CT_OPT_INT, &write_timeout, "S",
+         "a streaming client that takes no bytes for S s loses its stream (default 20)"},
+        {"max-connections", 0, CT_OPT_INT, &max_conns, "N", "concurrent connections (default 64)"},
+        {"max-conn-per-ip", 0, CT_OPT_INT, &per_ip, "N", "connections per client address (default 32; 0 = no limit)"},
+        {"reserve-connections", 0, CT_OPT_INT, &reserve, "N",
+         "extra connections only for GET /health and /metrics (default 4)"},
         {"max-body-kb", 0, CT_OPT_INT, &body_kb, "N", "request body limit in KiB (default 64)"},
         {"max-input-chars", 0, CT_OPT_INT, &max_chars, "N", "limit on `input` characters (default 4096)"},
         {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files directory (default: model dir)"},
@@ -68,9 +77,12 @@ int ct_cli_serve(int argc, char **argv) {
         return 2;
     }
     if (queue < 0 || threads < 0 || codec_threads < 0 || max_streams < 0 || kv_mib < 0 || codec_chunk < 0 ||
-        body_kb < 1 || timeout < 1 || max_chars < 1 || buffer_ms < 200) {
-        fprintf(stderr, "error: --queue/--threads/--codec-threads/--max-streams/--kv-budget-mib/--codec-chunk must "
-                        "be >= 0; --max-body-kb, --timeout, --max-input-chars >= 1; --buffer-ms >= 200\n");
+        body_kb < 1 || timeout < 1 || max_chars < 1 || buffer_ms < 200 || header_timeout < 1 || write_timeout < 1 ||
+        max_conns < 1 || per_ip < 0 || reserve < 0) {
+        fprintf(stderr, "error: --queue/--threads/--codec-threads/--max-streams/--kv-budget-mib/--codec-chunk/"
+                        "--max-conn-per-ip/--reserve-connections must be >= 0; --max-body-kb, --timeout, "
+                        "--header-timeout, --write-timeout, --max-connections, --max-input-chars >= 1; "
+                        "--buffer-ms >= 200\n");
         return 2;
     }
     ct_engine_params ep = ct_engine_params_default();
@@ -131,6 +143,11 @@ int ct_cli_serve(int argc, char **argv) {
     hp.api_key = api_key;
     hp.model_id = id;
     hp.connection_timeout_s = timeout;
+    hp.header_timeout_s = header_timeout;
+    hp.write_timeout_s = write_timeout;
+    hp.max_connections = max_conns;
+    hp.max_conn_per_ip = per_ip ? per_ip : -1;
+    hp.reserve_connections = reserve;
     hp.max_body_bytes = (size_t)body_kb * 1024;
     hp.max_input_chars = max_chars;
     hp.codec_chunk = codec_chunk;

@@ -24,6 +24,7 @@
 #include "audio/pcm.h"
 #include "audio/wav.h"
 #include "core/stepstats.h"
+#include "serve/gate.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
 
@@ -33,6 +34,7 @@
 
 struct ct_http {
     struct MHD_Daemon *d;
+    ct_gate *g;
     ct_engine *e;
     const ct_model *m;
     ct_http_params p;
@@ -49,12 +51,15 @@ typedef struct {
     char *body;
     size_t n, cap;
     int too_big;
+    size_t discarded;    /* body bytes of requests other than speech */
+    ct_gate_conn *k;     /* the connection's record in the gate */
 } conn_ctx;
 
 typedef struct {
     ct_http *h;
     struct MHD_Connection *c;
     ct_stream *st;
+    ct_gate_conn *k;
     ct_resp_mode mode;
     ct_resp_format fmt;
     int header_done, end_sent;
@@ -74,6 +79,10 @@ ct_http_params ct_http_params_default(void) {
     p.connection_timeout_s = 30;
     p.max_body_bytes = 65536;
     p.max_input_chars = CT_SPEECH_MAX_INPUT_CHARS;
+    p.header_timeout_s = 10;
+    p.write_timeout_s = 20;
+    p.max_conn_per_ip = 32;
+    p.reserve_connections = 4;
     return p;
 }
 
@@ -88,6 +97,8 @@ static enum MHD_Result send_buf(ct_http *h, struct MHD_Connection *c, int code, 
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     for (int i = 0; hdrs && hdrs[i]; i += 2) MHD_add_response_header(r, hdrs[i], hdrs[i + 1]);
+    if (ct_gate_conn_is_reserve(ct_gate_conn_of(c))) /* a reserve connection serves one request */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, r);
     MHD_destroy_response(r);
     ct_srv_metrics_status(&h->mx, code);
@@ -130,6 +141,10 @@ static int client_gone(ct_http *h, struct MHD_Connection *c) {
     struct pollfd pf = {ci->connect_fd, POLLRDHUP, 0};
     if (poll(&pf, 1, 0) <= 0) return 0;
     return (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+static int ct_hexval(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
 static size_t b64(char *dst, const unsigned char *src, size_t n) {
@@ -255,6 +270,7 @@ static int stream_fill(stream_ctx *s) {
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     stream_ctx *s = cls;
     (void)pos;
+    ct_gate_stream_waiting(s->k, 0); /* the client took what we handed over */
     if (s->poff >= s->pn) {
         int r = stream_fill(s);
         if (r < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -264,11 +280,13 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     if (n > max) n = max;
     memcpy(buf, s->pend + s->poff, n);
     s->poff += n;
+    ct_gate_stream_waiting(s->k, 1); /* now the client owes us reading it (--write-timeout) */
     return (ssize_t)n;
 }
 
 static void stream_free(void *cls) {
     stream_ctx *s = cls;
+    ct_gate_stream_detach(s->k, s->st);
     if (s->st) stream_done(s->h, s->st);
     free(s->pend);
     free(s->tmp);
@@ -373,6 +391,13 @@ static enum MHD_Result speech_stream(ct_http *h, struct MHD_Connection *c, ct_st
     s->h = h;
     s->c = c;
     s->st = st;
+    s->k = ct_gate_conn_of(c);
+    ct_gate_stream_attach(s->k, st);
+    {   /* a small send buffer, so a client that stops reading is seen within --write-timeout */
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int sb = 64 * 1024;
+        if (ci) setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof sb);
+    }
     s->mode = mode;
     s->fmt = fmt;
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, s,
@@ -460,38 +485,42 @@ static int auth_ok(ct_http *h, struct MHD_Connection *c) {
     return diff == 0;
 }
 
-static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                               const char *version, const char *upload_data, size_t *upload_data_size,
-                               void **con_cls) {
-    ct_http *h = cls;
-    (void)version;
-    conn_ctx *cc = *con_cls;
-    if (cc) { /* body of POST /v1/audio/speech */
-        if (*upload_data_size) {
-            if (!cc->too_big && cc->n + *upload_data_size <= h->p.max_body_bytes) {
-                if (cc->n + *upload_data_size + 1 > cc->cap) {
-                    size_t nc = (cc->n + *upload_data_size + 1) * 2;
-                    if (nc > h->p.max_body_bytes + 1) nc = h->p.max_body_bytes + 1;
-                    char *nb = realloc(cc->body, nc);
-                    if (!nb) return MHD_NO;
-                    cc->body = nb;
-                    cc->cap = nc;
-                }
-                memcpy(cc->body + cc->n, upload_data, *upload_data_size);
-                cc->n += *upload_data_size;
-            } else {
-                cc->too_big = 1;
-            }
-            *upload_data_size = 0;
-            return MHD_YES;
-        }
-        if (cc->too_big) {
-            char m[96];
-            snprintf(m, sizeof m, "request body exceeds %zu bytes", h->p.max_body_bytes);
-            return send_err(h, c, 413, "invalid_request_error", NULL, "body_too_large", m);
-        }
-        return speech(h, c, cc);
-    }
+/* Counts the Content-Length headers of the request and whether they all agree. */
+typedef struct {
+    int n, differ;
+    const char *first;
+} cl_scan;
+
+static enum MHD_Result scan_cl(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    cl_scan *cs = cls;
+    (void)kind;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0) return MHD_YES;
+    if (!cs->n++) cs->first = value;
+    else if (strcmp(cs->first, value ? value : "") != 0) cs->differ = 1;
+    return MHD_YES;
+}
+
+/* Checks of the header the library lets through (every request; the gate checked the first one
+   of each connection on the wire already): 0 = fine, else a response was queued. */
+static int head_refused(ct_http *h, struct MHD_Connection *c, const char *url, enum MHD_Result *ret) {
+    const char *msg = NULL, *code = "invalid_request";
+    int status = 400;
+    cl_scan cs = {0, 0, NULL};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, scan_cl, &cs);
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if (strstr(url, "%00")) msg = "%00 in the request target";
+    else if (cs.differ) msg = "conflicting Content-Length headers";
+    else if (te && strcasecmp(te, "chunked") != 0) {
+        status = 501;
+        code = "not_implemented";
+        msg = "Transfer-Encoding other than chunked is not supported";
+    } else if (te && cs.n) msg = "both Transfer-Encoding and Content-Length";
+    if (!msg) return 0;
+    *ret = send_err(h, c, status, "invalid_request_error", NULL, code, msg);
+    return 1;
+}
+
+static enum MHD_Result route(ct_http *h, struct MHD_Connection *c, const char *url, const char *method) {
     int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     int is_post = strcmp(method, "POST") == 0;
     if (strcmp(url, "/health") == 0) {
@@ -511,21 +540,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!auth_ok(h, c))
         return send_err(h, c, 401, "authentication_error", NULL, "invalid_api_key",
                         "missing or invalid API key (send Authorization: Bearer <key>)");
-    if (strcmp(url, "/v1/audio/speech") == 0) {
-        if (!is_post) goto method;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > h->p.max_body_bytes) {
-            char m[96];
-            snprintf(m, sizeof m, "request body exceeds %zu bytes", h->p.max_body_bytes);
-            return send_err(h, c, 413, "invalid_request_error", NULL, "body_too_large", m);
-        }
-        cc = calloc(1, sizeof *cc);
-        if (!cc) return MHD_NO;
-        cc->is_speech = 1;
-        *con_cls = cc;
-        return MHD_YES;
-    }
-    if (!is_get) goto method;
+    if (strcmp(url, "/v1/audio/speech") == 0 || !is_get) goto method; /* speech POSTs do not get here */
     if (strcmp(url, "/metrics") == 0) return metrics(h, c);
     if (strcmp(url, "/v1/models") == 0)
         return send_json(h, c, 200,
@@ -542,18 +557,99 @@ method: {
     ct_api_error e;
     ct_api_error_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed", "%s is not allowed on %.100s (allowed: %s)",
                      method, url, allow);
+    (void)is_post;
     return send_error(h, c, &e, hd);
 }
 }
 
-static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t) {
-    (void)cls, (void)c, (void)t;
+/* Every request: the first call (header parsed) only records it and, for a speech POST, checks
+   its declared size; the body arrives in further calls; the answer is queued on the last one,
+   so that the library keeps the connection alive (a response queued on the first call closes
+   it in libmicrohttpd 0.9.75). */
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                               const char *version, const char *upload_data, size_t *upload_data_size,
+                               void **con_cls) {
+    ct_http *h = cls;
+    (void)version;
     conn_ctx *cc = *con_cls;
+    if (!cc) {
+        ct_gate_conn *k = ct_gate_conn_of(c);
+        ct_gate_request_begin(k);
+        enum MHD_Result ret;
+        if (head_refused(h, c, url, &ret)) return ret;
+        int speech_post = strcmp(url, "/v1/audio/speech") == 0 && strcmp(method, "POST") == 0;
+        if (speech_post && auth_ok(h, c)) {
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+            if (cl && strtoull(cl, NULL, 10) > h->p.max_body_bytes) {
+                char m[96];
+                snprintf(m, sizeof m, "request body exceeds %zu bytes", h->p.max_body_bytes);
+                return send_err(h, c, 413, "invalid_request_error", NULL, "body_too_large", m);
+            }
+        }
+        cc = calloc(1, sizeof *cc);
+        if (!cc) return MHD_NO;
+        cc->is_speech = speech_post;
+        cc->k = k;
+        *con_cls = cc;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (!cc->is_speech) {
+            cc->discarded += *upload_data_size;
+            if (cc->discarded > h->p.max_body_bytes) cc->too_big = 1;
+        } else if (!cc->too_big && cc->n + *upload_data_size <= h->p.max_body_bytes) {
+            if (cc->n + *upload_data_size + 1 > cc->cap) {
+                size_t nc = (cc->n + *upload_data_size + 1) * 2;
+                if (nc > h->p.max_body_bytes + 1) nc = h->p.max_body_bytes + 1;
+                char *nb = realloc(cc->body, nc);
+                if (!nb) return MHD_NO;
+                cc->body = nb;
+                cc->cap = nc;
+            }
+            memcpy(cc->body + cc->n, upload_data, *upload_data_size);
+            cc->n += *upload_data_size;
+        } else {
+            cc->too_big = 1;
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    ct_gate_request_body_done(cc->k);
+    if (cc->too_big) {
+        char m[96];
+        snprintf(m, sizeof m, "request body exceeds %zu bytes", h->p.max_body_bytes);
+        return send_err(h, c, 413, "invalid_request_error", NULL, "body_too_large", m);
+    }
+    if (cc->is_speech && auth_ok(h, c)) return speech(h, c, cc);
+    return route(h, c, url, method);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t) {
+    (void)cls, (void)t;
+    conn_ctx *cc = *con_cls;
+    ct_gate_request_end(cc ? cc->k : ct_gate_conn_of(c));
     if (cc) {
         free(cc->body);
         free(cc);
         *con_cls = NULL;
     }
+}
+
+/* The library's URL unescaping, except that "%00" stays as it is (the handler refuses it). */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
+    (void)cls, (void)c;
+    char *w = s;
+    for (const char *r = s; *r;) {
+        int hi, lo;
+        if (r[0] == '%' && r[1] && r[2] && (hi = ct_hexval(r[1])) >= 0 && (lo = ct_hexval(r[2])) >= 0 && (hi | lo)) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = 0;
+    return (size_t)(w - s);
 }
 
 ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out, char *err,
@@ -582,6 +678,11 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
     snprintf(h->api_key, sizeof h->api_key, "%s", p->api_key ? p->api_key : "");
     if (h->p.max_connections <= 0) h->p.max_connections = 64;
     if (h->p.connection_timeout_s <= 0) h->p.connection_timeout_s = 30;
+    if (h->p.header_timeout_s <= 0) h->p.header_timeout_s = 10;
+    if (h->p.write_timeout_s <= 0) h->p.write_timeout_s = 20;
+    if (h->p.max_conn_per_ip == 0) h->p.max_conn_per_ip = 32;
+    if (h->p.max_conn_per_ip < 0) h->p.max_conn_per_ip = 0;
+    if (h->p.reserve_connections < 0) h->p.reserve_connections = 0;
     if (!h->p.max_body_bytes) h->p.max_body_bytes = 65536;
     h->p.host = h->host;
     h->p.model_id = h->model_id;
@@ -613,12 +714,21 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
     getsockname(fd, (struct sockaddr *)&sa, &sl);
     h->port = ntohs(sa.sin_port);
     ct_srv_metrics_init(&h->mx);
-    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL,
-                            NULL, handler, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)h->p.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)h->p.connection_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_END);
-    if (!h->d) {
+    ct_gate_params gp = {fd, h->p.max_connections, h->p.reserve_connections, h->p.max_conn_per_ip,
+                         h->p.header_timeout_s, h->p.connection_timeout_s, h->p.write_timeout_s, 32 * 1024, &h->mx};
+    h->g = ct_gate_new(&gp);
+    if (h->g)
+        h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+                                    MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
+                                0, NULL, NULL, handler, h, MHD_OPTION_CONNECTION_LIMIT,
+                                (unsigned)(h->p.max_connections + h->p.reserve_connections + 1),
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->p.connection_timeout_s,
+                                MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION, ct_gate_notify,
+                                h->g, MHD_OPTION_UNESCAPE_CALLBACK, unescape, h, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                (size_t)(256 * 1024), MHD_OPTION_END);
+    if (!h->d || ct_gate_run(h->g, h->d) != 0) {
+        if (h->d) MHD_stop_daemon(h->d);
+        ct_gate_free(h->g);
         close(fd);
         ct_srv_metrics_destroy(&h->mx);
         free(h);
@@ -633,7 +743,9 @@ int ct_http_port(const ct_http *h) { return h ? h->port : 0; }
 void ct_http_stop(ct_http *h) {
     if (!h) return;
     atomic_store(&h->stopping, 1);
-    MHD_stop_daemon(h->d); /* also closes the listening socket it was given */
+    ct_gate_stop_accepting(h->g); /* closes the listening socket and the connections not handed over */
+    MHD_stop_daemon(h->d);
+    ct_gate_free(h->g);
     ct_srv_metrics_destroy(&h->mx);
     free(h);
 }

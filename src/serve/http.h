@@ -18,13 +18,19 @@ typedef struct {
     const char *api_key;       /* NULL or "" = no auth */
     const char *model_id;      /* served id for /v1/models and the `model` field (required) */
     int max_connections;       /* concurrent connections (default 64) */
-    int connection_timeout_s;  /* idle connection timeout, slow-loris guard (default 30) */
+    int connection_timeout_s;  /* idle timeout, and the bound on receiving one body (default 30) */
     size_t max_body_bytes;     /* request body limit -> 413 (default 65536) */
     int max_input_chars;       /* `input` limit (default CT_SPEECH_MAX_INPUT_CHARS) */
     int codec_chunk;           /* --codec-chunk: steady codec chunk in frames, 1..the engine's
                                   max_chunk_frames; 0 (default) = not given (ct_speech_schedule) */
     const char *schedule;      /* chunk schedule when neither the request nor codec_chunk picks
                                   one (a profile's); NULL = "exact". Copied. */
+    int header_timeout_s;      /* a complete request header within this, also between keep-alive
+                                  requests (default 10) */
+    int write_timeout_s;       /* a streaming client that takes no bytes for this long loses its
+                                  stream and connection (default 20) */
+    int max_conn_per_ip;       /* connections per client address (default 32; < 0 = no limit) */
+    int reserve_connections;   /* extra connections only for GET /health and /metrics (default 4) */
 } ct_http_params;
 
 ct_http_params ct_http_params_default(void);

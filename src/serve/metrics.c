@@ -9,7 +9,7 @@
 
 static const double TTFA_B[CT_SRV_TTFA_BUCKETS] = {0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10};
 static const double RTF_B[CT_SRV_RTF_BUCKETS] = {0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 5};
-static const int STATUS[CT_SRV_STATUS_KINDS - 1] = {200, 400, 401, 404, 405, 413, 500, 503};
+static const int STATUS[CT_SRV_STATUS_KINDS - 1] = {200, 400, 401, 404, 405, 408, 411, 413, 429, 431, 500, 501, 503};
 
 void ct_srv_metrics_init(ct_srv_metrics *m) {
     memset(m, 0, sizeof *m);
@@ -100,6 +100,15 @@ char *ct_srv_metrics_text(ct_srv_metrics *m, ct_engine *e) {
     metric(&s, "codectalk_steps_total", "counter", "batched decode steps", (double)k.steps);
     metric(&s, "codectalk_step_seconds", "gauge", "EWMA of one batched decode step (all streams)", k.step_ms / 1e3);
     metric(&s, "codectalk_prefill_seconds", "gauge", "EWMA of one prefill", k.prefill_ms / 1e3);
+    metric(&s, "codectalk_write_timeouts_total", "counter",
+           "streams cancelled because the client took no bytes for --write-timeout", (double)atomic_load(&m->write_timeouts));
+    metric(&s, "codectalk_header_timeouts_total", "counter",
+           "connections closed without a complete request header in --header-timeout",
+           (double)atomic_load(&m->header_timeouts));
+    metric(&s, "codectalk_body_timeouts_total", "counter",
+           "connections closed without a complete request body in --timeout", (double)atomic_load(&m->body_timeouts));
+    metric(&s, "codectalk_connections_refused_total", "counter",
+           "connections refused (per-address limit, or every connection taken)", (double)atomic_load(&m->conn_refused));
     pthread_mutex_lock(&m->mu);
     histo(&s, "codectalk_ttfa_seconds", "submission to first audio", m->ttfa, TTFA_B, CT_SRV_TTFA_BUCKETS,
           m->ttfa_sum, m->ttfa_n);

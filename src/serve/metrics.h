@@ -13,7 +13,7 @@
 
 #define CT_SRV_TTFA_BUCKETS 12
 #define CT_SRV_RTF_BUCKETS 11
-#define CT_SRV_STATUS_KINDS 9 /* 200 400 401 404 405 413 500 503, other */
+#define CT_SRV_STATUS_KINDS 14 /* 200 400 401 404 405 408 411 413 429 431 500 501 503, other */
 
 typedef struct {
     pthread_mutex_t mu;
@@ -21,6 +21,11 @@ typedef struct {
     double ttfa_sum, rtf_sum;
     uint64_t ttfa_n, rtf_n;
     atomic_ullong status[CT_SRV_STATUS_KINDS];
+    /* the connection guard (serve/gate.c) */
+    atomic_ullong write_timeouts;  /* streams cut: the client took no bytes for --write-timeout */
+    atomic_ullong header_timeouts; /* connections cut: no complete header in --header-timeout */
+    atomic_ullong body_timeouts;   /* connections cut: no complete body in --timeout */
+    atomic_ullong conn_refused;    /* connections refused: per-address limit or all taken */
 } ct_srv_metrics;
 
 void ct_srv_metrics_init(ct_srv_metrics *m);
