@@ -721,7 +721,7 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
         h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
                                 0, NULL, NULL, handler, h, MHD_OPTION_CONNECTION_LIMIT,
-                                (unsigned)(h->p.max_connections + h->p.reserve_connections + 1),
+                                (unsigned)(h->p.max_connections + h->p.reserve_connections + 16),
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->p.connection_timeout_s,
                                 MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION, ct_gate_notify,
                                 h->g, MHD_OPTION_UNESCAPE_CALLBACK, unescape, h, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
