@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -327,7 +328,10 @@ static void check_pending(ct_gate *g) {
     int64_t t = now_ms();
     for (int i = g->n_pend - 1; i >= 0; i--) {
         pending *pc = &g->pend[i];
-        ssize_t n = recv(pc->fd, g->scratch, g->p.max_head, MSG_PEEK | MSG_DONTWAIT);
+        int avail = 0; /* peek (a copy of up to max_head bytes) only when more came */
+        ssize_t n = pc->seen > 0 && ioctl(pc->fd, FIONREAD, &avail) == 0 && avail == pc->seen
+                        ? pc->seen
+                        : recv(pc->fd, g->scratch, g->p.max_head, MSG_PEEK | MSG_DONTWAIT);
         struct pollfd hup = {pc->fd, POLLRDHUP, 0}; /* unread data hides a FIN from recv */
         int gone = n > 0 && n == pc->seen && poll(&hup, 1, 0) > 0 && (hup.revents & (POLLRDHUP | POLLHUP | POLLERR));
         if (gone || n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {

@@ -4,11 +4,12 @@
    each get one clean OpenAI error JSON (one status line); keep-alive for GET and for a POST;
    a header dribbled byte by byte is cut at --header-timeout with 408; connections per address
    are bounded (429); /health answers from the reserve when every connection is taken and
-   while 70 slow-loris connections hang; a streaming client that reads nothing loses its slot
-   after --write-timeout and the next request is served (codectalk_write_timeouts_total). */
+   while 70 slow-loris connections hang; a streaming client that reads at 1 KB/s loses its
+   slot after --write-timeout and the next request is served (codectalk_write_timeouts_total). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,25 @@ static void slow_header(int port) {
     if (fd >= 0) close(fd);
 }
 
+typedef struct {
+    int fd;
+    atomic_int stop;
+    size_t got;
+} slow_reader;
+
+/* Reads 512 bytes every 500 ms (1 KB/s) until stopped or the server closes. */
+static void *slow_read(void *arg) {
+    slow_reader *s = arg;
+    char b[512];
+    while (!atomic_load(&s->stop)) {
+        ssize_t k = recv(s->fd, b, sizeof b, 0);
+        if (k <= 0) break;
+        s->got += (size_t)k;
+        sleep_ms(500);
+    }
+    return NULL;
+}
+
 int main(void) {
     const char *dir = ct_test_make("tiny", "serve-edge-tiny", 5);
     char err[1024];
@@ -324,7 +344,7 @@ int main(void) {
     ct_http_stop(H);
     ct_engine_free(E);
 
-    /* 3. a streaming client that reads nothing loses its (only) slot after --write-timeout */
+    /* 3. a streaming client that reads at 1 KB/s loses its (only) slot after --write-timeout */
     ep.buffer_ms = 1000;
     hp = ct_http_params_default();
     hp.write_timeout_s = 1;
@@ -341,6 +361,9 @@ int main(void) {
         int active = 0;
         for (int t = 0; t < 400 && !active; t++, sleep_ms(10)) active = ct_engine_get_counters(E).active == 1;
         CHECK(active);
+        slow_reader sr = {fd, 0, 0};
+        pthread_t th;
+        pthread_create(&th, NULL, slow_read, &sr);
         double t0 = now_s();
         ct_http_resp r;
         const char *b2 = "{\"input\":\"next\",\"seed\":1,\"max_new_tokens\":4}";
@@ -349,6 +372,9 @@ int main(void) {
         CHECKF(r.status == 200 && now_s() - t0 < 8.0, "status %d after %.1f s", r.status, now_s() - t0);
         ct_http_resp_free(&r);
         CHECK(metric_value(port, "codectalk_write_timeouts_total") == 1);
+        atomic_store(&sr.stop, 1);
+        pthread_join(th, NULL);
+        CHECK(sr.got > 0);
         if (fd >= 0) close(fd);
     }
     ct_http_stop(H);
