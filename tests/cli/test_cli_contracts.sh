@@ -94,7 +94,7 @@ fi
 [ -c /dev/null ] && [ -c /dev/full ] && ok || bad "a device node is gone"
 # a FIFO stays a FIFO; its reader gets the WAV
 mkfifo "$WORK/pipe"
-cat "$WORK/pipe" > "$WORK/from_fifo.wav" & reader=$!
+timeout 60 cat "$WORK/pipe" > "$WORK/from_fifo.wav" & reader=$!  # (a replaced FIFO gets no writer)
 expect_rc 0 "$BIN" "${S[@]}" -o "$WORK/pipe"
 wait $reader
 if [ -p "$WORK/pipe" ] && is_wav "$WORK/from_fifo.wav"; then ok; else bad "-o FIFO was replaced or not written"; fi
