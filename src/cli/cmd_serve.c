@@ -48,7 +48,7 @@ int ct_cli_serve(int argc, char **argv) {
          "talker KV budget in MiB (default: profile, else max-streams streams)"},
         {"margin-ms", 0, CT_OPT_INT, &margin, "MS", "prefill throttle safety margin (default: profile, else 120)"},
         {"no-throttle", 0, CT_OPT_FLAG, &no_throttle, NULL,
-         "margin 0, a prefill held back at most 1 ms (maximises batching; listeners may stall)"},
+         "never hold a prefill back for playback slack (maximises batching; listeners may stall)"},
         {"buffer-ms", 0, CT_OPT_INT, &buffer_ms, "MS", "per-request audio buffer before back-pressure (default 10000)"},
         {"timeout", 0, CT_OPT_INT, &timeout, "S", "idle connection timeout and body upload limit in s (default 30)"},
         {"header-timeout", 0, CT_OPT_INT, &header_timeout, "S",
@@ -103,7 +103,7 @@ int ct_cli_serve(int argc, char **argv) {
     if (ctx) ep.max_context = ctx;
     if (kv_mib) ep.kv_budget_bytes = (uint64_t)kv_mib << 20;
     if (margin >= 0) ep.safety_margin_ms = margin;
-    if (no_throttle) ep.safety_margin_ms = 0, ep.max_defer_ms = 1;
+    if (no_throttle) ep.safety_margin_ms = -1; /* the engine's off switch */
     if (threads) ep.talker_threads = threads;
     if (codec_threads) ep.codec_threads = codec_threads;
     ep.queue_cap = queue;

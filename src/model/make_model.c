@@ -596,7 +596,7 @@ ct_status ct_make_model(const char *preset, uint64_t seed, const char *out_dir,
     }
     if (ne > 0 && !overwrite)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
-                       "make_model: '%s' is not empty; refusing to overwrite (use overwrite)", out_dir);
+                       "make_model: '%s' is not empty; refusing to overwrite it (the overwrite argument; the CLI's --force)", out_dir);
 
     ct_mm_tensor *tm = NULL, *tc = NULL;
     size_t nm = 0, nc = 0;

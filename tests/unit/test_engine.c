@@ -208,6 +208,7 @@ int main(void) {
             }
             ct_engine_counters kc = ct_engine_get_counters(e);
             CHECK(kc.completed == 4 && kc.admitted == 4 && kc.active == 0 && kc.failed == 0);
+            CHECK(kc.deferrals == 0 && kc.forced_admissions == 0); /* margin < 0: no throttle */
             CHECK(kc.steps < 25 + 40 + 12 + 33); /* streams shared steps */
             ct_engine_free(e);
         }
