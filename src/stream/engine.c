@@ -469,8 +469,10 @@ static ct_status submit_warmup(ct_engine *e, char *err, size_t errcap) {
     if (e->m->cfg.kind == CT_KIND_VOICE_DESIGN) g.instruct = "A calm, clear voice.";
     g.max_frames = 2;
     g.min_new_tokens = 2;
+    ct_stream_params sp = ct_stream_params_default();
+    sp.output = e->codec ? CT_OUTPUT_PCM : CT_OUTPUT_CODES; /* a codes-only engine warms up on codes */
     ct_stream *s = NULL;
-    ct_status st = ct_engine_submit(e, &g, NULL, &s, err, errcap);
+    ct_status st = ct_engine_submit(e, &g, &sp, &s, err, errcap);
     if (st != CT_OK) return st;
     pthread_mutex_lock(&e->mu);
     s->internal = 1;

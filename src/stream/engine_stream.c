@@ -58,6 +58,7 @@ void ct_stream_fail_locked(ct_stream *s, ct_status st, const char *msg) {
         else e->k.failed++;
     }
     pthread_cond_broadcast(&s->cv);
+    pthread_cond_signal(&e->cv); /* the engine thread frees its slot on the next pass */
 }
 
 size_t ct_stream_room_locked(const ct_stream *s) { return s->ring_cap - (size_t)(s->tail - s->head); }
@@ -311,6 +312,7 @@ static void ship_due(ct_engine *e, ct_slot *sl, int finished) {
 
 /* The stream's generation ended and its output is out: DONE (unless failed), counters. */
 static void finish_locked(ct_engine *e, ct_stream *s) {
+    if (s->cancel) ct_stream_fail_locked(s, CT_ERR_ABORTED, "cancelled");
     if (s->state != CT_STREAM_FAILED) {
         s->state = CT_STREAM_DONE;
         s->info.done_ms = ct_now_ms() - s->t_submit;
