@@ -1,14 +1,8 @@
 #!/usr/bin/env bash
 # CLI behaviour: help texts, make-model + codes + tokenize on a tiny model, clear errors.
 set -u
-BIN="$1"; SRC="$2"; WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-pass=0; fail=0
-ok()   { pass=$((pass+1)); }
-bad()  { fail=$((fail+1)); echo "FAIL: $*" >&2; }
-expect_rc() { local want=$1; shift; "$@" >"$WORK/out" 2>"$WORK/err"; local rc=$?
-  if [ "$rc" = "$want" ]; then ok; else bad "rc $rc (want $want): $*"; cat "$WORK/err" >&2; fi; }
-has() { if grep -q -e "$1" "$2"; then ok; else bad "'$1' not in $2: $(head -c 400 "$2")"; fi; }
+BIN="$1"; SRC="$2"
+. "$(dirname "$0")/lib.sh"
 
 expect_rc 0 "$BIN" --help;                     has "make-model" "$WORK/out"
 for c in synth codes tokenize make-model info probe; do
@@ -141,5 +135,4 @@ expect_rc 1 "$BIN" codes -t "Hi";                          has "model DIR is req
 head -c 100 "$M/model.safetensors" > "$WORK/trunc" && cp "$WORK/trunc" "$M/model.safetensors"
 expect_rc 1 "$BIN" codes -m "$M" -t "Hi" -s ryan;          has "model.safetensors" "$WORK/err"
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -4,14 +4,8 @@
 # generation flags are usage errors, non-regular model files are refused without blocking,
 # and every command's --help exits 0 and lists every flag its parser accepts.
 set -u
-BIN="$1"; SRC="$2"; WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-pass=0; fail=0
-ok()   { pass=$((pass+1)); }
-bad()  { fail=$((fail+1)); echo "FAIL: $*" >&2; }
-expect_rc() { local want=$1; shift; timeout 60 "$@" >"$WORK/out" 2>"$WORK/err"; local rc=$?
-  if [ "$rc" = "$want" ]; then ok; else bad "rc $rc (want $want): $*"; head -c 600 "$WORK/err" >&2; fi; }
-has() { if grep -qi -e "$1" "$2"; then ok; else bad "'$1' not in $2: $(head -c 400 "$2")"; fi; }
+BIN="$1"; SRC="$2"
+. "$(dirname "$0")/lib.sh"
 is_wav() { python3 -c "import sys,wave; w=wave.open(sys.argv[1]); assert w.getnframes()>0" "$1" 2>/dev/null; }
 ROOT=0; [ "$(id -u)" = 0 ] && ROOT=1
 
@@ -146,5 +140,4 @@ for sig in (signal.SIGTERM, signal.SIGINT):
     assert b"interrupted" in err, err
 PY
 
-echo "test_cli_contracts: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish test_cli_contracts

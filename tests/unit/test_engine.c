@@ -124,10 +124,8 @@ static int same(const float *a, long na, const float *b, long nb) {
 static const char *TEXT = "The engine must match the plain loop, sample for sample.";
 
 int main(void) {
-    const char *dir = ct_test_make("tiny", "engine-tiny", 8);
     char err[1024];
-    CHECK(dir && ct_model_load(dir, NULL, &M, err, sizeof err) == CT_OK);
-    CHECK(dir && ct_codec_load(dir, &C, err, sizeof err) == CT_OK);
+    CHECK(ct_test_load("tiny", "engine-tiny", 8, &M, &C));
     if (!M || !C) return ct_test_finish();
     float *ref = malloc(sizeof(float) * CAP), *got = malloc(sizeof(float) * CAP);
     ct_gen_params g = gen(TEXT, 77, 30);

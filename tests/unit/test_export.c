@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ct_test.h"
+#include "export_tiny_graph.h"
 #include "export/export.h"
 #include "export/onnx_graph.h"
 #include "export/pb.h"
@@ -188,18 +189,10 @@ static int summarize(const char *path, summary *s) {
 
 static void test_small_graph(void) {
     ct_og g;
-    ct_og_init_graph(&g, "tiny_add", CT_ONNX_FLOAT);
-    int64_t d[2] = {1, 3};
-    float w[3] = {1, 2, 3};
-    ct_og_input(&g, "x", CT_ONNX_FLOAT, 2, d);
-    ct_og_op(&g, "Add", "y", "x", ct_og_f32(&g, "w", 2, d, w), NULL);
-    ct_og_output(&g, "y", CT_ONNX_FLOAT, 2, d);
     char path[1024], err[256];
-    snprintf(path, sizeof path, "%s/test_export_add.onnx", CT_BIN_DIR);
     int ext = -1;
     uint64_t fb = 0;
-    CHECK(ct_og_write(&g, path, 0, 0, &ext, &fb, err, sizeof err) == CT_OK);
-    ct_og_free(&g);
+    CHECK(ct_test_write_tiny_add("test_export_add.onnx", path, sizeof path, &ext, &fb, err, sizeof err) == CT_OK);
     CHECK(ext == 0 && (long)fb == file_size(path));
     summary s;
     CHECK(summarize(path, &s));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ct_test.h"
+#include "export_tiny_graph.h"
 #include "export/export.h"
 #include "export/onnx_graph.h"
 #include "model/model_internal.h"
@@ -53,19 +54,11 @@ static int protoc_finds(const char *path, const char *const *want, int n) {
 }
 
 static void test_small_graph(void) {
-    ct_og g;
-    ct_og_init_graph(&g, "tiny_add", CT_ONNX_FLOAT);
-    int64_t d[2] = {1, 3};
-    float w[3] = {1, 2, 3};
-    ct_og_input(&g, "x", CT_ONNX_FLOAT, 2, d);
-    ct_og_op(&g, "Add", "y", "x", ct_og_f32(&g, "w", 2, d, w), NULL);
-    ct_og_output(&g, "y", CT_ONNX_FLOAT, 2, d);
     char path[1024], err[256];
-    snprintf(path, sizeof path, "%s/test_export_protoc_add.onnx", CT_BIN_DIR);
     int ext = -1;
     uint64_t fb = 0;
-    CHECKF(ct_og_write(&g, path, 0, 0, &ext, &fb, err, sizeof err) == CT_OK, "%s", err);
-    ct_og_free(&g);
+    CHECKF(ct_test_write_tiny_add("test_export_protoc_add.onnx", path, sizeof path, &ext, &fb, err, sizeof err) ==
+               CT_OK, "%s", err);
     static const char *const want[] = {"ir_version: 8", "producer_name: \"codectalk\"", "op_type: \"Add\"",
                                        "name: \"tiny_add\"", "name: \"w\"", "version: 18"};
     CHECK(protoc_finds(path, want, (int)(sizeof want / sizeof want[0])));

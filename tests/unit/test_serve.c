@@ -198,10 +198,8 @@ static int wait_until(ct_engine *e, int active, int queued, int ms) {
 }
 
 int main(void) {
-    const char *dir = ct_test_make("tiny", "serve-tiny", 5);
     char err[1024];
-    CHECK(dir && ct_model_load(dir, NULL, &M, err, sizeof err) == CT_OK);
-    CHECK(dir && ct_codec_load(dir, &C, err, sizeof err) == CT_OK);
+    CHECK(ct_test_load("tiny", "serve-tiny", 5, &M, &C));
     if (!M || !C) return ct_test_finish();
     const char *voice = ct_model_speaker(M, 1);
     CHECK(voice != NULL);

@@ -253,10 +253,8 @@ static void *slow_read(void *arg) {
 }
 
 int main(void) {
-    const char *dir = ct_test_make("tiny", "serve-edge-tiny", 5);
     char err[1024];
-    CHECK(dir && ct_model_load(dir, NULL, &M, err, sizeof err) == CT_OK);
-    CHECK(dir && ct_codec_load(dir, &C, err, sizeof err) == CT_OK);
+    CHECK(ct_test_load("tiny", "serve-edge-tiny", 5, &M, &C));
     if (!M || !C) return ct_test_finish();
 
     ct_engine_params ep = ct_engine_params_default();

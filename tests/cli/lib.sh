@@ -1,0 +1,13 @@
+# Shared prelude of the CLI test scripts: a work directory removed on exit, pass/fail counters,
+# expect_rc (exit code of a command, bounded to 60 s; stdout/stderr in $WORK/out and $WORK/err),
+# has (a case-insensitive pattern in a file) and finish (the "N passed, N failed" line).
+# Source it after setting BIN (and SRC where used).
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+pass=0; fail=0
+ok()   { pass=$((pass+1)); }
+bad()  { fail=$((fail+1)); echo "FAIL: $*" >&2; }
+expect_rc() { local want=$1; shift; timeout 60 "$@" >"$WORK/out" 2>"$WORK/err"; local rc=$?
+  if [ "$rc" = "$want" ]; then ok; else bad "rc $rc (want $want): $*"; head -c 600 "$WORK/err" >&2; fi; }
+has() { if grep -qi -e "$1" "$2"; then ok; else bad "'$1' not in $2: $(head -c 400 "$2")"; fi; }
+finish() { echo "${1:+$1: }$pass passed, $fail failed"; [ "$fail" = 0 ]; }
