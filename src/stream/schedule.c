@@ -150,9 +150,49 @@ static int parse_ints(const char *spec, const char *list, int *v, int cap, int l
     return n;
 }
 
-ct_status ct_sched_parse(const char *spec, ct_sched_params *p, char *err, size_t errcap) {
-    if (!spec || !p) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "chunk schedule: no policy string");
+/* Applies the ";steady=N;min=N;margin=MS" options (opts points at the first ';'). */
+static ct_status parse_opts(const char *spec, const char *opts, ct_sched_params *q, char *err,
+                            size_t errcap) {
+    while (opts && *opts == ';') {
+        const char *name = opts + 1, *eq = strchr(name, '='), *end = strchr(name, ';');
+        if (!end) end = name + strlen(name);
+        if (!eq || eq > end)
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
+                           "chunk schedule '%s': option '%.*s' is not name=value", spec, (int)(end - name), name);
+        char val[32];
+        size_t vl = (size_t)(end - eq - 1);
+        if (vl >= sizeof val) vl = sizeof val - 1;
+        memcpy(val, eq + 1, vl);
+        val[vl] = 0;
+        int v;
+        size_t nl = (size_t)(eq - name);
+        if (parse_ints(spec, val, &v, 1, 0, err, errcap) < 0) return CT_ERR_INVALID_ARG;
+        if (nl == 6 && !strncmp(name, "steady", 6)) q->steady = v;
+        else if (nl == 3 && !strncmp(name, "min", 3)) q->min_frames = v;
+        else if (nl == 6 && !strncmp(name, "margin", 6)) q->margin_ms = v;
+        else
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
+                           "chunk schedule '%s': unknown option '%.*s' (expected steady, min or margin)", spec,
+                           (int)nl, name);
+        opts = end;
+    }
+    return CT_OK;
+}
+
+ct_status ct_sched_parse(const char *spec_in, ct_sched_params *p, char *err, size_t errcap) {
+    if (!spec_in || !p) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "chunk schedule: no policy string");
     ct_sched_params q = *p;
+    /* the policy part ends at the first ';' (options follow) */
+    const char *semi = strchr(spec_in, ';'), *spec = spec_in;
+    char head[256];
+    if (semi) {
+        if ((size_t)(semi - spec_in) >= sizeof head)
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "chunk schedule: policy part longer than %zu bytes",
+                           sizeof head - 1);
+        memcpy(head, spec_in, (size_t)(semi - spec_in));
+        head[semi - spec_in] = 0;
+        spec = head;
+    }
     const char *colon = strchr(spec, ':');
     size_t klen = colon ? (size_t)(colon - spec) : strlen(spec);
     const char *arg = colon ? colon + 1 : NULL;
@@ -204,9 +244,10 @@ ct_status ct_sched_parse(const char *spec, ct_sched_params *p, char *err, size_t
                        (int)klen, spec, spec);
     }
 #undef KIND_IS
+    if (parse_opts(spec_in, semi, &q, err, errcap) != CT_OK) return CT_ERR_INVALID_ARG;
     char e2[256];
     if (ct_sched_params_check(&q, NULL, 0, e2, sizeof e2) != CT_OK)
-        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "chunk schedule '%s': %s", spec, e2);
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "chunk schedule '%s': %s", spec_in, e2);
     *p = q;
     return CT_OK;
 }
@@ -230,6 +271,14 @@ const char *ct_sched_format(const ct_sched_params *p, char *out, size_t cap) {
         break;
     }
     }
+    ct_sched_params d = ct_sched_params_default();
+    size_t len = strlen(out);
+    if (p->kind != CT_SCHED_FIXED && p->steady != d.steady && len < cap)
+        len += (size_t)snprintf(out + len, cap - len, ";steady=%d", p->steady);
+    if (p->min_frames != d.min_frames && len < cap)
+        len += (size_t)snprintf(out + len, cap - len, ";min=%d", p->min_frames);
+    if (p->margin_ms != d.margin_ms && len < cap)
+        snprintf(out + len, cap - len, ";margin=%d", (int)p->margin_ms);
     return out;
 }
 

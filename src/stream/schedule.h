@@ -71,7 +71,8 @@ ct_sched_params ct_sched_params_default(void);
    max_streams, steady for "fixed:IC,S"); every other field keeps its value. Accepted:
      "exact" | "fixed:IC[,STEADY]" | "ramp:A,B[,...]" | "dynamic[:MAX_STREAMS]" |
      "adaptive[:IC]"   (IC 0 or absent = dynamic first chunk)
-   The result is validated with ct_sched_params_check. On error *p is unchanged and err names
+   each optionally followed by ";steady=N", ";min=N" (adaptive floor) and ";margin=MS" (adaptive
+   safety margin), e.g. "adaptive;min=3;margin=160" (the calibrated controller). The result is validated with ct_sched_params_check. On error *p is unchanged and err names
    the bad part (CT_ERR_INVALID_ARG). */
 ct_status ct_sched_parse(const char *spec, ct_sched_params *p, char *err, size_t errcap);
 

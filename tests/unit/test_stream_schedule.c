@@ -90,6 +90,21 @@ static void test_defaults_and_parse(void) {
     CHECK(ct_sched_parse("adaptive:3", &p, err, sizeof err) == CT_OK && p.initial == 3);
     CHECK(strcmp(ct_sched_format(&p, buf, sizeof buf), "adaptive:3") == 0);
     CHECK(ct_sched_parse("ramp:1,2,4,8,16,25", &p, err, sizeof err) == CT_OK && p.n_ramp == 6 && p.ramp[5] == 25);
+    /* ;options: the calibrated adaptive controller's floor and margin, and the steady chunk */
+    {
+        ct_sched_params q = ct_sched_params_default();
+        CHECK(ct_sched_parse("adaptive;min=3;margin=160;steady=20", &q, err, sizeof err) == CT_OK &&
+              q.kind == CT_SCHED_ADAPTIVE && q.min_frames == 3 && q.margin_ms == 160 && q.steady == 20);
+        CHECK(strcmp(ct_sched_format(&q, buf, sizeof buf), "adaptive;steady=20;min=3;margin=160") == 0);
+        ct_sched_params r = ct_sched_params_default();
+        CHECK(ct_sched_parse(buf, &r, err, sizeof err) == CT_OK && memcmp(&q, &r, sizeof q) == 0);
+        CHECK(ct_sched_parse("ramp:2,4,8;steady=8", &q, err, sizeof err) == CT_OK && q.steady == 8);
+        CHECK(ct_sched_parse("adaptive;min=30", &q, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "min"));
+        CHECK(ct_sched_parse("adaptive;size=3", &q, err, sizeof err) == CT_ERR_INVALID_ARG &&
+              strstr(err, "unknown option 'size'"));
+        CHECK(ct_sched_parse("adaptive;min", &q, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "name=value"));
+        CHECK(ct_sched_parse("adaptive;margin=x", &q, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "'x'"));
+    }
 
     /* Errors name the bad part and leave p unchanged. */
     ct_sched_params keep = p;
