@@ -74,6 +74,11 @@ ct_hw_class ct_hw_classify(const ct_hw_profile *p) {
     return CT_HW_X86_CPU;
 }
 
+ct_hw_class ct_hw_engine_class(const ct_hw_profile *p) {
+    /* CPU kernels are the only backend built: an accelerator never selects its class here */
+    return strcmp(p->arch, "aarch64") == 0 ? CT_HW_ARM64_CPU : CT_HW_X86_CPU;
+}
+
 const char *ct_hw_class_name(ct_hw_class c) {
     return (c >= 0 && c < CT_HW_CLASS_COUNT) ? CLASS_NAMES[c] : "?";
 }
@@ -84,14 +89,41 @@ int ct_hw_class_from_name(const char *name) {
     return -1;
 }
 
+static int cpu_allowed(const ct_hw_profile *p, int cpu) {
+    if (p->n_allowed_cpus <= 0) return 1;
+    for (int i = 0; i < p->n_allowed_cpus; i++)
+        if (p->allowed_cpus[i] == cpu) return 1;
+    return 0;
+}
+
 int ct_hw_big_cpus(const ct_hw_profile *p, int *out, int cap) {
+    int lim = cap;
+    if (p->cgroup_cpus > 0) {
+        int q = (int)p->cgroup_cpus;
+        if ((double)q < p->cgroup_cpus) q++; /* ceil: 1.5 CPUs of quota keep 2 threads busy */
+        if (q < lim) lim = q;
+    }
     int n = 0;
     if (p->n_clusters > 0 && p->clusters[0].n_cpus > 0) {
-        for (int i = 0; i < p->clusters[0].n_cpus && n < cap; i++) out[n++] = p->clusters[0].cpus[i];
-        return n;
+        for (int i = 0; i < p->clusters[0].n_cpus && n < lim; i++)
+            if (cpu_allowed(p, p->clusters[0].cpus[i])) out[n++] = p->clusters[0].cpus[i];
+    } else {
+        for (int i = 0; i < p->n_logical && n < lim; i++)
+            if (cpu_allowed(p, i)) out[n++] = i;
     }
-    for (int i = 0; i < p->n_logical && n < cap; i++) out[n++] = i;
+    if (n == 0) /* the mask excludes every big CPU: use what it allows */
+        for (int i = 0; i < p->n_allowed_cpus && n < lim; i++) out[n++] = p->allowed_cpus[i];
     return n;
+}
+
+uint64_t ct_hw_usable_ram(const ct_hw_profile *p) {
+    uint64_t ram = p->ram_available_bytes ? p->ram_available_bytes : p->ram_total_bytes;
+    if (p->cgroup_mem_limit_bytes) {
+        uint64_t lim = p->cgroup_mem_limit_bytes, used = p->cgroup_mem_used_bytes;
+        uint64_t room = used < lim ? lim - used : 0;
+        if (!ram || room < ram) ram = room;
+    }
+    return ram;
 }
 
 void ct_hw_note(ct_hw_profile *p, const char *fmt, ...) {
@@ -144,6 +176,13 @@ char *ct_hw_to_json(const ct_hw_profile *p, int pretty) {
     json_object_set_new(o, "numa_nodes", json_integer(p->numa_nodes));
     json_object_set_new(o, "ram_total_bytes", json_integer((json_int_t)p->ram_total_bytes));
     json_object_set_new(o, "ram_available_bytes", json_integer((json_int_t)p->ram_available_bytes));
+    json_t *allowed = json_array();
+    for (int i = 0; i < p->n_allowed_cpus; i++)
+        json_array_append_new(allowed, json_integer(p->allowed_cpus[i]));
+    json_object_set_new(o, "allowed_cpus", allowed);
+    json_object_set_new(o, "cgroup_cpus", json_real(p->cgroup_cpus));
+    json_object_set_new(o, "cgroup_mem_limit_bytes", json_integer((json_int_t)p->cgroup_mem_limit_bytes));
+    json_object_set_new(o, "cgroup_mem_used_bytes", json_integer((json_int_t)p->cgroup_mem_used_bytes));
     json_object_set_new(o, "accelerator", json_string(p->accelerator));
     json_object_set_new(o, "gpu_name", json_string(p->gpu_name));
     json_object_set_new(o, "gpu_mem_bytes", json_integer((json_int_t)p->gpu_mem_bytes));
@@ -156,6 +195,7 @@ char *ct_hw_to_json(const ct_hw_profile *p, int pretty) {
     json_object_set_new(o, "host_os", json_string(p->host_os));
     json_object_set_new(o, "source", json_string(p->source));
     json_object_set_new(o, "hardware_class", json_string(ct_hw_class_name(ct_hw_classify(p))));
+    json_object_set_new(o, "engine_class", json_string(ct_hw_class_name(ct_hw_engine_class(p))));
     json_object_set_new(o, "notes", json_string(p->notes));
     char *s = json_dumps(o, (pretty ? JSON_INDENT(2) : JSON_COMPACT) | JSON_PRESERVE_ORDER);
     json_decref(o);
@@ -264,6 +304,30 @@ static ct_status parse_obj(const jctx *c, json_t *o, ct_hw_profile *p) {
     if ((st = get_int(c, o, "numa_nodes", &p->numa_nodes, 1, 1024))) return st;
     if ((st = get_u64(c, o, "ram_total_bytes", &p->ram_total_bytes))) return st;
     if ((st = get_u64(c, o, "ram_available_bytes", &p->ram_available_bytes))) return st;
+    json_t *al = json_object_get(o, "allowed_cpus");
+    if (al && !json_is_null(al)) {
+        if (!json_is_array(al) || json_array_size(al) > CT_HW_MAX_CPUS)
+            return bad_key(c, "allowed_cpus", "a list of CPU ids");
+        p->n_allowed_cpus = 0;
+        size_t i;
+        json_t *e;
+        json_array_foreach(al, i, e) {
+            json_int_t v = json_is_integer(e) ? json_integer_value(e) : -1;
+            int prev = p->n_allowed_cpus ? p->allowed_cpus[p->n_allowed_cpus - 1] : -1;
+            if (v <= prev || v >= CT_HW_MAX_CPUS)
+                return bad_key(c, "allowed_cpus", "an ascending list of CPU ids in [0, 255]");
+            p->allowed_cpus[p->n_allowed_cpus++] = (int)v;
+        }
+    }
+    json_t *cq = json_object_get(o, "cgroup_cpus");
+    if (cq && !json_is_null(cq)) {
+        double q = json_is_number(cq) ? json_number_value(cq) : -1;
+        if (!(q >= 0 && q <= CT_HW_MAX_CPUS))
+            return bad_key(c, "cgroup_cpus", "a CPU quota in [0, 256] (0 = no limit)");
+        p->cgroup_cpus = q;
+    }
+    if ((st = get_u64(c, o, "cgroup_mem_limit_bytes", &p->cgroup_mem_limit_bytes))) return st;
+    if ((st = get_u64(c, o, "cgroup_mem_used_bytes", &p->cgroup_mem_used_bytes))) return st;
     if ((st = get_str(c, o, "accelerator", p->accelerator, sizeof p->accelerator))) return st;
     if (strcmp(p->accelerator, "none") && strcmp(p->accelerator, "cuda_discrete") &&
         strcmp(p->accelerator, "cuda_unified") && strncmp(p->accelerator, "npu:", 4))

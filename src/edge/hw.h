@@ -57,6 +57,12 @@ typedef struct {
     int numa_nodes;         /* >= 1 */
     uint64_t ram_total_bytes;
     uint64_t ram_available_bytes;
+    /* container limits (docs/EDGE.md 1, containers); 0 means "no limit" throughout */
+    int n_allowed_cpus;     /* CPUs this process may run on (affinity mask); 0 = all CPUs */
+    int allowed_cpus[CT_HW_MAX_CPUS]; /* [n_allowed_cpus], ascending logical CPU ids */
+    double cgroup_cpus;     /* cgroup CPU quota in CPUs (quota / period), 0 = no limit */
+    uint64_t cgroup_mem_limit_bytes; /* cgroup memory limit, 0 = no limit */
+    uint64_t cgroup_mem_used_bytes;  /* cgroup usage less inactive file cache, 0 = not read */
     char accelerator[32];   /* "none" | "cuda_discrete" | "cuda_unified" | "npu:<vendor>" */
     char gpu_name[128];
     uint64_t gpu_mem_bytes;
@@ -99,8 +105,13 @@ int ct_hw_has(const ct_hw_profile *p, uint32_t mask);
 const char *ct_hw_arch_from_flags(uint32_t flags);
 
 /* Hardware class (docs/EDGE.md 1): first match of npu_phone, jetson, cuda_discrete, arm64_cpu,
-   x86_cpu. */
+   x86_cpu. Says what the machine is, accelerator included. */
 ct_hw_class ct_hw_classify(const ct_hw_profile *p);
+
+/* The class whose settings this engine derives (docs/EDGE.md 1, engine class): this build has
+   CPU kernels only (no GPU or NPU backend), so it is arm64_cpu for arch "aarch64" (Jetson and
+   phone hosts included) and x86_cpu otherwise, whatever accelerator the record reports. */
+ct_hw_class ct_hw_engine_class(const ct_hw_profile *p);
 
 /* "npu_phone", "jetson", "cuda_discrete", "arm64_cpu", "x86_cpu". */
 const char *ct_hw_class_name(ct_hw_class c);
@@ -108,9 +119,16 @@ const char *ct_hw_class_name(ct_hw_class c);
 /* Parses a class name; returns -1 if unknown. */
 int ct_hw_class_from_name(const char *name);
 
-/* big_cpus: the CPUs of cluster 0, or 0..n_logical-1 without cluster info. Writes at most cap
-   ids into out and returns the count. */
+/* big_cpus: the CPUs of cluster 0 (0..n_logical-1 without cluster info) that the affinity mask
+   allows; the allowed CPUs when none of those is allowed; at most ceil(cgroup_cpus) of them
+   when a CPU quota is set. Writes at most cap ids into out (ascending within the cluster) and
+   returns the count. */
 int ct_hw_big_cpus(const ct_hw_profile *p, int *out, int cap);
+
+/* RAM this process can count on: available RAM (total when available is unknown), capped by
+   the cgroup memory limit less its current usage (the limit itself when usage was not read).
+   0 when nothing is known or the cgroup is already at its limit. */
+uint64_t ct_hw_usable_ram(const ct_hw_profile *p);
 
 /* Appends "; "-separated text to p->notes (truncates silently). */
 void ct_hw_note(ct_hw_profile *p, const char *fmt, ...)
@@ -119,9 +137,9 @@ void ct_hw_note(ct_hw_profile *p, const char *fmt, ...)
 #endif
     ;
 
-/* Serialises p as a JSON object (the keys of docs/EDGE.md 1, JSON form, plus "hardware_class"
-   and "notes"). Returns a malloc'd NUL-terminated string (caller frees) or NULL on allocation
-   failure. */
+/* Serialises p as a JSON object (the keys of docs/EDGE.md 1, JSON form, plus "hardware_class",
+   "engine_class" and "notes"). Returns a malloc'd NUL-terminated string (caller frees) or NULL
+   on allocation failure. */
 char *ct_hw_to_json(const ct_hw_profile *p, int pretty);
 
 /* Parses the JSON form. Unknown keys are ignored (so written records read back); a key of the

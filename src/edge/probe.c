@@ -1,11 +1,14 @@
 /* Hardware probe over a filesystem root: cpuinfo (model, ISA flags, CPU count), sysfs topology
-   (physical cores, cpufreq clusters, NUMA nodes), meminfo, thermal zones, Tegra markers, WSL2;
-   on the live root also cpuid/HWCAP and the CUDA driver API through dlopen. */
+   (physical cores, cpufreq clusters, NUMA nodes), meminfo, thermal zones, Tegra markers, WSL2,
+   NVIDIA driver entries, the CPU affinity mask and cgroup CPU/memory limits; on the live root
+   also sched_getaffinity, cpuid/HWCAP and the CUDA driver API through dlopen. */
+#define _GNU_SOURCE
 #include "edge/probe.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,6 +349,282 @@ static int file_contains(const char *root, const char *rel, const char *needle, 
     return hit;
 }
 
+/* ---- containers: affinity mask and cgroup limits ---------------------------------------- */
+
+/* Parses a kernel CPU list ("0-3,6,8-11") into ascending ids below CT_HW_MAX_CPUS. Returns the
+   count, or -1 when the text is not a CPU list. *dropped counts ids beyond the record. */
+static int parse_cpulist(const char *s, const char *e, int *out, int *dropped) {
+    unsigned char seen[CT_HW_MAX_CPUS] = {0};
+    *dropped = 0;
+    int any = 0;
+    while (s < e) {
+        while (s < e && (*s == ' ' || *s == '\t' || *s == ',')) s++;
+        if (s >= e) break;
+        char *end;
+        if (!isdigit((unsigned char)*s)) return -1;
+        long a = strtol(s, &end, 10), b = a;
+        s = end;
+        if (s < e && *s == '-') {
+            if (++s >= e || !isdigit((unsigned char)*s)) return -1;
+            b = strtol(s, &end, 10);
+            s = end;
+        }
+        if (b < a || b > 1000000) return -1;
+        for (long c = a; c <= b; c++) {
+            if (c < CT_HW_MAX_CPUS) seen[c] = 1;
+            else (*dropped)++;
+        }
+        any = 1;
+        if (s < e && *s != ',' && !isspace((unsigned char)*s)) return -1;
+    }
+    if (!any) return -1;
+    int n = 0;
+    for (int c = 0; c < CT_HW_MAX_CPUS; c++)
+        if (seen[c]) out[n++] = c;
+    return n;
+}
+
+/* The value of `key:` in a "Key:\tvalue" file as [*vs, *ve); 0 when absent. */
+static int find_field(const char *b, const char *key, const char **vs, const char **ve) {
+    size_t kl = strlen(key);
+    for (const char *line = b; *line;) {
+        const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
+        if ((size_t)(end - line) > kl && memcmp(line, key, kl) == 0 && line[kl] == ':') {
+            *vs = line + kl + 1;
+            *ve = end;
+            trim(vs, ve);
+            return 1;
+        }
+        line = nl ? nl + 1 : end;
+    }
+    return 0;
+}
+
+/* allowed_cpus: sched_getaffinity on the live root, else `Cpus_allowed_list:` of
+   /proc/self/status (a snapshot without the file keeps "all CPUs"). */
+static void probe_affinity(const char *root, ct_hw_profile *p, int live) {
+    if (live) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) == 0) {
+            int n = 0, dropped = 0;
+            for (int c = 0; c < CPU_SETSIZE; c++)
+                if (CPU_ISSET(c, &set)) {
+                    if (c < CT_HW_MAX_CPUS) p->allowed_cpus[n++] = c;
+                    else dropped++;
+                }
+            p->n_allowed_cpus = n;
+            if (dropped)
+                ct_hw_note(p, "%d allowed CPUs past id %d not recorded", dropped, CT_HW_MAX_CPUS - 1);
+            return;
+        }
+        ct_hw_note(p, "sched_getaffinity failed");
+    }
+    char *b = read_rel(root, "proc/self/status", 1u << 20, NULL);
+    if (!b) return;
+    const char *vs, *ve;
+    if (find_field(b, "Cpus_allowed_list", &vs, &ve)) {
+        int dropped = 0, n = parse_cpulist(vs, ve, p->allowed_cpus, &dropped);
+        if (n < 0) ct_hw_note(p, "/proc/self/status: Cpus_allowed_list is not a CPU list");
+        else p->n_allowed_cpus = n;
+        if (dropped)
+            ct_hw_note(p, "%d allowed CPUs past id %d not recorded", dropped, CT_HW_MAX_CPUS - 1);
+    }
+    free(b);
+}
+
+#define CG_NONE (1ull << 60) /* a limit this large (v1 "unlimited" is ~2^63) means none */
+
+/* Reads a cgroup value file: 1 with *v for a number, 0 for "max" / "-1" / missing, -1 garbled. */
+static int read_cg_value(const char *root, const char *rel, unsigned long long *v) {
+    char *b = read_rel(root, rel, 4096, NULL);
+    if (!b) return 0;
+    char *s = b, *end = NULL;
+    while (*s == ' ' || *s == '\t') s++;
+    int r = -1;
+    if (strncmp(s, "max", 3) == 0 || strncmp(s, "-1", 2) == 0) {
+        r = 0;
+        end = s + (*s == 'm' ? 3 : 2);
+    } else if (isdigit((unsigned char)*s)) {
+        *v = strtoull(s, &end, 10);
+        r = 1;
+    }
+    while (end && isspace((unsigned char)*end)) end++;
+    if (!end || *end) r = -1;
+    free(b);
+    return r;
+}
+
+/* Reads `key <number>` from a memory.stat file; 0 when absent. */
+static unsigned long long read_stat_key(const char *root, const char *rel, const char *key) {
+    char *b = read_rel(root, rel, 1u << 20, NULL);
+    if (!b) return 0;
+    unsigned long long v = 0;
+    size_t kl = strlen(key);
+    for (const char *line = b; *line;) {
+        const char *nl = strchr(line, '\n');
+        if (strncmp(line, key, kl) == 0 && line[kl] == ' ') v = strtoull(line + kl + 1, NULL, 10);
+        if (!nl) break;
+        line = nl + 1;
+    }
+    free(b);
+    return v;
+}
+
+/* One controller's cgroup directory: the mount (relative to root) and the process's path. */
+typedef struct {
+    int v1;           /* 1: v1 hierarchy for this controller, 0: v2 unified, -1: none found */
+    char dir[MAX_PATH]; /* mount + path, relative to root */
+    size_t mount_len; /* length of the mount part of dir */
+} cg_loc;
+
+static int rel_is_dir(const char *root, const char *rel) {
+    char p[MAX_PATH];
+    rpath(p, sizeof p, root, rel);
+    DIR *d = p[0] ? opendir(p) : NULL;
+    if (d) closedir(d);
+    return d != NULL;
+}
+
+/* Finds the cgroup of controller ctl ("cpu" or "memory") from /proc/self/cgroup: a v1 line
+   naming ctl wins over the v2 "0::" line (hybrid hosts). */
+static cg_loc find_cgroup(const char *root, const char *self_cgroup, const char *ctl, ct_hw_profile *p) {
+    cg_loc L = {-1, "", 0};
+    const char *v2path = NULL, *v2end = NULL;
+    for (const char *line = self_cgroup; *line;) {
+        const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
+        const char *c1 = memchr(line, ':', (size_t)(end - line));
+        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+        if (c2 && c2 + 1 < end && c2[1] == '/') {
+            if (c1 - line == 1 && line[0] == '0' && c2 == c1 + 1) {
+                v2path = c2 + 1;
+                v2end = end;
+            } else {
+                /* v1: comma-separated controller names between the colons */
+                for (const char *t = c1 + 1; t < c2;) {
+                    const char *te = memchr(t, ',', (size_t)(c2 - t));
+                    if (!te) te = c2;
+                    if ((size_t)(te - t) == strlen(ctl) && memcmp(t, ctl, (size_t)(te - t)) == 0) {
+                        char m[256];
+                        snprintf(m, sizeof m, "sys/fs/cgroup/%.*s", (int)(c2 - c1 - 1), c1 + 1);
+                        if (!rel_is_dir(root, m)) snprintf(m, sizeof m, "sys/fs/cgroup/%s", ctl);
+                        L.v1 = 1;
+                        L.mount_len = strlen(m);
+                        snprintf(L.dir, sizeof L.dir, "%s%.*s", m, (int)(end - c2 - 1), c2 + 1);
+                        break;
+                    }
+                    t = te + 1;
+                }
+            }
+        }
+        if (L.v1 == 1) break;
+        line = nl ? nl + 1 : end;
+    }
+    if (L.v1 < 0 && v2path) {
+        L.v1 = 0;
+        L.mount_len = strlen("sys/fs/cgroup");
+        snprintf(L.dir, sizeof L.dir, "sys/fs/cgroup%.*s", (int)(v2end - v2path), v2path);
+    }
+    if (L.v1 >= 0) {
+        size_t n = strlen(L.dir);
+        while (n > L.mount_len && L.dir[n - 1] == '/') L.dir[--n] = 0;
+        if (strstr(L.dir, "/..")) {
+            ct_hw_note(p, "/proc/self/cgroup: path with '..' ignored");
+            L.v1 = -1;
+        }
+    }
+    return L;
+}
+
+/* Steps dir up one level; 0 once the mount itself has been visited. */
+static int cg_up(cg_loc *L) {
+    size_t n = strlen(L->dir);
+    if (n <= L->mount_len) return 0;
+    while (n > L->mount_len && L->dir[n - 1] != '/') n--;
+    if (n > L->mount_len) n--; /* the '/' itself */
+    L->dir[n] = 0;
+    return 1;
+}
+
+/* cgroup_cpus and the memory limit: the smallest limit on the way from the process's cgroup
+   up to the mount (a parent's limit binds its children); usage from the first level found. */
+static void probe_cgroup(const char *root, ct_hw_profile *p) {
+    char *self = read_rel(root, "proc/self/cgroup", 1u << 16, NULL);
+    if (!self) return; /* no cgroup information: no limits */
+    char rel[MAX_PATH + 64];
+    cg_loc L = find_cgroup(root, self, "cpu", p);
+    for (int more = L.v1 >= 0; more; more = cg_up(&L)) {
+        double cpus = 0;
+        if (L.v1 == 0) {
+            snprintf(rel, sizeof rel, "%s/cpu.max", L.dir);
+            char *b = read_rel(root, rel, 4096, NULL);
+            if (!b) continue;
+            unsigned long long q = 0, per = 0;
+            char word[8] = "";
+            if (sscanf(b, "%llu %llu", &q, &per) == 2 && q > 0 && per > 0)
+                cpus = (double)q / (double)per;
+            else if (sscanf(b, "%7s", word) != 1 || strcmp(word, "max") != 0)
+                ct_hw_note(p, "%s is garbled", rel);
+            free(b);
+        } else {
+            unsigned long long q = 0, per = 0;
+            snprintf(rel, sizeof rel, "%s/cpu.cfs_quota_us", L.dir);
+            int rq = read_cg_value(root, rel, &q);
+            snprintf(rel, sizeof rel, "%s/cpu.cfs_period_us", L.dir);
+            int rp = read_cg_value(root, rel, &per);
+            if (rq < 0 || rp < 0) ct_hw_note(p, "%s/cpu.cfs_* is garbled", L.dir);
+            else if (rq == 1 && rp == 1 && q > 0 && per > 0) cpus = (double)q / (double)per;
+        }
+        if (cpus > 0 && (p->cgroup_cpus == 0 || cpus < p->cgroup_cpus)) p->cgroup_cpus = cpus;
+    }
+    L = find_cgroup(root, self, "memory", p);
+    int used_read = 0;
+    for (int more = L.v1 >= 0; more; more = cg_up(&L)) {
+        unsigned long long lim = 0, cur = 0;
+        snprintf(rel, sizeof rel, "%s/%s", L.dir, L.v1 ? "memory.limit_in_bytes" : "memory.max");
+        int r = read_cg_value(root, rel, &lim);
+        if (r < 0) ct_hw_note(p, "%s is garbled", rel);
+        if (r == 1 && lim < CG_NONE && (!p->cgroup_mem_limit_bytes || lim < p->cgroup_mem_limit_bytes))
+            p->cgroup_mem_limit_bytes = lim;
+        snprintf(rel, sizeof rel, "%s/%s", L.dir, L.v1 ? "memory.usage_in_bytes" : "memory.current");
+        if (!used_read && read_cg_value(root, rel, &cur) == 1) {
+            /* file cache the kernel reclaims under pressure is not in use (as `docker stats`) */
+            snprintf(rel, sizeof rel, "%s/memory.stat", L.dir);
+            unsigned long long inact =
+                read_stat_key(root, rel, L.v1 ? "total_inactive_file" : "inactive_file");
+            p->cgroup_mem_used_bytes = cur > inact ? cur - inact : 0;
+            used_read = 1;
+        }
+    }
+    if (!p->cgroup_mem_limit_bytes) p->cgroup_mem_used_bytes = 0; /* usage only matters under a limit */
+    free(self);
+}
+
+/* An NVIDIA driver entry (/proc/driver/nvidia/gpus/<bus id>/information): fills gpu_name from
+   its `Model:` line. Returns 1 when a GPU is listed. */
+static int probe_nvidia_proc(const char *root, ct_hw_profile *p) {
+    char dp[MAX_PATH];
+    rpath(dp, sizeof dp, root, "proc/driver/nvidia/gpus");
+    DIR *d = dp[0] ? opendir(dp) : NULL;
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *de;
+    while (!found && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        char rel[512];
+        snprintf(rel, sizeof rel, "proc/driver/nvidia/gpus/%.200s/information", de->d_name);
+        char *b = read_rel(root, rel, 1u << 16, NULL);
+        if (!b) continue;
+        const char *vs, *ve;
+        found = 1;
+        if (find_field(b, "Model", &vs, &ve))
+            snprintf(p->gpu_name, sizeof p->gpu_name, "%.*s", (int)(ve - vs), vs);
+        free(b);
+    }
+    closedir(d);
+    return found;
+}
+
 /* ---- CUDA driver (live root only) -------------------------------------------------------- */
 
 typedef int (*cu_init_fn)(unsigned);
@@ -421,6 +700,8 @@ ct_status ct_hw_probe(const char *root, ct_hw_profile *out, char *err, size_t er
     }
     probe_topology(root, &p, live);
     probe_meminfo(root, &p);
+    probe_affinity(root, &p, live);
+    probe_cgroup(root, &p);
     int tz[4096];
     int ntz = list_numbered(root, "sys/class/thermal", "thermal_zone", tz, 4096);
     p.thermal_zones = ntz > 0 ? ntz : 0;
@@ -443,6 +724,12 @@ ct_status ct_hw_probe(const char *root, ct_hw_profile *out, char *err, size_t er
         p.supports_bf16 = 1;
         p.supports_fp16 = 1;
     } else {
+        if (probe_nvidia_proc(root, &p)) {
+            /* the driver lists a GPU; memory and capability need the CUDA driver API */
+            snprintf(p.accelerator, sizeof p.accelerator, "cuda_discrete");
+            ct_hw_note(&p, "GPU from /proc/driver/nvidia without the CUDA driver: memory and "
+                           "capability unknown");
+        }
         if (strcmp(p.arch, "x86_64") == 0)
             p.supports_bf16 = (p.flags & (CT_HWF_BIT(CT_HWF_AVX512_BF16) | CT_HWF_BIT(CT_HWF_AMX_BF16))) != 0;
         else

@@ -1,5 +1,8 @@
 /* Hardware probe on captured snapshots (tests/data/probe/<machine>), ISA flag normalisation,
-   class rules, the JSON override (file and inline) and its error messages (EDGE.md 1). */
+   class rules, container limits (affinity, cgroup v1/v2), the JSON override (file and inline)
+   and its error messages (EDGE.md 1). */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +71,13 @@ static void test_classes(void) {
     for (int c = 0; c < CT_HW_CLASS_COUNT; c++)
         CHECK(ct_hw_class_from_name(ct_hw_class_name((ct_hw_class)c)) == c);
     CHECK(ct_hw_class_from_name("gpu") == -1);
+    /* engine class: CPU kernels only, so the arch decides whatever the accelerator */
+    CHECK(ct_hw_engine_class(&p) == CT_HW_ARM64_CPU); /* aarch64 phone with an NPU */
+    snprintf(p.accelerator, sizeof p.accelerator, "cuda_unified");
+    CHECK(ct_hw_engine_class(&p) == CT_HW_ARM64_CPU);
+    snprintf(p.arch, sizeof p.arch, "x86_64");
+    snprintf(p.accelerator, sizeof p.accelerator, "cuda_discrete");
+    CHECK(ct_hw_engine_class(&p) == CT_HW_X86_CPU && ct_hw_classify(&p) == CT_HW_CUDA_DISCRETE);
 }
 
 static void test_snapshots(void) {
@@ -115,6 +125,73 @@ static void test_snapshots(void) {
     CHECK(strcmp(hw.accelerator, "cuda_unified") == 0); /* Tegra without CUDA reported */
     CHECK(hw.gpu_mem_bytes == hw.ram_total_bytes && hw.supports_bf16 == 1 && hw.gpu_integrated == 1);
     CHECK(hw.n_logical == 6 && ct_hw_classify(&hw) == CT_HW_JETSON);
+    CHECK(ct_hw_engine_class(&hw) == CT_HW_ARM64_CPU); /* the Jetson's CPU runs this engine */
+
+    /* a discrete NVIDIA GPU seen through its driver entry: reported, but CPU settings derived */
+    CHECK(probe(SNAP("x86_nvidia_host")));
+    CHECK(strcmp(hw.accelerator, "cuda_discrete") == 0);
+    CHECK(strcmp(hw.gpu_name, "NVIDIA GeForce RTX 4090") == 0);
+    CHECK(ct_hw_classify(&hw) == CT_HW_CUDA_DISCRETE && ct_hw_engine_class(&hw) == CT_HW_X86_CPU);
+    CHECKF(strstr(hw.notes, "/proc/driver/nvidia") != NULL, "%s", hw.notes);
+    /* its cgroup: cpu.max garbled (named, ignored), memory.max "max" (no limit) */
+    CHECKF(strstr(hw.notes, "sys/fs/cgroup/cpu.max is garbled") != NULL, "%s", hw.notes);
+    CHECK(hw.cgroup_cpus == 0 && hw.cgroup_mem_limit_bytes == 0);
+    CHECK(ct_hw_usable_ram(&hw) == 50331648ull * 1024);
+}
+
+static void test_containers(void) {
+    int bc[CT_HW_MAX_CPUS];
+    /* cgroup v2, nested: app/ has cpu.max 150000/100000 and 4 GiB, app/worker "max" and 2 GiB */
+    CHECK(probe(SNAP("container_cgroup2")));
+    CHECK(hw.n_logical == 8 && hw.n_allowed_cpus == 0);
+    CHECK(hw.cgroup_cpus == 1.5);
+    CHECK(hw.cgroup_mem_limit_bytes == 2147483648ull);
+    CHECK(hw.cgroup_mem_used_bytes == 536870912ull); /* 768 MiB current less 256 MiB inactive file */
+    CHECK(ct_hw_usable_ram(&hw) == 2147483648ull - 536870912ull);
+    CHECK(ct_hw_big_cpus(&hw, bc, CT_HW_MAX_CPUS) == 2 && bc[0] == 0 && bc[1] == 1); /* ceil(1.5) */
+    CHECKF(hw.notes[0] == 0, "%s", hw.notes);
+
+    /* cgroup v1 on a hybrid host (v1 controllers win over the 0:: line); the host-level
+       "unlimited" memory.limit_in_bytes at the mount is no limit; affinity 1,3 */
+    CHECK(probe(SNAP("container_cgroup1")));
+    CHECK(hw.n_allowed_cpus == 2 && hw.allowed_cpus[0] == 1 && hw.allowed_cpus[1] == 3);
+    CHECK(hw.cgroup_cpus == 2.0);
+    CHECK(hw.cgroup_mem_limit_bytes == 1073741824ull);
+    CHECK(hw.cgroup_mem_used_bytes == 314572800ull - 104857600ull); /* total_inactive_file */
+    CHECK(ct_hw_usable_ram(&hw) == 1073741824ull - 209715200ull);
+    CHECK(ct_hw_big_cpus(&hw, bc, CT_HW_MAX_CPUS) == 2 && bc[0] == 1 && bc[1] == 3);
+    CHECKF(hw.notes[0] == 0, "%s", hw.notes);
+
+    /* big.LITTLE pinned to 2-5: big cluster 4-7 intersected with the mask */
+    CHECK(probe(SNAP("arm_pinned")));
+    CHECK(hw.n_allowed_cpus == 4 && hw.allowed_cpus[0] == 2 && hw.allowed_cpus[3] == 5);
+    CHECK(hw.n_clusters == 2 && hw.clusters[0].max_khz == 2400000);
+    CHECK(ct_hw_big_cpus(&hw, bc, CT_HW_MAX_CPUS) == 2 && bc[0] == 4 && bc[1] == 5);
+    CHECK(hw.cgroup_cpus == 0 && hw.cgroup_mem_limit_bytes == 0); /* no cgroup file: no limits */
+    hw.n_allowed_cpus = 2; /* mask outside the big cluster: the allowed CPUs */
+    hw.allowed_cpus[0] = 0;
+    hw.allowed_cpus[1] = 1;
+    CHECK(ct_hw_big_cpus(&hw, bc, CT_HW_MAX_CPUS) == 2 && bc[0] == 0 && bc[1] == 1);
+    hw.cgroup_cpus = 0.5;
+    CHECK(ct_hw_big_cpus(&hw, bc, CT_HW_MAX_CPUS) == 1 && bc[0] == 0);
+    hw.n_allowed_cpus = 0;
+    hw.n_clusters = 0; /* no cluster info, no mask: 0..n_logical-1 under the quota */
+    hw.cgroup_cpus = 3.2;
+    CHECK(ct_hw_big_cpus(&hw, bc, CT_HW_MAX_CPUS) == 4 && bc[3] == 3);
+
+    /* usable RAM: total when available is unknown; 0 once the cgroup is full */
+    ct_hw_profile p;
+    ct_hw_profile_init(&p);
+    CHECK(ct_hw_usable_ram(&p) == 0);
+    p.ram_total_bytes = 8000;
+    CHECK(ct_hw_usable_ram(&p) == 8000);
+    p.ram_available_bytes = 5000;
+    p.cgroup_mem_limit_bytes = 6000;
+    CHECK(ct_hw_usable_ram(&p) == 5000);
+    p.cgroup_mem_used_bytes = 2000;
+    CHECK(ct_hw_usable_ram(&p) == 4000);
+    p.cgroup_mem_used_bytes = 7000;
+    CHECK(ct_hw_usable_ram(&p) == 0);
 }
 
 static void test_degrade(void) {
@@ -168,6 +245,26 @@ static void test_override(void) {
           p.clusters[0].cpus[0] == 4 && p.ram_total_bytes == hw.ram_total_bytes &&
           p.thermal_zones == 7 && p.supports_bf16 == hw.supports_bf16);
 
+    /* container limits round-trip; absent keys mean all CPUs / no limit */
+    CHECK(probe(SNAP("container_cgroup1")));
+    js = ct_hw_to_json(&hw, 1);
+    CHECK(js != NULL && strstr(js, "\"engine_class\": \"x86_cpu\"") != NULL);
+    CHECK(ct_hw_from_json(js, strlen(js), "roundtrip", &p, err, sizeof err) == CT_OK);
+    free(js);
+    CHECK(p.n_allowed_cpus == 2 && p.allowed_cpus[1] == 3 && p.cgroup_cpus == 2.0 &&
+          p.cgroup_mem_limit_bytes == hw.cgroup_mem_limit_bytes &&
+          p.cgroup_mem_used_bytes == hw.cgroup_mem_used_bytes);
+    CHECK(ct_hw_load_override("{\"cgroup_cpus\": 0.5, \"allowed_cpus\": [2, 6]}", &p, err, sizeof err) == CT_OK);
+    CHECK(p.cgroup_cpus == 0.5 && p.n_allowed_cpus == 2 && p.allowed_cpus[1] == 6 && p.cgroup_mem_limit_bytes == 0);
+    CHECK(ct_hw_load_override("{}", &p, err, sizeof err) == CT_OK);
+    CHECK(p.n_allowed_cpus == 0 && p.cgroup_cpus == 0 && p.cgroup_mem_limit_bytes == 0);
+    CHECK(ct_hw_load_override("{\"allowed_cpus\": [3, 1]}", &p, err, sizeof err) == CT_ERR_FORMAT);
+    CHECKF(strstr(err, "'allowed_cpus'") != NULL, "%s", err);
+    CHECK(ct_hw_load_override("{\"cgroup_cpus\": -1}", &p, err, sizeof err) == CT_ERR_FORMAT);
+    CHECKF(strstr(err, "'cgroup_cpus'") != NULL, "%s", err);
+    CHECK(ct_hw_load_override("{\"cgroup_mem_limit_bytes\": \"2G\"}", &p, err, sizeof err) == CT_ERR_FORMAT);
+    CHECKF(strstr(err, "'cgroup_mem_limit_bytes'") != NULL, "%s", err);
+
     /* CODECTALK_HW_PROFILE replaces the probe; an explicit root wins over it */
     setenv("CODECTALK_HW_PROFILE", SNAP("snapdragon_phone/override.json"), 1);
     CHECK(ct_hw_detect(NULL, &p, err, sizeof err) == CT_OK && ct_hw_classify(&p) == CT_HW_NPU_PHONE);
@@ -182,12 +279,24 @@ static void test_live(void) {
     CHECK(probe("/"));
     CHECK(hw.n_logical >= 1 && hw.n_physical >= 1);
     CHECK(strcmp(hw.source, "probe:/") == 0);
+    /* the allowed CPUs are exactly this process's affinity mask */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+    int n = 0, same = 1;
+    for (int c = 0; c < CT_HW_MAX_CPUS; c++)
+        if (CPU_ISSET(c, &set)) {
+            same = same && n < hw.n_allowed_cpus && hw.allowed_cpus[n] == c;
+            n++;
+        }
+    CHECKF(same && n == hw.n_allowed_cpus && n >= 1, "%d allowed CPUs probed, %d in the mask", hw.n_allowed_cpus, n);
 }
 
 int main(void) {
     test_flags();
     test_classes();
     test_snapshots();
+    test_containers();
     test_degrade();
     test_override();
     test_live();
