@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,4 +275,52 @@ int ct_cli_run_stream(ct_engine *e, const ct_gen_params *g, const ct_stream_para
 done:
     ct_stream_release(s);
     return rc;
+}
+
+int ct_cli_out_in_place(const char *out) {
+    struct stat sb;
+    if (lstat(out, &sb) != 0) return 0; /* a new file (or an error fopen will name) */
+    if (S_ISLNK(sb.st_mode) && stat(out, &sb) != 0) return 1; /* dangling: create its target */
+    if (S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "error: -o '%s' is a directory; name a file in it (e.g. %s/out.wav)\n", out, out);
+        return -1;
+    }
+    struct stat lsb;
+    return lstat(out, &lsb) == 0 && S_ISREG(lsb.st_mode) ? 0 : 1;
+}
+
+int ct_cli_write_error(FILE *f, const char *what, int e, int tty) {
+    if (e == EPIPE) {
+        if (f) clearerr(f); /* handled here: main's final stdout check stays quiet */
+        return 0;
+    }
+    fprintf(stderr, "%serror: writing '%s' failed: %s\n", tty ? "\n" : "", what,
+            e == ENOSPC ? "no space left on device" : strerror(e));
+    return 1;
+}
+
+volatile sig_atomic_t ct_cli_signal;
+
+static void on_signal(int sig) { ct_cli_signal = sig; }
+
+void ct_cli_catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART; /* the engine's threads may take the signal: keep their calls going */
+    const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        /* a signal ignored on entry (nohup, a background job) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+int ct_cli_exit_signal(int rc) {
+    if (!ct_cli_signal) return rc;
+    int sig = ct_cli_signal;
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return 128 + sig;
 }

@@ -1,9 +1,12 @@
 /* Shared CLI pieces: text input, model loading, and the generation flags common to `codes`,
-   `synth` and the benchmarks; one engine request read to its end. */
+   `synth`, `client` and the benchmarks; one engine request read to its end; the -o output
+   file rules and signal handling of `synth` and `client`. */
 #ifndef CT_CLI_COMMON_H
 #define CT_CLI_COMMON_H
 
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cli/args.h"
 #include "codectalk.h"
@@ -43,7 +46,26 @@ ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32);
 int ct_cli_run_stream(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, const char *what,
                       ct_chunk_rec **chunks, int *n, ct_stream_info *info);
 
+/* Output files (synth, client). How -o PATH is written: a regular file (or a new path) is
+   written to PATH.partial and renamed over PATH when complete, so a failed or interrupted run
+   leaves no half file; anything else (/dev/null, /dev/stdout, a FIFO, a device, a symlink:
+   written through to its target) is opened in place and never replaced. Returns 1 for in place,
+   0 for partial-then-rename, -1 (error printed) for a directory. */
+int ct_cli_out_in_place(const char *out);
+/* A write error of what (errno e): the reader of a pipe going away (EPIPE) is not an error
+   (returns 0, nothing printed: `synth -o - | head -c 100` stops quietly; f's error flag is
+   cleared); anything else is named (returns 1). tty: start on a new line (after a progress bar). */
+int ct_cli_write_error(FILE *f, const char *what, int e, int tty);
+/* Ctrl-C / SIGTERM: ct_cli_catch_signals installs a handler that only records the signal in
+   ct_cli_signal (a signal ignored on entry stays ignored); the command's loop sees it, cancels
+   and cleans up (removes its partial file), then returns ct_cli_exit_signal(rc), which
+   re-raises the signal (so the shell sees 130 / 143) or returns rc when none came. */
+extern volatile sig_atomic_t ct_cli_signal;
+void ct_cli_catch_signals(void);
+int ct_cli_exit_signal(int rc);
+
 int ct_cli_synth(int argc, char **argv);
+int ct_cli_client(int argc, char **argv);
 int ct_cli_quantize(int argc, char **argv);
 int ct_cli_bench(int argc, char **argv);
 int ct_cli_bench_stream(int argc, char **argv);

@@ -43,26 +43,6 @@ static int cpus_flag(const char *flag, const char *v, int *cpus, int cap) {
     return n;
 }
 
-/* Ctrl-C / SIGTERM: the handler only records the signal; drain() sees it, cancels the stream,
-   and the normal cleanup removes the partial file before the signal is re-raised. */
-static volatile sig_atomic_t g_signal;
-
-static void on_signal(int sig) { g_signal = sig; }
-
-static void catch_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART; /* the engine's threads may take the signal: keep their calls going */
-    const int sigs[] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
-        struct sigaction old;
-        /* a signal ignored on entry (nohup, a background job) stays ignored */
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
-    }
-}
-
 enum { DRAIN_OK = 0, DRAIN_WRITE = -1, DRAIN_SIGNAL = -2 };
 
 /* Reads the stream to its end into w. DRAIN_OK when every sample was written; DRAIN_WRITE when
@@ -74,7 +54,7 @@ static int drain(ct_stream *s, ct_wav_writer *w, int tty, int rate, double t_sta
     int finished = 0, first = 1;
     *werr = 0;
     while (!finished) {
-        if (g_signal) {
+        if (ct_cli_signal) {
             ct_stream_cancel(s);
             return DRAIN_SIGNAL;
         }
@@ -83,7 +63,7 @@ static int drain(ct_stream *s, ct_wav_writer *w, int tty, int rate, double t_sta
         if (n && (ct_wav_write(w, pcm, n) != CT_OK || (first && fflush(w->f) != 0))) {
             *werr = errno ? errno : EIO;
             ct_stream_cancel(s);
-            return g_signal ? DRAIN_SIGNAL : DRAIN_WRITE;
+            return ct_cli_signal ? DRAIN_SIGNAL : DRAIN_WRITE;
         }
         if (n) first = 0;
         if (tty) {
@@ -91,36 +71,7 @@ static int drain(ct_stream *s, ct_wav_writer *w, int tty, int rate, double t_sta
             progress(&in, rate, t_start);
         }
     }
-    return g_signal ? DRAIN_SIGNAL : DRAIN_OK;
-}
-
-/* How -o PATH is written: a regular file (or a new path) is written to PATH.partial and renamed
-   over PATH when complete, so a failed or interrupted synth leaves no half file; anything else
-   (/dev/null, /dev/stdout, a FIFO, a device, a symlink: written through to its target) is
-   opened in place and never replaced. Returns 1 for in place, 0 for partial-then-rename, -1
-   (error printed) for a directory. */
-static int out_in_place(const char *out) {
-    struct stat sb;
-    if (lstat(out, &sb) != 0) return 0; /* a new file (or an error fopen will name) */
-    if (S_ISLNK(sb.st_mode) && stat(out, &sb) != 0) return 1; /* dangling: create its target */
-    if (S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "error: -o '%s' is a directory; name a file in it (e.g. %s/out.wav)\n", out, out);
-        return -1;
-    }
-    struct stat lsb;
-    return lstat(out, &lsb) == 0 && S_ISREG(lsb.st_mode) ? 0 : 1;
-}
-
-/* A write error: the reader of a pipe going away (EPIPE) is not an error (exit 0, nothing
-   printed: `synth -o - | head -c 100` stops quietly); anything else is named. */
-static int write_error(FILE *f, const char *what, int e, int tty) {
-    if (e == EPIPE) {
-        if (f) clearerr(f); /* handled here: main's final stdout check stays quiet */
-        return 0;
-    }
-    fprintf(stderr, "%serror: writing '%s' failed: %s\n", tty ? "\n" : "", what,
-            e == ENOSPC ? "no space left on device" : strerror(e));
-    return 1;
+    return ct_cli_signal ? DRAIN_SIGNAL : DRAIN_OK;
 }
 
 int ct_cli_synth(int argc, char **argv) {
@@ -225,11 +176,11 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    int in_place = raw ? 1 : out_in_place(out);
+    int in_place = raw ? 1 : ct_cli_out_in_place(out);
     if (in_place < 0) goto done;
     if (!in_place) {
         snprintf(tmp_path, sizeof tmp_path, "%s.partial", out);
-        catch_signals(); /* before the partial file exists: an interrupt removes it */
+        ct_cli_catch_signals(); /* before the partial file exists: an interrupt removes it */
     }
     f = raw ? stdout : fopen(in_place ? out : tmp_path, "wb");
     if (!f) {
@@ -237,7 +188,7 @@ int ct_cli_synth(int argc, char **argv) {
         tmp_path[0] = 0;
         goto done;
     }
-    if (in_place) catch_signals(); /* after the open: an open blocked on a FIFO stays killable */
+    if (in_place) ct_cli_catch_signals(); /* after the open: an open blocked on a FIFO stays killable */
     if (!raw && in_place && isatty(fileno(f))) {
         fprintf(stderr, "error: refusing to write audio to a terminal ('%s')\n", out);
         goto done;
@@ -247,7 +198,7 @@ int ct_cli_synth(int argc, char **argv) {
     errno = 0;
     if (ct_wav_begin(&w, f, rate, raw ? CT_WAV_RAW_S16LE : use_float ? CT_WAV_FLOAT32 : CT_WAV_PCM16) !=
         CT_OK) {
-        rc = write_error(f, raw ? "stdout" : out, errno ? errno : EIO, 0);
+        rc = ct_cli_write_error(f, raw ? "stdout" : out, errno ? errno : EIO, 0);
         goto done;
     }
     ct_gen_params g;
@@ -265,7 +216,7 @@ int ct_cli_synth(int argc, char **argv) {
         goto done;
     }
     if (dr == DRAIN_WRITE) {
-        rc = write_error(f, raw ? "stdout" : out, werr, tty);
+        rc = ct_cli_write_error(f, raw ? "stdout" : out, werr, tty);
         goto done;
     }
     ct_stream_info in = ct_stream_get_info(s);
@@ -281,7 +232,7 @@ int ct_cli_synth(int argc, char **argv) {
         if (fclose(fc) != 0) fin = errno ? errno : EIO;
     }
     if (fin) {
-        rc = write_error(f, raw ? "stdout" : out, fin, tty);
+        rc = ct_cli_write_error(f, raw ? "stdout" : out, fin, tty);
         goto done;
     }
     if (tmp_path[0] && rename(tmp_path, out) != 0) {
@@ -307,11 +258,5 @@ done:
     free(xv);
     ct_codec_free(codec);
     ct_model_free(m);
-    if (g_signal) { /* cleaned up: now die of the signal, as the caller expects */
-        int sig = g_signal;
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return 128 + sig;
-    }
-    return rc;
+    return ct_cli_exit_signal(rc); /* cleaned up: now die of the signal, as the caller expects */
 }
