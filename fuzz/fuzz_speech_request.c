@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!vi) __builtin_trap();
     if (strcmp(r.language, "auto") && strcmp(r.language, "english") && strcmp(r.language, "chinese")) __builtin_trap();
     if (r.max_new_tokens < 0 || r.max_new_tokens > 4096 || r.initial_chunk_frames < -1 || r.top_k < -1 ||
-        (r.format != CT_RESP_WAV && r.format != CT_RESP_PCM) || r.mode > CT_MODE_SSE || r.non_streaming < -1 ||
+        (r.format != CT_RESP_WAV && r.format != CT_RESP_PCM && r.format != CT_RESP_CODES) || r.mode > CT_MODE_SSE || r.non_streaming < -1 ||
         r.non_streaming > 1 || (r.top_p >= 0 && r.top_p > 1) || r.temperature > 10)
         __builtin_trap();
     ct_speech_request_free(&r);

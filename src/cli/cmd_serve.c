@@ -18,6 +18,7 @@
 #include "cli/cli_profile.h"
 #include "codectalk.h"
 #include "core/clock.h"
+#include "core/sha256.h"
 #include "edge/profile.h"
 #include "serve/client.h"
 #include "serve/http.h"
@@ -142,6 +143,12 @@ int ct_cli_serve(int argc, char **argv) {
     hp.port = port;
     hp.api_key = api_key;
     hp.model_id = id;
+    char codec_id[80];
+    if (ct_codec_id(model, codec_id, sizeof codec_id, err, sizeof err) != CT_OK) { /* header of codes streams */
+        fprintf(stderr, "error: %s\n", err);
+        goto done;
+    }
+    hp.codec_id = codec_id;
     hp.connection_timeout_s = timeout;
     hp.header_timeout_s = header_timeout;
     hp.write_timeout_s = write_timeout;

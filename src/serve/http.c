@@ -24,11 +24,13 @@
 #include "audio/pcm.h"
 #include "audio/wav.h"
 #include "core/stepstats.h"
+#include "serve/codes_wire.h"
 #include "serve/gate.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
 
 #define READ_SAMPLES (8 * 1920) /* samples per streamed piece at most */
+#define READ_FRAMES 32          /* code frames per streamed piece at most */
 #define POLL_MS 20              /* wait granularity for disconnect checks */
 #define HDR CT_WAV_HEADER_BYTES
 
@@ -42,6 +44,7 @@ struct ct_http {
     const char *voices[256], *langs[256];
     int n_voices, n_langs;
     int port, rate, max_chunk;
+    ct_codes_header codes_hdr; /* the header record of every codes stream */
     atomic_int stopping;
     ct_srv_metrics mx;
 };
@@ -66,7 +69,9 @@ typedef struct {
     char *pend;          /* bytes ready to hand to MHD */
     size_t pn, poff, pcap;
     float *tmp;          /* [READ_SAMPLES] */
-    unsigned char *raw;  /* [HDR + 2 * READ_SAMPLES] one piece as bytes */
+    unsigned char *raw;  /* [HDR + 2 * READ_SAMPLES] one piece as bytes (audio or code records) */
+    int32_t *codes;      /* [READ_FRAMES * n_groups] codes streams */
+    uint32_t frames;     /* code frames sent so far */
 } stream_ctx;
 
 ct_http_params ct_http_params_default(void) {
@@ -147,23 +152,6 @@ static int ct_hexval(char c) {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-static size_t b64(char *dst, const unsigned char *src, size_t n) {
-    static const char T[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0, i = 0;
-    for (; i + 2 < n; i += 3) {
-        uint32_t v = ((uint32_t)src[i] << 16) | ((uint32_t)src[i + 1] << 8) | src[i + 2];
-        dst[o++] = T[v >> 18], dst[o++] = T[(v >> 12) & 63], dst[o++] = T[(v >> 6) & 63], dst[o++] = T[v & 63];
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)src[i] << 16;
-        if (i + 1 < n) v |= (uint32_t)src[i + 1] << 8;
-        dst[o++] = T[v >> 18], dst[o++] = T[(v >> 12) & 63];
-        dst[o++] = i + 1 < n ? T[(v >> 6) & 63] : '=';
-        dst[o++] = '=';
-    }
-    return o;
-}
-
 static json_t *usage_json(const ct_stream_info *si) {
     return json_pack("{s:i, s:i, s:i, s:{s:i, s:i}}", "input_tokens", si->text_tokens, "output_tokens",
                      si->frames, "total_tokens", si->text_tokens + si->frames, "input_token_details",
@@ -225,11 +213,65 @@ static int pend_audio(stream_ctx *s, size_t n) {
     }
     char *enc = malloc((bytes + 2) / 3 * 4 + 1);
     if (!enc) return -1;
-    enc[b64(enc, s->raw, bytes)] = 0;
+    enc[ct_b64_encode(enc, s->raw, bytes)] = 0;
     int r = pend_event(s, json_pack("{s:s, s:s, s:s}", "type", "speech.audio.delta", "audio", enc, "response_format",
                                     s->fmt == CT_RESP_WAV ? "wav" : "pcm"));
     free(enc);
     return r;
+}
+
+/* Bytes of the codes wire format (docs/CODES_WIRE.md) as the next piece: as they are (binary
+   stream) or as one speech.codes.delta event carrying them in base64 (SSE). */
+static int pend_wire(stream_ctx *s, const unsigned char *b, size_t n) {
+    if (s->mode == CT_MODE_AUDIO) {
+        if (pend_reserve(s, n)) return -1;
+        memcpy(s->pend + s->pn, b, n);
+        s->pn += n;
+        return 0;
+    }
+    char *enc = malloc((n + 2) / 3 * 4 + 1);
+    if (!enc) return -1;
+    enc[ct_b64_encode(enc, b, n)] = 0;
+    int r = pend_event(s, json_pack("{s:s, s:s}", "type", "speech.codes.delta", "codes", enc));
+    free(enc);
+    return r;
+}
+
+/* nf frames of s->codes as frame records (after the header record the first time). */
+static int pend_codes(stream_ctx *s, size_t nf) {
+    const ct_codes_header *ch = &s->h->codes_hdr;
+    size_t off = 0, cap = HDR + 2 * READ_SAMPLES;
+    if (!s->header_done) off = ct_codes_put_header(s->raw, cap, ch);
+    s->header_done = 1;
+    for (size_t i = 0; i < nf; i++) {
+        size_t k = ct_codes_put_frame(s->raw + off, cap - off, s->frames, s->codes + i * (size_t)ch->n_groups,
+                                      ch->n_groups);
+        if (!k) return -1;
+        off += k;
+        s->frames++;
+    }
+    return pend_wire(s, s->raw, off);
+}
+
+/* The end of a codes stream: the end record (or an error record naming the failure), then for
+   SSE the closing event. Returns 1 (something is pending) or -1. */
+static int pend_codes_end(stream_ctx *s) {
+    ct_stream_info si = ct_stream_get_info(s->st);
+    size_t off = 0, cap = HDR + 2 * READ_SAMPLES;
+    if (!s->header_done) off = ct_codes_put_header(s->raw, cap, &s->h->codes_hdr);
+    s->header_done = 1;
+    s->end_sent = 1;
+    int failed = si.state == CT_STREAM_FAILED;
+    off += failed ? ct_codes_put_error(s->raw + off, cap - off, ct_stream_errmsg(s->st))
+                  : ct_codes_put_end(s->raw + off, cap - off, s->frames, (int)si.stop);
+    if (pend_wire(s, s->raw, off)) return -1;
+    if (s->mode == CT_MODE_AUDIO) return 1;
+    if (failed) {
+        json_t *ee = json_pack("{s:s, s:s, s:o, s:s}", "message", ct_stream_errmsg(s->st), "type", "server_error",
+                               "param", json_null(), "code", "generation_failed");
+        return pend_event(s, json_pack("{s:s, s:o}", "type", "speech.audio.error", "error", ee)) ? -1 : 1;
+    }
+    return pend_event(s, json_pack("{s:s, s:o}", "type", "speech.audio.done", "usage", usage_json(&si))) ? -1 : 1;
 }
 
 /* The end of the stream: the closing event (done or error), or for a raw WAV stream without
@@ -259,6 +301,13 @@ static int stream_fill(stream_ctx *s) {
     s->pn = s->poff = 0;
     while (!s->end_sent) {
         int finished = 0;
+        if (s->fmt == CT_RESP_CODES) {
+            size_t nf = ct_stream_read_codes(s->st, s->codes, READ_FRAMES, POLL_MS, &finished);
+            if (nf > 0) return pend_codes(s, nf) ? -1 : 1;
+            if (finished) return pend_codes_end(s);
+            if (client_gone(s->h, s->c)) return -1;
+            continue;
+        }
         size_t n = ct_stream_read(s->st, s->tmp, READ_SAMPLES, POLL_MS, &finished);
         if (n > 0) return pend_audio(s, n) ? -1 : 1;
         if (finished) return pend_end(s);
@@ -291,6 +340,7 @@ static void stream_free(void *cls) {
     free(s->pend);
     free(s->tmp);
     free(s->raw);
+    free(s->codes);
     free(s);
 }
 
@@ -310,6 +360,7 @@ static ct_status submit(ct_http *h, const ct_speech_request *rq, ct_stream **out
     ct_stream_params sp = ct_stream_params_default();
     sp.schedule = ct_speech_schedule(rq->initial_chunk_frames, h->p.codec_chunk, h->max_chunk,
                                      h->schedule[0] ? h->schedule : NULL, sched, sizeof sched);
+    sp.output = rq->format == CT_RESP_CODES ? CT_OUTPUT_CODES : CT_OUTPUT_PCM; /* codes: no decoding here */
     ct_status st = ct_engine_submit(h->e, &g, &sp, out, msg, sizeof msg);
     if (st == CT_ERR_LIMIT) {
         ct_engine_limits l = ct_engine_get_limits(h->e);
@@ -375,16 +426,71 @@ static enum MHD_Result speech_full(ct_http *h, struct MHD_Connection *c, ct_stre
     return send_buf(h, c, 200, fmt == CT_RESP_WAV ? "audio/wav" : "audio/pcm", (char *)out, len, hd);
 }
 
-/* A chunked body (raw audio or SSE) fed by stream_reader as the stream releases audio. */
+/* The whole codes stream in one response (docs/CODES_WIRE.md), with the usage headers. */
+static enum MHD_Result speech_full_codes(ct_http *h, struct MHD_Connection *c, ct_stream *st) {
+    const ct_codes_header *ch = &h->codes_hdr;
+    const size_t fb = ct_codes_frame_bytes(ch->n_groups);
+    size_t cap = 1024 + 64 * fb, len = 0;
+    unsigned char *out = malloc(cap);
+    int32_t *codes = malloc(sizeof(int32_t) * READ_FRAMES * (size_t)ch->n_groups);
+    int finished = 0, ok = out && codes;
+    uint32_t frames = 0;
+    if (ok) len = ct_codes_put_header(out, cap, ch);
+    while (ok && !finished) {
+        if (len + READ_FRAMES * fb + 64 > cap) {
+            unsigned char *no = realloc(out, 2 * cap);
+            if (!no) {
+                ok = 0;
+                break;
+            }
+            out = no;
+            cap *= 2;
+        }
+        size_t got = ct_stream_read_codes(st, codes, READ_FRAMES, POLL_MS * 5, &finished);
+        for (size_t i = 0; i < got; i++)
+            len += ct_codes_put_frame(out + len, cap - len, frames++, codes + i * (size_t)ch->n_groups, ch->n_groups);
+        if (!got && !finished && client_gone(h, c)) {
+            free(out);
+            free(codes);
+            stream_done(h, st);
+            return MHD_NO;
+        }
+    }
+    free(codes);
+    ct_stream_info si = ct_stream_get_info(st);
+    ct_api_error e;
+    if (!ok) ct_api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+    else if (si.state == CT_STREAM_FAILED)
+        ct_api_error_set(&e, 500, "server_error", NULL, "generation_failed", "%s", ct_stream_errmsg(st));
+    stream_done(h, st);
+    if (!ok || si.state == CT_STREAM_FAILED) {
+        free(out);
+        return send_error(h, c, &e, NULL);
+    }
+    len += ct_codes_put_end(out + len, cap - len, frames, (int)si.stop);
+    char it[24], ot[24], tt[24], as[32];
+    snprintf(it, sizeof it, "%d", si.text_tokens);
+    snprintf(ot, sizeof ot, "%d", si.frames);
+    snprintf(tt, sizeof tt, "%d", si.text_tokens + si.frames);
+    snprintf(as, sizeof as, "%.3f", (double)frames * ch->samples_per_frame / ch->sample_rate);
+    const char *hd[] = {"x-codectalk-input-tokens", it, "x-codectalk-output-tokens", ot,
+                        "x-codectalk-total-tokens", tt, "x-codectalk-audio-seconds", as,
+                        "x-codectalk-stop-reason", ct_stop_reason_str(si.stop), NULL};
+    return send_buf(h, c, 200, CT_CODES_CONTENT_TYPE, (char *)out, len, hd);
+}
+
+/* A chunked body (raw audio or codes, or SSE) fed by stream_reader as the stream releases
+   output. */
 static enum MHD_Result speech_stream(ct_http *h, struct MHD_Connection *c, ct_stream *st, ct_resp_mode mode,
                                      ct_resp_format fmt) {
     stream_ctx *s = calloc(1, sizeof *s);
     if (s) {
         s->tmp = malloc(sizeof(float) * READ_SAMPLES);
         s->raw = malloc(HDR + 2 * READ_SAMPLES);
+        s->codes = malloc(sizeof(int32_t) * READ_FRAMES * (size_t)h->codes_hdr.n_groups);
     }
-    if (!s || !s->tmp || !s->raw) {
-        if (s) free(s->tmp), free(s->raw), free(s);
+    if (!s || !s->tmp || !s->raw || !s->codes) {
+        if (s) free(s->tmp), free(s->raw), free(s->codes), free(s);
         stream_done(h, st);
         return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
     }
@@ -406,7 +512,10 @@ static enum MHD_Result speech_stream(ct_http *h, struct MHD_Connection *c, ct_st
         stream_free(s);
         return MHD_NO;
     }
-    const char *ctype = mode == CT_MODE_SSE ? "text/event-stream" : fmt == CT_RESP_WAV ? "audio/wav" : "audio/pcm";
+    const char *ctype = mode == CT_MODE_SSE      ? "text/event-stream"
+                        : fmt == CT_RESP_CODES   ? CT_CODES_CONTENT_TYPE
+                        : fmt == CT_RESP_WAV     ? "audio/wav"
+                                                 : "audio/pcm";
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     if (fmt == CT_RESP_PCM) {
@@ -461,7 +570,7 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
         stream_done(h, st);
         return send_error(h, c, &e, NULL);
     }
-    if (mode == CT_MODE_FULL) return speech_full(h, c, st, fmt);
+    if (mode == CT_MODE_FULL) return fmt == CT_RESP_CODES ? speech_full_codes(h, c, st) : speech_full(h, c, st, fmt);
     return speech_stream(h, c, st, mode, fmt);
 }
 
@@ -663,6 +772,8 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
     if (p->codec_chunk < 0 || p->codec_chunk > lim.max_chunk_frames)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: codec_chunk %d not in [1, %d] (0 = not given)",
                        p->codec_chunk, lim.max_chunk_frames);
+    if (p->codec_id && strlen(p->codec_id) > CT_CODES_ID_MAX)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: codec_id is over %d bytes", CT_CODES_ID_MAX);
     if (p->schedule && strlen(p->schedule) >= sizeof ((ct_http *)0)->schedule)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: schedule '%.60s...' is too long", p->schedule);
     ct_http *h = calloc(1, sizeof *h);
@@ -689,6 +800,14 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
     h->p.api_key = h->api_key;
     h->p.schedule = NULL;
     ct_model_info mi = ct_model_get_info(m);
+    ct_codes_header *ch = &h->codes_hdr;
+    ch->sample_rate = lim.sample_rate;
+    ch->samples_per_frame = lim.samples_per_frame;
+    ch->frame_rate_mhz = (int)(((long long)lim.sample_rate * 1000 + lim.samples_per_frame / 2) / lim.samples_per_frame);
+    ch->n_groups = lim.n_groups;
+    ch->codebook_size = mi.codebook_size;
+    snprintf(ch->codec_id, sizeof ch->codec_id, "%s", p->codec_id ? p->codec_id : "");
+    snprintf(ch->model_id, sizeof ch->model_id, "%.*s", CT_CODES_ID_MAX, h->model_id);
     for (int i = 0; i < mi.n_speakers && h->n_voices < 256; i++)
         if (ct_model_speaker(m, i)) h->voices[h->n_voices++] = ct_model_speaker(m, i);
     for (int i = 0; i < mi.n_languages && h->n_langs < 256; i++)

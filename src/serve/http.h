@@ -1,5 +1,5 @@
 /* HTTP front end of the server (libmicrohttpd, thread per connection) over the public stream
-   engine: POST /v1/audio/speech (whole WAV/PCM, chunked raw audio, or SSE events), GET
+   engine: POST /v1/audio/speech (whole WAV/PCM/codes, chunked raw audio or codes, or SSE events), GET
    /v1/models, GET /v1/audio/voices, GET /health, GET /metrics; bearer-token auth on every route
    but /health; OpenAI error JSON. Routes, fields and status codes: docs/SERVE.md. */
 #ifndef CT_SERVE_HTTP_H
@@ -17,6 +17,8 @@ typedef struct {
     int port;                  /* 0 = any free port (see ct_http_port) */
     const char *api_key;       /* NULL or "" = no auth */
     const char *model_id;      /* served id for /v1/models and the `model` field (required) */
+    const char *codec_id;      /* the codec's id (ct_codec_id) sent in the header of every
+                                  response_format "codes" stream (docs/CODES_WIRE.md); NULL = "" */
     int max_connections;       /* concurrent connections (default 64) */
     int connection_timeout_s;  /* idle timeout, and the bound on receiving one body (default 30) */
     size_t max_body_bytes;     /* request body limit -> 413 (default 65536) */

@@ -375,13 +375,14 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
     if (fmt) {
         if (strcmp(fmt, "pcm") == 0) r->format = CT_RESP_PCM;
         else if (strcmp(fmt, "wav") == 0) r->format = CT_RESP_WAV;
+        else if (strcmp(fmt, "codes") == 0) r->format = CT_RESP_CODES;
         else if (!strcmp(fmt, "flac") || !strcmp(fmt, "mp3") || !strcmp(fmt, "opus") || !strcmp(fmt, "aac")) {
             ct_api_error_set(e, 400, "invalid_request_error", "response_format", "unsupported_format",
-                             "response_format '%s' is unsupported; use 'wav' or 'pcm'", fmt);
+                             "response_format '%s' is unsupported; use 'wav', 'pcm' or 'codes'", fmt);
             return CT_ERR_UNSUPPORTED;
         } else {
             ct_api_error_set(e, 400, "invalid_request_error", "response_format", "invalid_value",
-                             "response_format must be 'wav' or 'pcm', got '%.60s'", fmt);
+                             "response_format must be 'wav', 'pcm' or 'codes', got '%.60s'", fmt);
             return CT_ERR_INVALID_ARG;
         }
     }

@@ -13,7 +13,9 @@
 #define CT_SPEECH_MAX_INPUT_CHARS 4096   /* default limit on `input` (Unicode code points) */
 #define CT_SPEECH_MAX_INSTRUCT_CHARS 4096
 
-typedef enum { CT_RESP_WAV = 0, CT_RESP_PCM = 1 } ct_resp_format;
+/* wav / pcm: audio; codes: the codec frames in the wire format of docs/CODES_WIRE.md (the server
+   decodes no audio for them). */
+typedef enum { CT_RESP_WAV = 0, CT_RESP_PCM = 1, CT_RESP_CODES = 2 } ct_resp_format;
 
 /* How the audio goes back: whole clip, chunked raw audio bytes, or SSE events. */
 typedef enum { CT_MODE_FULL = 0, CT_MODE_AUDIO = 1, CT_MODE_SSE = 2 } ct_resp_mode;
@@ -65,7 +67,7 @@ typedef struct {
    left empty. Rules (docs/SERVE.md): the body is one JSON object; every known field has a fixed
    type (wrong type -> 400 naming it); unknown fields -> 400 "unknown field"; `input` required;
    `voice` (alias `speaker`) is a string or {"id": string}; an unknown voice or language -> 400
-   listing the valid ones; response_format wav|pcm (flac/mp3/opus/aac -> 400 unsupported). */
+   listing the valid ones; response_format wav|pcm|codes (flac/mp3/opus/aac -> 400 unsupported). */
 ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_ctx *ctx,
                                   ct_speech_request *out, ct_api_error *e);
 

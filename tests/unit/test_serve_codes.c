@@ -1,0 +1,257 @@
+/* response_format "codes" on /v1/audio/speech (docs/CODES_WIRE.md), over real loopback
+   sockets with a tiny random model: the whole body, the chunked binary stream and the SSE
+   deltas carry the same bytes; they decode to the session's frames with the served header
+   (rates, ids, codebook size); decoding those frames with the exact codec gives the server's
+   own WAV for the same request byte for byte; a codes-only engine (no codec: the server decodes
+   no audio) serves codes and refuses wav; a codec id over 255 bytes is refused at start. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "audio/wav.h"
+#include "codectalk.h"
+#include "ct_test.h"
+#include "serve/client.h"
+#include "serve/codes_wire.h"
+#include "serve/http.h"
+#include "test_models.h"
+
+static ct_model *M;
+static ct_codec *C;
+static const char *TEXT = "Codes on the wire, audio on the client.";
+static const char *CODEC_ID = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+static ct_status post(int port, const char *body, ct_http_resp *r) {
+    char err[256];
+    ct_status st = ct_http_request("127.0.0.1", port, "POST", "/v1/audio/speech", NULL, body, strlen(body), 30000,
+                                   NULL, NULL, r, err, sizeof err);
+    if (st != CT_OK) fprintf(stderr, "request failed: %s\n", err);
+    return st;
+}
+
+typedef struct {
+    ct_codes_header h;
+    int headers, n;
+    int32_t codes[256 * 16];
+} frames;
+
+static int on_header(void *ud, const ct_codes_header *h, char *msg, size_t cap) {
+    frames *f = ud;
+    (void)msg, (void)cap;
+    f->h = *h;
+    f->headers++;
+    return 0;
+}
+
+static int on_frame(void *ud, uint32_t index, const int32_t *codes, int n, char *msg, size_t cap) {
+    frames *f = ud;
+    (void)index, (void)msg, (void)cap;
+    if (f->n >= 256 || n != 16) return 1;
+    memcpy(f->codes + f->n * 16, codes, sizeof(int32_t) * 16);
+    f->n++;
+    return 0;
+}
+
+static ct_status decode_body(const unsigned char *b, size_t n, frames *f, char *err, size_t cap) {
+    memset(f, 0, sizeof *f);
+    ct_codes_cb cb = {f, on_header, on_frame};
+    ct_codes_reader *r = ct_codes_reader_new(&cb);
+    ct_status st = ct_codes_feed(r, b, n, err, cap);
+    if (st == CT_OK) st = ct_codes_finish(r, err, cap);
+    ct_codes_reader_free(r);
+    return st;
+}
+
+/* The session's frames for the request (seed, max_new_tokens, voice). */
+static int session_frames(uint64_t seed, int mnt, const char *voice, int32_t *out, int cap) {
+    ct_session *s = NULL;
+    char err[512];
+    ct_session_params sp = ct_session_params_default();
+    if (ct_session_create(M, &sp, &s, err, sizeof err) != CT_OK) return -1;
+    ct_gen_params g = ct_gen_params_default();
+    g.text = TEXT;
+    g.speaker = voice;
+    g.language = "auto";
+    g.seed = seed;
+    g.max_new_tokens = mnt;
+    int n = 0, got = 1;
+    if (ct_session_start(s, &g) != CT_OK) n = -1;
+    while (n >= 0 && n < cap && ct_session_next_frame(s, out + n * 16, &got) == CT_OK && got) n++;
+    ct_session_free(s);
+    return n;
+}
+
+static ct_http *serve(const ct_codec *codec, ct_engine **E) {
+    char err[1024];
+    ct_engine_params ep = ct_engine_params_default();
+    ep.max_context = 512;
+    ep.warmup = 0;
+    *E = NULL;
+    CHECKF(ct_engine_create(M, codec, &ep, E, err, sizeof err) == CT_OK, "%s", err);
+    ct_http_params hp = ct_http_params_default();
+    hp.port = 0;
+    hp.model_id = "tiny-codes";
+    hp.codec_id = CODEC_ID;
+    ct_http *H = NULL;
+    CHECKF(*E && ct_http_start(*E, M, &hp, &H, err, sizeof err) == CT_OK, "%s", err);
+    return H;
+}
+
+int main(void) {
+    char err[1024];
+    CHECK(ct_test_load("tiny", "serve-codes-tiny", 9, &M, &C));
+    if (!M || !C) return ct_test_finish();
+    const char *voice = ct_model_speaker(M, 0);
+    ct_engine *E = NULL;
+    ct_http *H = serve(C, &E);
+    if (!H) return ct_test_finish();
+    int port = ct_http_port(H);
+    const int MNT = 24;
+    static int32_t ref[256 * 16];
+    int nref = session_frames(11, MNT, voice, ref, 256);
+    CHECK(nref > 2);
+    char body[512];
+    ct_http_resp full, bin, sse, wav;
+
+    /* 1. the whole codes stream in one body */
+    snprintf(body, sizeof body,
+             "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":11,\"max_new_tokens\":%d,\"response_format\":\"codes\"}",
+             TEXT, voice, MNT);
+    CHECK(post(port, body, &full) == CT_OK);
+    char v[128];
+    CHECK(full.status == 200 && ct_http_resp_header(&full, "Content-Type", v, sizeof v) &&
+          strcmp(v, CT_CODES_CONTENT_TYPE) == 0);
+    frames *f = malloc(sizeof *f);
+    CHECKF(decode_body(full.body, full.body_len, f, err, sizeof err) == CT_OK, "%s", err);
+    CHECK(f->headers == 1 && f->h.sample_rate == 24000 && f->h.samples_per_frame == 1920 &&
+          f->h.frame_rate_mhz == 12500 && f->h.n_groups == 16 &&
+          f->h.codebook_size == ct_model_get_info(M).codebook_size && strcmp(f->h.codec_id, CODEC_ID) == 0 &&
+          strcmp(f->h.model_id, "tiny-codes") == 0);
+    CHECKF(f->n == nref && memcmp(f->codes, ref, sizeof(int32_t) * 16 * (size_t)nref) == 0, "%d frames vs %d", f->n,
+           nref);
+    CHECK(full.body_len == 4 + 20 + strlen(CODEC_ID) + strlen("tiny-codes") + (size_t)nref * 42 + 11);
+    snprintf(v, sizeof v, "%.3f", nref * 0.08);
+    char as[32];
+    CHECK(ct_http_resp_header(&full, "x-codectalk-audio-seconds", as, sizeof as) && strcmp(as, v) == 0);
+
+    /* 2. chunked binary stream: the same bytes */
+    snprintf(body, sizeof body,
+             "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":11,\"max_new_tokens\":%d,\"response_format\":\"codes\","
+             "\"stream\":true,\"stream_format\":\"audio\"}",
+             TEXT, voice, MNT);
+    CHECK(post(port, body, &bin) == CT_OK);
+    CHECK(bin.status == 200 && bin.body_len == full.body_len && memcmp(bin.body, full.body, full.body_len) == 0);
+    CHECK(ct_http_resp_header(&bin, "Transfer-Encoding", v, sizeof v) && strstr(v, "chunked"));
+
+    /* 3. SSE: speech.codes.delta events whose base64 payloads concatenate to the same bytes,
+       then speech.audio.done */
+    snprintf(body, sizeof body,
+             "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":11,\"max_new_tokens\":%d,\"response_format\":\"codes\","
+             "\"stream\":true}",
+             TEXT, voice, MNT);
+    CHECK(post(port, body, &sse) == CT_OK);
+    CHECK(sse.status == 200 && ct_http_resp_header(&sse, "Content-Type", v, sizeof v) &&
+          strcmp(v, "text/event-stream") == 0);
+    {
+        unsigned char *cat = malloc(sse.body_len + 1);
+        size_t n = 0;
+        int deltas = 0, done = 0, other = 0;
+        char *text = strndup((const char *)sse.body, sse.body_len);
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+            if (strncmp(line, "data: ", 6) != 0) continue;
+            json_t *j = json_loads(line + 6, 0, NULL);
+            const char *type = json_string_value(json_object_get(j, "type"));
+            const char *c64 = json_string_value(json_object_get(j, "codes"));
+            if (type && strcmp(type, "speech.codes.delta") == 0 && c64 && !done) {
+                long k = ct_b64_decode(cat + n, c64, strlen(c64));
+                if (k < 0) other++;
+                else n += (size_t)k, deltas++;
+            } else if (type && strcmp(type, "speech.audio.done") == 0 && json_object_get(j, "usage")) {
+                done++;
+            } else {
+                other++;
+            }
+            json_decref(j);
+        }
+        CHECKF(deltas >= 2 && done == 1 && other == 0, "%d deltas, %d done, %d other", deltas, done, other);
+        CHECK(n == full.body_len && memcmp(cat, full.body, n) == 0);
+        free(text);
+        free(cat);
+    }
+
+    /* 4. the exact codec on the served frames = the server's own WAV for the same request */
+    snprintf(body, sizeof body,
+             "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":11,\"max_new_tokens\":%d,\"response_format\":\"wav\"}",
+             TEXT, voice, MNT);
+    CHECK(post(port, body, &wav) == CT_OK && wav.status == 200);
+    {
+        float *pcm = malloc(sizeof(float) * 1920 * (size_t)f->n);
+        CHECK(ct_codec_decode(C, f->codes, f->n, pcm, err, sizeof err) == CT_OK);
+        FILE *t = tmpfile();
+        ct_wav_writer w;
+        ct_wav_begin(&w, t, 24000, CT_WAV_PCM16);
+        ct_wav_write(&w, pcm, 1920 * (size_t)f->n);
+        ct_wav_end(&w);
+        long sz = ftell(t);
+        unsigned char *b = malloc((size_t)sz);
+        rewind(t);
+        CHECK(fread(b, 1, (size_t)sz, t) == (size_t)sz);
+        CHECKF((size_t)sz == wav.body_len && memcmp(b, wav.body, wav.body_len) == 0, "%ld vs %zu bytes", sz,
+               wav.body_len);
+        fclose(t);
+        free(b);
+        free(pcm);
+    }
+    ct_http_resp_free(&full);
+    ct_http_resp_free(&bin);
+    ct_http_resp_free(&sse);
+    ct_http_resp_free(&wav);
+    ct_http_stop(H);
+    ct_engine_free(E);
+
+    /* 5. a codes-only engine (no codec at all): codes are served, wav is refused */
+    H = serve(NULL, &E);
+    if (H) {
+        port = ct_http_port(H);
+        snprintf(body, sizeof body,
+                 "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":11,\"max_new_tokens\":%d,\"response_format\":\"codes\","
+                 "\"stream\":true,\"stream_format\":\"audio\"}",
+                 TEXT, voice, MNT);
+        ct_http_resp r;
+        CHECK(post(port, body, &r) == CT_OK && r.status == 200);
+        CHECKF(decode_body(r.body, r.body_len, f, err, sizeof err) == CT_OK, "%s", err);
+        CHECK(f->n == nref && memcmp(f->codes, ref, sizeof(int32_t) * 16 * (size_t)nref) == 0);
+        ct_http_resp_free(&r);
+        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"response_format\":\"wav\"}", TEXT, voice);
+        CHECK(post(port, body, &r) == CT_OK && r.status == 400 && strstr((const char *)r.body, "no codec"));
+        ct_http_resp_free(&r);
+        snprintf(body, sizeof body, "{\"input\":\"%s\",\"response_format\":\"flac\"}", TEXT);
+        CHECK(post(port, body, &r) == CT_OK && r.status == 400 && strstr((const char *)r.body, "'codes'"));
+        ct_http_resp_free(&r);
+        ct_http_stop(H);
+    }
+    ct_engine_free(E);
+
+    /* 6. a codec id longer than the header holds is refused at start */
+    {
+        ct_engine_params ep = ct_engine_params_default();
+        ep.max_context = 256;
+        CHECK(ct_engine_create(M, NULL, &ep, &E, err, sizeof err) == CT_OK);
+        char longid[300];
+        memset(longid, 'a', 299);
+        longid[299] = 0;
+        ct_http_params hp = ct_http_params_default();
+        hp.port = 0;
+        hp.model_id = "tiny";
+        hp.codec_id = longid;
+        ct_http *H2 = NULL;
+        CHECK(ct_http_start(E, M, &hp, &H2, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "codec_id") && !H2);
+        ct_engine_free(E);
+    }
+    free(f);
+    ct_codec_free(C);
+    ct_model_free(M);
+    return ct_test_finish();
+}
