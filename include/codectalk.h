@@ -332,6 +332,16 @@ typedef struct {
     int buffer_ms;           /* per-stream output buffer in audio ms (default 10000; at least
                                 max_chunk_frames + 1 frames) */
     int warmup;              /* 1: generate two frames before ct_engine_ready says 1 (0) */
+    int prefill_chunk_tokens;/* prompt tokens per prefill pass, 1..4096; 0 = 64. Each slot's
+                                prefill scratch is sized from it at create. The audio does not
+                                depend on it. */
+    double frame_ms_fixed;   /* predicted wall ms of one frame period of the whole engine with n
+                                streams running: frame_ms_fixed + frame_ms_per_stream * n, as the
+                                placement runs the stages. A newcomer is admitted only while that
+                                keeps up with playback (docs/STREAMING.md 5); measured periods
+                                replace the prediction once there are 8 of a batch size. Both 0
+                                = unknown: no compute rule. */
+    double frame_ms_per_stream;
 } ct_engine_params;
 
 ct_engine_params ct_engine_params_default(void);
@@ -359,6 +369,7 @@ typedef struct {
     int placement, talker_threads, codec_threads, max_chunk_frames;
     uint64_t kv_budget_bytes, kv_bytes_per_token, kv_bytes_per_stream;
     double safety_margin_ms;
+    int prefill_chunk_tokens;
 } ct_engine_limits;
 
 ct_engine_limits ct_engine_get_limits(const ct_engine *e);
@@ -367,7 +378,11 @@ ct_engine_limits ct_engine_get_limits(const ct_engine *e);
 typedef struct {
     int active, queued;
     uint64_t admitted, rejected, queued_total, completed, failed, cancelled;
-    uint64_t deferrals;        /* scheduler passes on which a ready prefill was held back */
+    uint64_t deferrals;        /* scheduler passes on which a ready prefill was held back by the
+                                  playback-slack throttle */
+    uint64_t deferred_kv;      /* requests that waited for a slot (its KV) at the queue's head */
+    uint64_t deferred_compute; /* requests held back by the compute rule (frame_ms_*) */
+    uint64_t timed_out;        /* requests failed with CT_ERR_TIMEOUT (counted in failed too) */
     uint64_t forced_admissions;/* prefills started after max_defer_ms */
     uint64_t underruns;        /* ring-buffer player stalls over all streams (engine clock) */
     double underrun_ms;
@@ -379,7 +394,9 @@ typedef struct {
 
 ct_engine_counters ct_engine_get_counters(ct_engine *e);
 
-/* Seconds until a stream slot is likely to free up (>= 1), for Retry-After. */
+/* Seconds until the earliest admitted stream is expected to finish (its expected frames left
+   times the measured, else predicted, frame period), at least 1 and at most 120; for
+   Retry-After. */
 int ct_engine_retry_after_s(ct_engine *e);
 
 typedef enum { CT_OUTPUT_PCM = 0, CT_OUTPUT_CODES = 1 } ct_output;
@@ -395,6 +412,10 @@ typedef struct {
                                 about this many bytes, generated and played back to back
                                 (utterance k uses seed + k); default 300; 0 = one utterance */
     int output;              /* ct_output: PCM (default) or codec frames (no decoding) */
+    int deadline_ms;         /* the whole request must be done this many ms after submission
+                                (also while queued), else it fails with CT_ERR_TIMEOUT; 0 = none */
+    int first_audio_timeout_ms; /* the first output must be released to the reader this many ms
+                                after submission, else CT_ERR_TIMEOUT; 0 = none */
 } ct_stream_params;
 
 ct_stream_params ct_stream_params_default(void);
@@ -455,6 +476,8 @@ typedef struct {
     double talker_ms, predictor_ms; /* step_ms split into its two halves */
     int stalls;              /* ring-buffer player stalls, playback starting at TTFA */
     double stall_ms;
+    int prefill_passes;      /* talker passes of the prefills (prefill_chunk_tokens each), summed
+                                over utterances */
 } ct_stream_info;
 
 ct_stream_info ct_stream_get_info(ct_stream *s);

@@ -18,7 +18,8 @@ typedef enum {
     CT_ERR_STATE = -6,       /* call made in the wrong state */
     CT_ERR_ABORTED = -7,     /* cancelled by the caller */
     CT_ERR_INTERNAL = -8,    /* a bug: an invariant broke */
-    CT_ERR_LIMIT = -9        /* input exceeds a configured or model limit */
+    CT_ERR_LIMIT = -9,       /* input exceeds a configured or model limit */
+    CT_ERR_TIMEOUT = -10     /* a request deadline passed */
 } ct_status;
 /* Static English description of a status; never NULL. */
 const char *ct_status_str(ct_status st);

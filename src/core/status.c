@@ -16,6 +16,7 @@ const char *ct_status_str(ct_status st) {
     case CT_ERR_ABORTED: return "aborted";
     case CT_ERR_INTERNAL: return "internal error";
     case CT_ERR_LIMIT: return "limit exceeded";
+    case CT_ERR_TIMEOUT: return "timed out";
     }
     return "unknown status";
 }

@@ -74,8 +74,8 @@ static ct_status check_context(const ct_model *m, int max_context, char *err, si
 
 /* Reserves a session's whole working set (its one-stream step included) on pool; own_pool:
    the session frees the pool, also when this fails. max_context already checked. */
-static ct_status session_new(const ct_model *m, int max_context, ct_pool *pool, int own_pool,
-                             ct_session **out, char *err, size_t errcap) {
+static ct_status session_new(const ct_model *m, int max_context, int prefill_chunk, ct_pool *pool,
+                             int own_pool, ct_session **out, char *err, size_t errcap) {
     const ct_config *c = &m->cfg;
     ct_session *s = calloc(1, sizeof *s);
     if (!s) {
@@ -84,13 +84,14 @@ static ct_status session_new(const ct_model *m, int max_context, ct_pool *pool, 
     }
     s->m = m;
     s->cap = max_context;
+    s->prefill_chunk = prefill_chunk;
     s->pool = pool;
     s->own_pool = own_pool;
     const size_t H = (size_t)c->talker.hidden;
     int vmax = c->talker.vocab > c->pred.vocab ? c->talker.vocab : c->pred.vocab;
     int ok = ct_kv_init(&s->tkv, &c->talker, s->cap) == CT_OK &&
              ct_kv_init(&s->pkv, &c->pred, c->n_groups) == CT_OK &&
-             ct_stack_scratch_init(&s->ts, &c->talker, CT_PREFILL_CHUNK, s->cap, pool) == CT_OK &&
+             ct_stack_scratch_init(&s->ts, &c->talker, prefill_chunk, s->cap, pool) == CT_OK &&
              ct_batch_create_on(m, 1, s->cap, pool, &s->solo, NULL, 0) == CT_OK;
     if (ok) {
         s->prompt = malloc((size_t)s->cap * H * sizeof(float));
@@ -98,7 +99,7 @@ static ct_status session_new(const ct_model *m, int max_context, ct_pool *pool, 
         s->pad_row = malloc(H * sizeof(float));
         s->ids = malloc(((size_t)s->cap + 64) * 2 * sizeof(int32_t));
         s->h = malloc(H * sizeof(float));
-        s->x = malloc((size_t)CT_PREFILL_CHUNK * H * sizeof(float));
+        s->x = malloc((size_t)prefill_chunk * H * sizeof(float));
         s->etmp = malloc(2 * (size_t)c->text_hidden * sizeof(float));
         s->logits = malloc((size_t)c->talker.vocab * sizeof(float));
         s->seen = malloc((size_t)c->talker.vocab);
@@ -134,16 +135,24 @@ ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_se
     ct_pool *pool = NULL;
     if (ct_pool_create(nt, sp.cpus, sp.n_cpus, &pool) != CT_OK)
         return ct_errf(err, errcap, CT_ERR_NOMEM, "session: cannot start %d threads", nt);
-    return session_new(m, sp.max_context, pool, 1, out, err, errcap);
+    return session_new(m, sp.max_context, CT_PREFILL_CHUNK, pool, 1, out, err, errcap);
+}
+
+ct_status ct_session_create_chunked(const ct_model *m, int max_context, int prefill_chunk, ct_pool *pool,
+                                    ct_session **out, char *err, size_t errcap) {
+    if (!m || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: NULL argument");
+    *out = NULL;
+    if (prefill_chunk < 1 || prefill_chunk > CT_PREFILL_CHUNK_MAX)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: prefill_chunk %d is outside [1, %d]",
+                       prefill_chunk, CT_PREFILL_CHUNK_MAX);
+    ct_status st = check_context(m, max_context, err, errcap);
+    if (st != CT_OK) return st;
+    return session_new(m, max_context, prefill_chunk, pool, 0, out, err, errcap);
 }
 
 ct_status ct_session_create_on(const ct_model *m, int max_context, ct_pool *pool, ct_session **out,
                                char *err, size_t errcap) {
-    if (!m || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "session: NULL argument");
-    *out = NULL;
-    ct_status st = check_context(m, max_context, err, errcap);
-    if (st != CT_OK) return st;
-    return session_new(m, max_context, pool, 0, out, err, errcap);
+    return ct_session_create_chunked(m, max_context, CT_PREFILL_CHUNK, pool, out, err, errcap);
 }
 
 const char *ct_session_errmsg(const ct_session *s) { return s ? s->err : "no session"; }
@@ -188,7 +197,7 @@ ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
     s->err[0] = 0;
     s->running = 0;
     s->stop = CT_STOP_NONE;
-    s->frames = s->n_generated = s->pos = 0;
+    s->frames = s->n_generated = s->pos = s->prefill_passes = 0;
     s->advance_pending = 0;
     s->t_pred_ms = s->t_talker_ms = 0;
     ct_gen_params g = ct_gen_params_default();

@@ -8,7 +8,8 @@
 #include "model/sampler.h"
 #include "model/step.h"
 
-#define CT_PREFILL_CHUNK 64 /* tokens per stack call during prefill */
+#define CT_PREFILL_CHUNK 64 /* default tokens per stack call during prefill */
+#define CT_PREFILL_CHUNK_MAX 4096 /* largest prefill pass a session may reserve */
 
 struct ct_session {
     const ct_model *m;
@@ -18,13 +19,15 @@ struct ct_session {
     ct_batch *solo;          /* decode-step working set of one stream (this session) on pool */
     ct_kv tkv;               /* talker per-layer caches */
     ct_kv pkv;               /* predictor per-layer caches (n_groups positions) */
-    ct_stack_scratch ts;     /* talker prefill scratch, CT_PREFILL_CHUNK tokens */
+    int prefill_chunk;       /* tokens per prefill pass (stack call) */
+    int prefill_passes;      /* passes the last start's prefill took */
+    ct_stack_scratch ts;     /* talker prefill scratch, prefill_chunk tokens */
     float *prompt;           /* [cap][H] prefill embeddings */
     float *trailing;         /* [cap][H] trailing text overlay rows */
     float *pad_row;          /* [H] t(tts_pad) */
     int32_t *ids;            /* [cap + 64] token scratch */
     float *h;                /* [H] post-norm hidden of the last talker position */
-    float *x;                /* [CT_PREFILL_CHUNK][H] prefill stack input/output */
+    float *x;                /* [prefill_chunk][H] prefill stack input/output */
     float *etmp;             /* [2*text_hidden] text-projection temp */
     float *logits;           /* [talker vocab] */
     uint8_t *seen;           /* [talker vocab] distinct generated c0 ids */
@@ -51,8 +54,9 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g);
    bit-identical to ct_embed_text of its id. */
 void ct_embed_text_rows(ct_session *s, const int32_t *ids, int n, float *out);
 
-/* Runs n embeddings x[n][H] through the talker from position s->pos (chunked), advancing
-   s->pos and leaving the last position's post-norm hidden in s->h. */
+/* Runs n embeddings x[n][H] through the talker from position s->pos in passes of
+   s->prefill_chunk tokens (counted in s->prefill_passes), advancing s->pos and leaving the
+   last position's post-norm hidden in s->h. */
 void ct_talker_run(ct_session *s, const float *x, int n);
 
 /* Raw talker logits [vocab] from s->h into out. */

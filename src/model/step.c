@@ -12,9 +12,10 @@ void ct_talker_run(ct_session *s, const float *x, int n) {
     const ct_model *m = s->m;
     const int H = m->cfg.talker.hidden;
     while (n > 0) {
-        int k = n < CT_PREFILL_CHUNK ? n : CT_PREFILL_CHUNK;
+        int k = n < s->prefill_chunk ? n : s->prefill_chunk;
         memcpy(s->x, x, (size_t)k * H * sizeof(float));
         ct_stack_forward(&m->talker, &s->tkv, &s->ts, s->pos, k, s->x);
+        s->prefill_passes++;
         s->pos += k;
         x += (size_t)k * H;
         n -= k;

@@ -31,6 +31,11 @@ struct ct_batch {
    inline on the caller's thread) outlives the session. max_context as in ct_session_params. */
 ct_status ct_session_create_on(const ct_model *m, int max_context, ct_pool *pool, ct_session **out,
                                char *err, size_t errcap);
+/* The same with prefill passes of prefill_chunk tokens (1..CT_PREFILL_CHUNK_MAX, else
+   CT_ERR_INVALID_ARG); the prefill scratch is sized from it. ct_session_create_on uses
+   CT_PREFILL_CHUNK. */
+ct_status ct_session_create_chunked(const ct_model *m, int max_context, int prefill_chunk, ct_pool *pool,
+                                    ct_session **out, char *err, size_t errcap);
 /* A batch on a borrowed pool (may be NULL); pool outlives the batch. Limits as ct_batch_create. */
 ct_status ct_batch_create_on(const ct_model *m, int max_streams, int max_context, ct_pool *pool,
                              ct_batch **out, char *err, size_t errcap);

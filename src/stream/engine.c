@@ -119,6 +119,28 @@ static ct_status resolve_placement(ct_engine *e, char *err, size_t errcap) {
     return CT_OK;
 }
 
+/* ---- the clock ------------------------------------------------------------------------------- */
+
+double ct_engine_now(const ct_engine *e) {
+    if (atomic_load(&e->vclock_on)) return (double)atomic_load(&e->vclock_us) / 1e3;
+    return ct_now_ms();
+}
+
+void ct_engine_test_clock(ct_engine *e, double step_fixed_ms, double step_per_stream_ms, double prefill_ms) {
+    pthread_mutex_lock(&e->mu);
+    e->v_fixed = step_fixed_ms;
+    e->v_per_stream = step_per_stream_ms;
+    e->v_prefill = prefill_ms;
+    pthread_mutex_unlock(&e->mu);
+    atomic_store(&e->vclock_us, 0);
+    atomic_store(&e->vclock_on, 1);
+}
+
+/* Under the test clock: spends ms of virtual time (the work just done took that long). */
+static void vclock_spend(ct_engine *e, double ms) {
+    if (atomic_load(&e->vclock_on)) atomic_fetch_add(&e->vclock_us, (long long)llround(ms * 1e3));
+}
+
 /* ---- hand-off between the stages --------------------------------------------------------- */
 
 /* Hands a record to the codec stage: inline (serial) or through the bounded queue. */
@@ -219,9 +241,10 @@ static void prefill(ct_engine *e, ct_slot *sl) {
     ct_gen_params g = s->g;
     g.text = s->utt_text;
     g.seed = s->g.seed + (uint64_t)sl->utt; /* each utterance its own reproducible stream */
-    double t0 = ct_now_ms();
+    double t0 = ct_engine_now(e);
     ct_status st = ct_session_start(sl->sess, &g);
-    double dt = ct_now_ms() - t0;
+    vclock_spend(e, e->v_prefill);
+    double dt = ct_engine_now(e) - t0;
     CT_STATS_ADD_SINCE("engine.prefill_ms", t0);
     ct_run_info ri = ct_session_run_info(sl->sess);
     if (st == CT_OK) {
@@ -231,8 +254,10 @@ static void prefill(ct_engine *e, ct_slot *sl) {
     pthread_mutex_lock(&e->mu);
     ewma(&e->k.prefill_ms, dt);
     s->info.prefill_ms += dt;
+    s->info.prefill_passes += sl->sess->prefill_passes;
     s->info.utterance = sl->utt;
     sl->prefill_due = 0;
+    sl->utt_frames = 0;
     if (st != CT_OK) {
         char msg[600];
         if (s->n_utts > 1) snprintf(msg, sizeof msg, "utterance %d: %s", sl->utt + 1, ct_session_errmsg(sl->sess));
@@ -255,9 +280,10 @@ static void prefill(ct_engine *e, ct_slot *sl) {
 static void step(ct_engine *e, int n) {
     const int G = e->G;
     for (int i = 0; i < n; i++) e->bs[i] = e->act[i]->sess;
-    double t0 = ct_now_ms();
+    double t0 = ct_engine_now(e);
     ct_status st = ct_batch_codes(e->batch, e->bs, n, e->bcodes, e->bgot);
-    double t1 = ct_now_ms();
+    vclock_spend(e, e->v_fixed + e->v_per_stream * n); /* the test clock: the whole step here */
+    double t1 = ct_engine_now(e);
     if (st != CT_OK) { /* an invariant broke: nothing was computed */
         pthread_mutex_lock(&e->mu);
         for (int i = 0; i < n; i++) ct_stream_fail_locked(e->act[i]->st, st, ct_batch_errmsg(e->batch));
@@ -271,6 +297,7 @@ static void step(ct_engine *e, int n) {
         ct_slot *sl = e->act[i];
         sl->st->inflight++;
         sl->frames_left--;
+        sl->utt_frames++;
         if (sl->st->info.frames++ == 0) sl->st->info.first_frame_ms = t1 - sl->st->t_submit;
     }
     pthread_mutex_unlock(&e->mu);
@@ -280,9 +307,9 @@ static void step(ct_engine *e, int n) {
         memcpy(r.codes, e->bcodes + (size_t)i * G, sizeof(int32_t) * (size_t)G);
         hand(e, &r);
     }
-    double t2 = ct_now_ms();
+    double t2 = ct_engine_now(e);
     ct_batch_advance(e->batch, e->bs, n);
-    double t3 = ct_now_ms();
+    double t3 = ct_engine_now(e);
     double busy = (t1 - t0) + (t3 - t2);
     ct_stats_add("engine.step_ms", busy);
     pthread_mutex_lock(&e->mu);
@@ -315,21 +342,84 @@ static double worst_margin_locked(ct_engine *e, double now) {
     return worst;
 }
 
-/* Admits the queue's head into a free slot when the KV budget and the throttle allow (e->mu
-   held); returns the slot or NULL (*deferring = 1 when the throttle held it back). */
+/* The frame period (wall ms of one step) with n streams: measured once there are
+   CT_ENGINE_COST_SAMPLES of that batch size, else predicted (frame_ms_*); NAN when neither. */
+static double frame_period_locked(const ct_engine *e, int n) {
+    if (n >= 0 && n <= CT_ENGINE_MAX_STREAMS && e->period_n[n] >= CT_ENGINE_COST_SAMPLES) return e->period_ms[n];
+    if (e->p.frame_ms_fixed > 0 || e->p.frame_ms_per_stream > 0) return e->p.frame_ms_fixed + e->p.frame_ms_per_stream * n;
+    return NAN;
+}
+
+/* Frames s is expected to still make (docs/STREAMING.md 5): the text estimate of its utterances
+   from the current one on (s->est), the current one's less the frames it made and capped by
+   its frame limit once prefilled (sl: its slot, NULL while queued). At least 1. */
+static double frames_left_locked(const ct_slot *sl, const ct_stream *s) {
+    int u = sl ? sl->utt : 0;
+    double cur = s->est[u] - s->est[u + 1], rest = s->est[u + 1];
+    if (sl && !sl->prefill_due) {
+        cur -= sl->utt_frames;
+        if (cur > sl->frames_left) cur = sl->frames_left;
+        if (cur < 1) cur = 1;
+    }
+    return cur + rest;
+}
+
+/* The compute rule (docs/STREAMING.md 5): with one more stream the predicted frame period keeps
+   up with playback, or every admitted stream's slack absorbs the deficit over the frames it
+   shares with the newcomer s while staying at or above safety_margin_ms. 1 when unknown. */
+static int compute_fits_locked(ct_engine *e, const ct_stream *s, double now) {
+    if (!(e->p.frame_ms_fixed > 0 || e->p.frame_ms_per_stream > 0)) return 1;
+    double cost = frame_period_locked(e, e->n_active + 1), deficit = cost - e->frame_ms;
+    if (!(deficit > 0)) return 1;
+    double mine = frames_left_locked(NULL, s);
+    for (int i = 0; i < e->n_slots; i++) {
+        const ct_slot *sl = &e->slots[i];
+        const ct_stream *o = sl->st;
+        if (!o) continue;
+        double slack = o->tl_n ? ct_playback_slack_ms(o->tl, o->tl_n, e->rate, now - o->t_submit, NAN) : 0.0;
+        double shared = frames_left_locked(sl, o);
+        if (shared > mine) shared = mine;
+        if (slack - shared * deficit < e->p.safety_margin_ms) return 0;
+    }
+    return 1;
+}
+
+/* Counts s as held back for why, once per request. */
+static void held_locked(ct_stream *s, int why, uint64_t *counter) {
+    if (s->internal || (s->held & why)) return;
+    s->held |= why;
+    (*counter)++;
+}
+
+/* Admits the queue's head into a free slot when the KV budget, the compute rule and the
+   throttle allow (e->mu held); returns the slot or NULL (*deferring = 1 when the throttle held
+   it back: its max_defer_ms clock runs). */
 static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
     *deferring = 0;
-    if (!e->wq_head || e->n_active >= e->n_slots || e->kv_used + e->kv_per_stream > e->kv_budget) {
+    e->holding = 0;
+    ct_stream *s = e->wq_head;
+    if (!s) {
         e->defer_since = NAN;
         return NULL;
     }
-    ct_stream *s = e->wq_head;
+    if (e->n_active >= e->n_slots || e->kv_used + e->kv_per_stream > e->kv_budget) {
+        held_locked(s, CT_HELD_KV, &e->k.deferred_kv);
+        e->defer_since = NAN;
+        return NULL;
+    }
+    if (e->n_active > 0 && !s->internal && e->p.safety_margin_ms >= 0 && !compute_fits_locked(e, s, now)) {
+        held_locked(s, CT_HELD_COMPUTE, &e->k.deferred_compute); /* never forced: it waits for a finish */
+        e->holding = 1;
+        e->defer_since = NAN;
+        return NULL;
+    }
     if (e->n_active > 0 && !s->internal && e->p.safety_margin_ms >= 0 &&
         worst_margin_locked(e, now) < e->p.safety_margin_ms) {
         if (isnan(e->defer_since)) e->defer_since = now;
         if (e->p.max_defer_ms <= 0 || now - e->defer_since < e->p.max_defer_ms) {
             e->k.deferrals++;
             *deferring = 1;
+            e->holding = 1;
             return NULL;
         }
         e->k.forced_admissions++;
@@ -355,12 +445,46 @@ static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
     return sl;
 }
 
-/* Cancelled streams leave at once: queued ones are failed, running ones (and ones the codec
-   stage failed) free their slot. Returns a slot whose stream must be closed (one per call). */
-static ct_slot *reap_locked(ct_engine *e) {
+/* When s's next deadline (ms, engine clock) falls: deadline_ms, or first_audio_timeout_ms
+   before its first output; +inf when none. */
+static double deadline_of(const ct_stream *s) {
+    double t = INFINITY;
+    if (s->p.deadline_ms > 0) t = s->t_submit + s->p.deadline_ms;
+    if (s->p.first_audio_timeout_ms > 0 && s->info.chunks == 0 && s->t_submit + s->p.first_audio_timeout_ms < t)
+        t = s->t_submit + s->p.first_audio_timeout_ms;
+    return t;
+}
+
+/* Fails s with CT_ERR_TIMEOUT when a deadline passed by now (e->mu held); returns 1 then. */
+static int expire_locked(ct_stream *s, double now) {
+    if (s->state == CT_STREAM_DONE || s->state == CT_STREAM_FAILED || now < deadline_of(s)) return 0;
+    char msg[200];
+    const char *where = s->state == CT_STREAM_QUEUED ? "while queued" : "while generating";
+    if (s->p.first_audio_timeout_ms > 0 && s->info.chunks == 0 && now >= s->t_submit + s->p.first_audio_timeout_ms)
+        snprintf(msg, sizeof msg, "first_audio_timeout_ms %d passed before the first audio (%s)",
+                 s->p.first_audio_timeout_ms, where);
+    else snprintf(msg, sizeof msg, "deadline_ms %d passed (%s)", s->p.deadline_ms, where);
+    ct_stream_fail_locked(s, CT_ERR_TIMEOUT, msg);
+    return 1;
+}
+
+/* The earliest deadline of the queued and admitted streams (ms, engine clock); +inf if none. */
+static double next_deadline_locked(const ct_engine *e) {
+    double t = INFINITY;
+    for (const ct_stream *s = e->wq_head; s; s = s->next)
+        if (deadline_of(s) < t) t = deadline_of(s);
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i].st && deadline_of(e->slots[i].st) < t) t = deadline_of(e->slots[i].st);
+    return t;
+}
+
+/* Cancelled and timed-out streams leave at once: queued ones are failed, running ones (and
+   ones the codec stage failed) free their slot. Returns a slot whose stream must be closed
+   (one per call). */
+static ct_slot *reap_locked(ct_engine *e, double now) {
     for (ct_stream **pp = &e->wq_head; *pp;) {
         ct_stream *s = *pp;
-        if (!s->cancel) {
+        if (!s->cancel && !expire_locked(s, now)) {
             pp = &s->next;
             continue;
         }
@@ -373,6 +497,7 @@ static ct_slot *reap_locked(ct_engine *e) {
     for (ct_stream *s = e->wq_head; s; s = s->next) e->wq_tail = s;
     for (int i = 0; i < e->n_slots; i++) {
         ct_slot *sl = &e->slots[i];
+        if (sl->st) expire_locked(sl->st, now);
         if (sl->st && (sl->st->cancel || sl->st->state == CT_STREAM_FAILED)) { /* failed: on the codec stage */
             ct_stream_fail_locked(sl->st, CT_ERR_ABORTED, "cancelled");
             return sl;
@@ -393,10 +518,10 @@ static void fail_queue_locked(ct_engine *e) {
     e->wq_tail = NULL;
 }
 
-static struct timespec deadline_in(int ms) {
+static struct timespec deadline_in(double ms) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_nsec += (long)(ms * 1e6);
     ts.tv_sec += ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
     return ts;
@@ -409,8 +534,8 @@ static void *engine_main(void *arg) {
     pthread_mutex_lock(&e->mu);
     while (!e->stop) {
         double td = CT_STATS_T0();
-        double now = ct_now_ms();
-        ct_slot *gone = reap_locked(e);
+        double now = ct_engine_now(e);
+        ct_slot *gone = reap_locked(e, now);
         if (gone) {
             pthread_mutex_unlock(&e->mu);
             slot_end(e, gone);
@@ -430,9 +555,11 @@ static void *engine_main(void *arg) {
             if (ct_stream_room_locked(s) < (size_t)(s->inflight + 1) * (size_t)s->units_per_frame) continue;
             e->act[n++] = sl;
         }
-        if (!pre && !n) {
-            if (deferring) {
-                struct timespec ts = deadline_in(10);
+        if (!pre && !n) { /* idle: wake for the throttle's clock and the next deadline */
+            double wait = deferring ? 10 : next_deadline_locked(e) - now;
+            if (wait > 1000) wait = 1000;
+            if (isfinite(wait) && !atomic_load(&e->vclock_on)) {
+                struct timespec ts = deadline_in(wait > 0 ? wait : 0);
                 pthread_cond_timedwait(&e->cv, &e->mu, &ts);
             } else {
                 pthread_cond_wait(&e->cv, &e->mu);
@@ -442,8 +569,14 @@ static void *engine_main(void *arg) {
         CT_STATS_ADD_SINCE("engine.decide_ms", td);
         pthread_mutex_unlock(&e->mu);
         if (pre) prefill(e, pre);
+        double tp = ct_engine_now(e);
         if (n) step(e, n);
+        double period = ct_engine_now(e) - tp;
         pthread_mutex_lock(&e->mu);
+        if (n && !pre) { /* the frame period of a batch of n (a prefill in the pass is not part of it) */
+            ewma(&e->period_ms[n], period);
+            e->period_n[n]++;
+        }
     }
     /* stopping: every stream fails; slots close on the codec stage */
     fail_queue_locked(e);
@@ -555,7 +688,7 @@ static ct_status check_params(const ct_model *m, const ct_engine_params *p, char
     if (p->f < (lo) || p->f > (hi))                                                                        \
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: " #f " %d is outside [%d, %d]", (int)p->f, \
                        (int)(lo), (int)(hi));
-    RANGE(max_streams, 1, 256)
+    RANGE(max_streams, 1, CT_ENGINE_MAX_STREAMS)
     RANGE(queue_cap, 0, 65536)
     RANGE(max_context, 16, m->cfg.talker.max_pos)
     RANGE(placement, CT_PLACEMENT_OVERLAPPED, CT_PLACEMENT_AUTO)
@@ -566,10 +699,14 @@ static ct_status check_params(const ct_model *m, const ct_engine_params *p, char
     RANGE(buffer_ms, 80, 3600000)
     RANGE(n_talker_cpus, 0, 4096)
     RANGE(n_codec_cpus, 0, 4096)
+    RANGE(prefill_chunk_tokens, 0, CT_PREFILL_CHUNK_MAX)
 #undef RANGE
     if (isnan(p->safety_margin_ms) || !(p->max_defer_ms >= 0))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: safety_margin_ms must be a number and "
                        "max_defer_ms >= 0");
+    if (!(p->frame_ms_fixed >= 0 && p->frame_ms_fixed < 1e9) || !(p->frame_ms_per_stream >= 0 && p->frame_ms_per_stream < 1e9))
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: frame_ms_fixed %g and frame_ms_per_stream %g must be "
+                       "finite and >= 0 (both 0 = no compute rule)", p->frame_ms_fixed, p->frame_ms_per_stream);
     return CT_OK;
 }
 
@@ -580,7 +717,8 @@ static ct_status create_slots(ct_engine *e, char *err, size_t errcap) {
     for (int i = 0; i < e->n_slots; i++) {
         ct_slot *sl = &e->slots[i];
         sl->idx = i;
-        ct_status st = ct_session_create_on(e->m, e->p.max_context, e->pool, &sl->sess, err, errcap);
+        ct_status st = ct_session_create_chunked(e->m, e->p.max_context, e->prefill_chunk, e->pool, &sl->sess, err,
+                                                 errcap);
         if (st == CT_OK && e->codec) st = ct_codec_stream_create(e->codec, mc, &sl->cs, err, errcap);
         if (st != CT_OK) return st;
         if (!e->codec) continue; /* codes only */
@@ -633,6 +771,8 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
     e->kv_per_tok = per_stream / (uint64_t)p.max_context;
     e->kv_budget = budget;
     e->defer_since = NAN;
+    e->frame_ms = 1e3 * e->spf / e->rate;
+    e->prefill_chunk = p.prefill_chunk_tokens > 0 ? p.prefill_chunk_tokens : CT_PREFILL_CHUNK;
     uint64_t fit = budget / per_stream;
     e->n_slots = fit < (uint64_t)p.max_streams ? (int)fit : p.max_streams; /* slots the budget cannot back */
     st = resolve_placement(e, err, errcap);
@@ -700,6 +840,7 @@ ct_engine_limits ct_engine_get_limits(const ct_engine *e) {
     l.kv_bytes_per_token = e->kv_per_tok;
     l.kv_bytes_per_stream = e->kv_per_stream;
     l.safety_margin_ms = e->p.safety_margin_ms;
+    l.prefill_chunk_tokens = e->prefill_chunk;
     return l;
 }
 
@@ -721,11 +862,12 @@ ct_engine_counters ct_engine_get_counters(ct_engine *e) {
 int ct_engine_retry_after_s(ct_engine *e) {
     if (!e) return 1;
     pthread_mutex_lock(&e->mu);
-    double best = INFINITY, step = e->k.step_ms > 0 ? e->k.step_ms : 80.0;
+    double best = INFINITY, period = frame_period_locked(e, e->n_active);
+    if (isnan(period)) period = e->k.step_ms > 0 ? e->k.step_ms : e->frame_ms;
     for (int i = 0; i < e->n_slots && e->slots; i++) {
         const ct_slot *sl = &e->slots[i];
         if (!sl->st) continue;
-        double left = (double)(sl->frames_left > 0 ? sl->frames_left : 1) * step;
+        double left = frames_left_locked(sl, sl->st) * period;
         if (left < best) best = left;
     }
     pthread_mutex_unlock(&e->mu);

@@ -17,6 +17,11 @@
 #include "text/sentences.h"
 
 #define CT_ENGINE_MAX_WINDOW 512 /* largest windowed-decode left context, frames */
+#define CT_ENGINE_MAX_STREAMS 256 /* largest max_streams */
+#define CT_ENGINE_COST_SAMPLES 8 /* measured frame periods of a batch size before they replace
+                                    the prediction */
+#define CT_ENGINE_FRAMES_PER_BYTE 1.0 /* expected frames per byte of text: speech runs at about
+                                         0.8 (15 characters a second at 12.5 Hz); rounded up */
 
 /* What the step stage hands to the codec stage, in order. */
 typedef enum {
@@ -42,6 +47,7 @@ typedef struct {
     int utt;              /* utterance generating */
     int prefill_due;      /* its prefill has not run yet */
     int frames_left;      /* frames the utterance may still make */
+    int utt_frames;       /* frames the utterance made */
     /* codec stage */
     ct_stream *cst;       /* stream the codec state below belongs to */
     ct_codec_stream *cs;  /* exact stateful decoder */
@@ -74,6 +80,8 @@ struct ct_stream {
     int inflight;         /* frames handed on whose output is not in the ring yet (per stream:
                              a slot may take a new stream before the codec stage is done) */
     int need;             /* frames until its next chunk is due (codec stage estimate) */
+    int held;             /* CT_HELD_* reasons it was already counted as held back for */
+    double *est;          /* [n_utts + 1] expected frames of utterances u.. (suffix sums) */
     ct_stream *next;      /* admission queue link */
     pthread_cond_t cv;    /* output or state changed */
     /* output ring: [ring_cap] units of unit_bytes; [head, tail) readable (e->mu) */
@@ -120,8 +128,27 @@ struct ct_engine {
     int wq_len, n_active;
     atomic_int active_snapshot;   /* n_active for the codec stage's dynamic schedules */
     double defer_since;   /* NAN = not deferring */
+    int holding;          /* the queue's head is held back by the compute rule or the throttle */
+    double frame_ms;      /* audio ms of one frame */
+    int prefill_chunk;    /* tokens per prefill pass */
+    double period_ms[CT_ENGINE_MAX_STREAMS + 1]; /* EWMA of the step's wall ms per batch size */
+    int period_n[CT_ENGINE_MAX_STREAMS + 1];     /* samples in it */
+    atomic_int vclock_on; /* test clock (ct_engine_test_clock) */
+    atomic_llong vclock_us;
+    double v_fixed, v_per_stream, v_prefill;
     ct_engine_counters k; /* active/queued filled on read */
 };
+
+enum { CT_HELD_KV = 1, CT_HELD_COMPUTE = 2 };
+
+/* engine.c */
+/* The engine's clock, ms (ct_now_ms unless a test set a virtual one). */
+double ct_engine_now(const ct_engine *e);
+/* Test hook: from the call on, the engine's clock is virtual. It stands still except that each
+   batched step of n streams advances it by step_fixed_ms + step_per_stream_ms * n and each
+   prefill by prefill_ms, and those are what the engine measures. Call before the first submit,
+   with serial placement (the codec stage then runs inside the step). */
+void ct_engine_test_clock(ct_engine *e, double step_fixed_ms, double step_per_stream_ms, double prefill_ms);
 
 /* engine_stream.c */
 /* Processes one record on the codec stage (serial: the engine thread; never with e->mu). */

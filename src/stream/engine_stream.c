@@ -34,6 +34,7 @@ static void stream_free(ct_stream *s) {
     free(s->xvector);
     free(s->utt_text);
     free(s->utts);
+    free(s->est);
     free(s->ring);
     free(s->tl);
     free(s);
@@ -52,10 +53,11 @@ void ct_stream_fail_locked(ct_stream *s, ct_status st, const char *msg) {
     s->state = CT_STREAM_FAILED;
     s->status = st;
     snprintf(s->err, sizeof s->err, "%s", msg);
-    s->info.done_ms = ct_now_ms() - s->t_submit;
+    s->info.done_ms = ct_engine_now(e) - s->t_submit;
     if (!s->internal) {
         if (st == CT_ERR_ABORTED && s->cancel) e->k.cancelled++;
         else e->k.failed++;
+        if (st == CT_ERR_TIMEOUT) e->k.timed_out++;
     }
     pthread_cond_broadcast(&s->cv);
     pthread_cond_signal(&e->cv); /* the engine thread frees its slot on the next pass */
@@ -127,9 +129,20 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
     return CT_OK;
 }
 
-/* Reserves the output ring and the chunk timeline. */
+/* Reserves the output ring and the chunk timeline, and sets the expected frames of each
+   utterance (docs/STREAMING.md 5): its bytes times CT_ENGINE_FRAMES_PER_BYTE, at most
+   max_frames (when set) and max_context, at least 1; kept as suffix sums. */
 static ct_status reserve_output(ct_stream *s, char *err, size_t errcap) {
     const ct_engine *e = s->e;
+    s->est = malloc(sizeof(double) * (size_t)(s->n_utts + 1));
+    if (!s->est) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
+    s->est[s->n_utts] = 0;
+    for (int u = s->n_utts - 1; u >= 0; u--) {
+        double f = (double)s->utts[u].len * CT_ENGINE_FRAMES_PER_BYTE;
+        if (s->g.max_frames > 0 && f > s->g.max_frames) f = s->g.max_frames;
+        if (f > e->p.max_context) f = e->p.max_context;
+        s->est[u] = s->est[u + 1] + (f < 1 ? 1 : f);
+    }
     int frames = (int)((double)e->p.buffer_ms / 80.0);
     if (frames < e->p.max_chunk_frames + 1) frames = e->p.max_chunk_frames + 1;
     s->units_per_frame = s->p.output == CT_OUTPUT_CODES ? 1 : e->spf;
@@ -160,6 +173,10 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
     if (p.utterance_bytes != 0 && (p.utterance_bytes < 16 || p.utterance_bytes > 1000000))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: utterance_bytes %d is outside [16, 1000000] "
                        "(0 = no splitting)", p.utterance_bytes);
+    if (p.deadline_ms < 0 || p.first_audio_timeout_ms < 0)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: %s %d is negative (0 = none)",
+                       p.deadline_ms < 0 ? "deadline_ms" : "first_audio_timeout_ms",
+                       p.deadline_ms < 0 ? p.deadline_ms : p.first_audio_timeout_ms);
     ct_stream *s = calloc(1, sizeof *s);
     if (!s) return ct_errf(err, errcap, CT_ERR_NOMEM, "submit: out of memory");
     pthread_cond_init(&s->cv, NULL);
@@ -176,18 +193,19 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
     s->state = CT_STREAM_QUEUED;
     s->info.utterances = s->n_utts;
     s->info.queue_ms = s->info.first_frame_ms = s->info.ttfa_ms = s->info.done_ms = NAN;
-    s->t_submit = ct_now_ms();
+    s->t_submit = ct_engine_now(e);
     s->refs = 2;
     pthread_mutex_lock(&e->mu);
-    int free_slots = e->n_slots - e->n_active;
+    int free_slots = e->holding ? 0 : e->n_slots - e->n_active; /* a held-back head takes none */
     int kv_fit = (int)((e->kv_budget - e->kv_used) / e->kv_per_stream);
     if (kv_fit < free_slots) free_slots = kv_fit;
     if (e->stop || e->ready < 0) {
         st = ct_errf(err, errcap, CT_ERR_STATE, "submit: the engine is %s", e->stop ? "stopping" : "not serving");
     } else if (e->wq_len >= e->p.queue_cap + free_slots) { /* those that will get a free slot do not queue */
         e->k.rejected++;
-        st = ct_errf(err, errcap, CT_ERR_LIMIT, "submit: all %d stream slots are busy and the queue (%d) is full",
-                     e->n_slots, e->p.queue_cap);
+        st = ct_errf(err, errcap, CT_ERR_LIMIT, "submit: the queue (%d) is full and no stream can start now "
+                     "(%d of %d slots busy%s)", e->p.queue_cap, e->n_active, e->n_slots,
+                     e->holding ? ", admission held back by the compute rule or the throttle" : "");
     }
     if (st != CT_OK) {
         pthread_mutex_unlock(&e->mu);
@@ -239,7 +257,7 @@ static void release_locked(ct_engine *e, ct_slot *sl, ct_stream *s, const void *
         k += run;
     }
     s->inflight -= frames;
-    double t = ct_now_ms() - s->t_submit;
+    double t = ct_engine_now(e) - s->t_submit;
     int samples = frames * e->spf;
     if (s->tl_n < s->tl_cap) s->tl[s->tl_n++] = (ct_chunk_rec){t, samples};
     if (s->info.chunks == 0) s->info.ttfa_ms = t;
@@ -290,7 +308,7 @@ static void ship_due(ct_engine *e, ct_slot *sl, int finished) {
     obs.frames_total = sl->produced;
     obs.finished = finished;
     obs.active_streams = atomic_load(&e->active_snapshot);
-    obs.now_ms = ct_now_ms() - sl->cst->t_submit;
+    obs.now_ms = ct_engine_now(e) - sl->cst->t_submit;
     int n;
     for (;;) {
         double t_sc = CT_STATS_T0();
@@ -315,7 +333,7 @@ static void finish_locked(ct_engine *e, ct_stream *s) {
     if (s->cancel) ct_stream_fail_locked(s, CT_ERR_ABORTED, "cancelled");
     if (s->state != CT_STREAM_FAILED) {
         s->state = CT_STREAM_DONE;
-        s->info.done_ms = ct_now_ms() - s->t_submit;
+        s->info.done_ms = ct_engine_now(e) - s->t_submit;
         if (!s->internal) e->k.completed++;
         pthread_cond_broadcast(&s->cv);
     }

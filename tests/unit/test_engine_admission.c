@@ -1,0 +1,476 @@
+/* The stream engine's deploy-profile features: prefill passes of prefill_chunk_tokens (same
+   audio for every size), request deadlines (CT_ERR_TIMEOUT, also while queued), compute
+   admission under a virtual clock (ct_engine_test_clock: deterministic, not timed), the queue
+   limit and Retry-After from the earliest expected finish, and CPU pinning reaching the
+   engine's threads. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codectalk.h"
+#include "ct_test.h"
+#include "stream/engine_internal.h" /* ct_engine_test_clock, CT_ENGINE_FRAMES_PER_BYTE */
+#include "test_models.h"
+
+static ct_model *M;
+static ct_codec *C;
+#define SPF 1920
+#define CAP (400 * SPF)
+
+static const char *TEXT = "The engine must match the plain loop, sample for sample.";
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static ct_gen_params gen(const char *text, uint64_t seed, int frames) {
+    ct_gen_params g = ct_gen_params_default();
+    g.text = text;
+    g.speaker = "uncle_fu";
+    g.seed = seed;
+    g.max_frames = frames;
+    g.min_new_tokens = frames;
+    return g;
+}
+
+typedef struct {
+    ct_stream *s;
+    float *pcm;
+    long n;
+} reader;
+
+/* Reads r->s to the end into r->pcm. */
+static void *read_all(void *arg) {
+    reader *r = arg;
+    int fin = 0;
+    while (!fin && r->n < CAP) {
+        size_t want = (size_t)(CAP - r->n < 4096 ? CAP - r->n : 4096);
+        r->n += (long)ct_stream_read(r->s, r->pcm + r->n, want, 5000, &fin);
+    }
+    return NULL;
+}
+
+static ct_engine *engine(ct_engine_params p) {
+    char err[512];
+    ct_engine *e = NULL;
+    CHECKF(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_OK, "%s", err);
+    return e;
+}
+
+/* Defaults for the tests below: serial (the virtual clock needs it), small context. */
+static ct_engine_params base(int streams) {
+    ct_engine_params p = ct_engine_params_default();
+    p.placement = CT_PLACEMENT_SERIAL;
+    p.talker_threads = 1;
+    p.max_streams = streams;
+    p.max_context = 512;
+    return p;
+}
+
+static ct_stream *submit(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp) {
+    char err[512];
+    ct_stream *s = NULL;
+    CHECKF(e && ct_engine_submit(e, g, sp, &s, err, sizeof err) == CT_OK, "%s", err);
+    return s;
+}
+
+/* Waits (up to 10 s) until s made at least frames frames; returns its frame count. */
+static int wait_frames(ct_stream *s, int frames) {
+    int f = 0;
+    for (int t = 0; t < 1000 && (f = ct_stream_get_info(s).frames) < frames; t++) sleep_ms(10);
+    return f;
+}
+
+/* Waits (up to 10 s) until the counter at offset off of the engine's counters is >= want. */
+static uint64_t wait_counter(ct_engine *e, size_t off, uint64_t want) {
+    uint64_t v = 0;
+    for (int t = 0; t < 1000; t++) {
+        ct_engine_counters k = ct_engine_get_counters(e);
+        memcpy(&v, (const char *)&k + off, sizeof v);
+        if (v >= want) break;
+        sleep_ms(10);
+    }
+    return v;
+}
+
+/* 1. prefill passes of 1, 7 and 64 tokens: passes = sum of ceil(prompt_len / chunk) over the
+   utterances, and the same audio */
+static void test_prefill_chunk(void) {
+    char err[512];
+    const char *three = "One sentence comes first. A second sentence follows it! Does the third one ask?";
+    const char *utts[3] = {"One sentence comes first.", "A second sentence follows it!", "Does the third one ask?"};
+    ct_gen_params g = gen(three, 21, 8);
+    int plen[3];
+    for (int u = 0; u < 3; u++) {
+        ct_session *s = NULL;
+        CHECK(ct_session_create(M, NULL, &s, err, sizeof err) == CT_OK);
+        ct_gen_params gu = g;
+        gu.text = utts[u];
+        CHECK(s && ct_session_start(s, &gu) == CT_OK);
+        plen[u] = ct_session_run_info(s).prompt_len;
+        ct_session_free(s);
+    }
+    static float pcm[3][CAP];
+    long n[3] = {0};
+    const int chunks[3] = {1, 7, 64};
+    for (int i = 0; i < 3; i++) {
+        ct_engine_params p = base(1);
+        p.prefill_chunk_tokens = i == 2 ? 0 : chunks[i]; /* 0 = 64 */
+        ct_engine *e = engine(p);
+        if (!e) continue;
+        CHECK(ct_engine_get_limits(e).prefill_chunk_tokens == chunks[i]);
+        ct_stream_params sp = ct_stream_params_default();
+        sp.utterance_bytes = 30;
+        reader r = {submit(e, &g, &sp), pcm[i], 0};
+        read_all(&r);
+        n[i] = r.n;
+        ct_stream_info in = ct_stream_get_info(r.s);
+        int want = 0;
+        for (int u = 0; u < 3; u++) want += (plen[u] + chunks[i] - 1) / chunks[i];
+        CHECKF(in.state == CT_STREAM_DONE && in.utterances == 3 && in.prefill_passes == want,
+               "chunk %d: %d prefill passes, want %d", chunks[i], in.prefill_passes, want);
+        CHECK(in.prompt_len == plen[0] + plen[1] + plen[2]);
+        ct_stream_release(r.s);
+        ct_engine_free(e);
+    }
+    CHECK(n[0] == 24 * SPF && n[1] == n[0] && n[2] == n[0]);
+    CHECK(memcmp(pcm[0], pcm[2], sizeof(float) * (size_t)n[0]) == 0);
+    CHECK(memcmp(pcm[1], pcm[2], sizeof(float) * (size_t)n[0]) == 0);
+    ct_engine_params p = base(1);
+    p.prefill_chunk_tokens = 4097;
+    ct_engine *e = NULL;
+    CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "prefill_chunk_tokens"));
+}
+
+/* 2. deadlines: whole request and first audio, while queued and while generating */
+static void test_deadlines(void) {
+    char err[512];
+    static float got[CAP];
+    CHECK(strcmp(ct_status_str(CT_ERR_TIMEOUT), "timed out") == 0);
+    ct_gen_params lg = gen(TEXT, 9, 0); /* runs until cancelled */
+    lg.min_new_tokens = 100000;
+    lg.budget_base = 100000;
+    ct_gen_params g = gen(TEXT, 3, 10);
+    { /* real clock: a stream queued behind a paused one expires on time, the idle engine wakes */
+        ct_engine_params p = base(1);
+        p.buffer_ms = 400;
+        p.max_chunk_frames = 4;
+        ct_engine *e = engine(p);
+        ct_stream *a = submit(e, &lg, NULL);
+        ct_stream_params sp = ct_stream_params_default();
+        sp.deadline_ms = 300;
+        ct_stream *b = submit(e, &g, &sp);
+        CHECK(ct_stream_wait_started(b, 10000) == CT_STREAM_FAILED);
+        ct_stream_info ib = ct_stream_get_info(b);
+        CHECKF(ib.status == CT_ERR_TIMEOUT && ib.done_ms >= 300 && strstr(ct_stream_errmsg(b), "deadline_ms 300") &&
+                   strstr(ct_stream_errmsg(b), "queued"),
+               "%s (%.0f ms)", ct_stream_errmsg(b), ib.done_ms);
+        int fin = 0;
+        CHECK(ct_stream_read(b, got, 16, 1000, &fin) == 0 && fin == 1);
+        ct_engine_counters k = ct_engine_get_counters(e);
+        CHECK(k.timed_out == 1 && k.failed == 1 && k.queued == 0);
+        sp = ct_stream_params_default();
+        sp.first_audio_timeout_ms = -1;
+        CHECK(ct_engine_submit(e, &g, &sp, &b, err, sizeof err) == CT_ERR_INVALID_ARG &&
+              strstr(err, "first_audio_timeout_ms"));
+        ct_stream_release(a);
+        ct_stream_release(b);
+        ct_engine_free(e);
+    }
+    { /* virtual clock, 100 ms a step: each limit passes at a known point */
+        ct_engine_params p = base(1);
+        p.safety_margin_ms = -1;
+        ct_engine *e = engine(p);
+        ct_engine_test_clock(e, 100, 0, 0);
+        ct_stream_params sp = ct_stream_params_default();
+        sp.deadline_ms = 1000; /* passes during the 10th step */
+        ct_stream *a = submit(e, &lg, &sp);
+        ct_stream_params sq = ct_stream_params_default();
+        sq.first_audio_timeout_ms = 500; /* queued behind a for 1000 ms */
+        ct_stream *b = submit(e, &g, &sq);
+        reader ra = {a, got, 0};
+        read_all(&ra);
+        ct_stream_info ia = ct_stream_get_info(a);
+        CHECKF(ia.status == CT_ERR_TIMEOUT && strstr(ct_stream_errmsg(a), "deadline_ms 1000 passed (while generating)") &&
+                   ia.frames == 10 && ra.n == 10 * SPF,
+               "%s: %d frames, %ld samples read", ct_stream_errmsg(a), ia.frames, ra.n);
+        CHECK(ct_stream_wait_started(b, 10000) == CT_STREAM_FAILED);
+        CHECKF(ct_stream_get_info(b).status == CT_ERR_TIMEOUT && strstr(ct_stream_errmsg(b), "first_audio_timeout_ms 500") &&
+                   strstr(ct_stream_errmsg(b), "queued"),
+               "%s", ct_stream_errmsg(b));
+        ct_stream_params sr = ct_stream_params_default();
+        sr.schedule = "fixed:8,8"; /* its first chunk needs 8 steps = 800 ms */
+        sr.first_audio_timeout_ms = 500;
+        ct_stream *c = submit(e, &g, &sr);
+        reader rc = {c, got, 0};
+        read_all(&rc);
+        ct_stream_info ic = ct_stream_get_info(c);
+        CHECKF(ic.status == CT_ERR_TIMEOUT && strstr(ct_stream_errmsg(c), "before the first audio (while generating)") &&
+                   rc.n == 0 && ic.frames == 5,
+               "%s: %d frames", ct_stream_errmsg(c), ic.frames);
+        ct_engine_counters k = {0};
+        for (int t = 0; t < 500 && (k = ct_engine_get_counters(e)).active > 0; t++) sleep_ms(10);
+        CHECK(k.timed_out == 3 && k.active == 0 && k.kv_bytes_in_use == 0);
+        reader rd = {submit(e, &g, NULL), got, 0}; /* the slot is free again */
+        read_all(&rd);
+        CHECK(rd.n == 10 * SPF && ct_stream_get_info(rd.s).state == CT_STREAM_DONE);
+        ct_stream_release(a);
+        ct_stream_release(b);
+        ct_stream_release(c);
+        ct_stream_release(rd.s);
+        ct_engine_free(e);
+    }
+}
+
+/* 3a. the playback-slack throttle under the virtual clock: a stream that falls behind (200 ms
+   a frame) holds a newcomer back until it ends (no max_defer_ms) */
+static void test_throttle(void) {
+    static float ga[CAP], gb[CAP];
+    ct_engine_params p = base(2);
+    p.buffer_ms = 400; /* 5 frames */
+    p.max_chunk_frames = 4;
+    p.max_defer_ms = 0;
+    ct_engine *e = engine(p);
+    if (!e) return;
+    ct_engine_test_clock(e, 200, 0, 10);
+    ct_gen_params g = gen(TEXT, 9, 30);
+    ct_stream *a = submit(e, &g, NULL);
+    CHECK(wait_frames(a, 5) == 5);
+    ct_stream *b = submit(e, &g, NULL);
+    CHECK(wait_counter(e, offsetof(ct_engine_counters, deferrals), 1) >= 1);
+    CHECK(ct_stream_get_info(b).state == CT_STREAM_QUEUED);
+    reader ra = {a, ga, 0}, rb = {b, gb, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, read_all, &ra);
+    read_all(&rb);
+    pthread_join(th, NULL);
+    ct_stream_info ib = ct_stream_get_info(b);
+    ct_engine_counters k = ct_engine_get_counters(e);
+    CHECKF(ib.queue_ms >= 25 * 200 && k.forced_admissions == 0 && k.deferred_compute == 0 && k.completed == 2,
+           "queued %.0f ms", ib.queue_ms);
+    CHECK(ra.n == 30 * SPF && rb.n == 30 * SPF && memcmp(ga, gb, sizeof(float) * 30 * SPF) == 0);
+    ct_stream_release(a);
+    ct_stream_release(b);
+    ct_engine_free(e);
+}
+
+/* 3b. compute admission: 2 streams need 130 ms a frame (predicted and virtual), 1 stream 70 ms:
+   the second waits until the first ends, the queue limit holds, Retry-After comes from the
+   first's expected finish, nobody stalls */
+static void test_compute(void) {
+    char err[512];
+    static float ga[CAP], gb[CAP];
+    ct_engine_params p = base(2);
+    p.queue_cap = 1;
+    p.buffer_ms = 400; /* 5 frames */
+    p.max_chunk_frames = 4;
+    p.safety_margin_ms = 2000; /* a's slack (10 ms a frame) never absorbs a 60 ms deficit */
+    p.frame_ms_fixed = 10;
+    p.frame_ms_per_stream = 60;
+    ct_engine *e = engine(p);
+    if (!e) return;
+    ct_engine_test_clock(e, 10, 60, 10);
+    ct_gen_params g1 = gen(TEXT, 9, 100), g2 = gen(TEXT, 10, 30);
+    ct_stream *a = submit(e, &g1, NULL);
+    CHECK(wait_frames(a, 5) == 5); /* its buffer is full: it waits for its reader */
+    ct_stream *b = submit(e, &g2, NULL);
+    CHECK(wait_counter(e, offsetof(ct_engine_counters, deferred_compute), 1) == 1);
+    CHECK(ct_stream_get_info(b).state == CT_STREAM_QUEUED);
+    ct_stream *c = NULL;
+    CHECK(ct_engine_submit(e, &g2, NULL, &c, err, sizeof err) == CT_ERR_LIMIT && !c && strstr(err, "queue"));
+    /* a's expected frames: the text's estimate (under its 100-frame cap), less the 5 it made,
+       at the predicted 70 ms a frame */
+    double left = fmin(strlen(TEXT) * CT_ENGINE_FRAMES_PER_BYTE, 100) - 5;
+    int want = (int)ceil(left * 70 / 1000);
+    CHECKF(ct_engine_retry_after_s(e) == want, "retry after %d s, want %d", ct_engine_retry_after_s(e), want);
+    reader ra = {a, ga, 0}, rb = {b, gb, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, read_all, &ra);
+    read_all(&rb);
+    pthread_join(th, NULL);
+    ct_stream_info ia = ct_stream_get_info(a), ib = ct_stream_get_info(b);
+    ct_engine_counters k = ct_engine_get_counters(e);
+    CHECKF(ib.queue_ms >= 95 * 70 && ia.state == CT_STREAM_DONE && ib.state == CT_STREAM_DONE,
+           "b queued %.0f ms", ib.queue_ms);
+    CHECKF(ia.stalls == 0 && ib.stalls == 0, "stalls %d %d", ia.stalls, ib.stalls);
+    CHECK(ra.n == 100 * SPF && rb.n == 30 * SPF);
+    CHECKF(k.admitted == 2 && k.deferred_compute == 1 && k.deferrals == 0 && k.deferred_kv == 0 &&
+               k.rejected == 1 && k.forced_admissions == 0,
+           "admitted %llu, compute %llu, slack %llu, kv %llu, rejected %llu", (unsigned long long)k.admitted,
+           (unsigned long long)k.deferred_compute, (unsigned long long)k.deferrals,
+           (unsigned long long)k.deferred_kv, (unsigned long long)k.rejected);
+    ct_stream_release(a);
+    ct_stream_release(b);
+    ct_engine_free(e);
+    /* bad predictions; a negative margin switches the rule off (b joins at once) */
+    p = base(2);
+    p.frame_ms_per_stream = -1;
+    CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "frame_ms_per_stream"));
+    p.frame_ms_per_stream = 0;
+    p.frame_ms_fixed = NAN;
+    CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "frame_ms_fixed"));
+    p = base(2);
+    p.buffer_ms = 400;
+    p.max_chunk_frames = 4;
+    p.safety_margin_ms = -1;
+    p.frame_ms_per_stream = 60;
+    e = engine(p);
+    if (!e) return;
+    ct_engine_test_clock(e, 10, 60, 10);
+    a = submit(e, &g1, NULL);
+    CHECK(wait_frames(a, 5) == 5);
+    b = submit(e, &g2, NULL);
+    CHECK(ct_stream_wait_started(b, 10000) == CT_STREAM_RUNNING && ct_engine_get_counters(e).deferred_compute == 0);
+    ct_stream_release(a);
+    ct_stream_release(b);
+    ct_engine_free(e);
+}
+
+/* 3c. measured frame periods replace the prediction: predicted 60 ms for 2 streams, measured
+   (virtual) 130 ms, so a newcomer next to a stream without slack is held back for compute */
+static void test_measured(void) {
+    static float gb[CAP], gc[CAP];
+    ct_engine_params p = base(2);
+    p.buffer_ms = 1200; /* 15 frames */
+    p.max_chunk_frames = 4;
+    p.safety_margin_ms = 0;
+    p.max_defer_ms = 1; /* the throttle lets b in after one step */
+    p.frame_ms_per_stream = 30;
+    ct_engine *e = engine(p);
+    if (!e) return;
+    ct_engine_test_clock(e, 10, 60, 10);
+    ct_gen_params g1 = gen(TEXT, 9, 100), g2 = gen(TEXT, 10, 20), g3 = gen(TEXT, 11, 10);
+    ct_stream *a = submit(e, &g1, NULL), *b = submit(e, &g2, NULL);
+    reader rb = {b, gb, 0};
+    read_all(&rb); /* a is not read: it pauses after 15 frames, most of them shared with b */
+    CHECK(rb.n == 20 * SPF && wait_frames(a, 15) == 15);
+    ct_stream *c = submit(e, &g3, NULL);
+    CHECK(wait_counter(e, offsetof(ct_engine_counters, deferred_compute), 1) == 1);
+    CHECK(ct_stream_get_info(c).state == CT_STREAM_QUEUED);
+    ct_stream_cancel(a); /* a's slot frees: c runs alone */
+    reader rc = {c, gc, 0};
+    read_all(&rc);
+    CHECK(rc.n == 10 * SPF && ct_stream_get_info(c).state == CT_STREAM_DONE);
+    ct_stream_release(a);
+    ct_stream_release(b);
+    ct_stream_release(c);
+    ct_engine_free(e);
+}
+
+/* 3d. a deficit that the admitted stream's slack absorbs: 2 streams need 90 ms a frame, a
+   paused stream holds 640 ms of slack and a newcomer of 10 frames costs it 10 x 10 ms */
+static void test_absorb(void) {
+    ct_engine_params p = base(2);
+    p.buffer_ms = 1200; /* 15 frames */
+    p.max_chunk_frames = 4;
+    p.safety_margin_ms = 300; /* over 640 - 42 x 10: the newcomer's 10 frames bound the deficit */
+    p.frame_ms_fixed = 10;
+    p.frame_ms_per_stream = 40;
+    ct_engine *e = engine(p);
+    if (!e) return;
+    ct_engine_test_clock(e, 10, 30, 10);
+    ct_gen_params g1 = gen(TEXT, 9, 100), g2 = gen(TEXT, 10, 10);
+    ct_stream *a = submit(e, &g1, NULL);
+    CHECK(wait_frames(a, 15) == 15);
+    ct_stream *b = submit(e, &g2, NULL);
+    CHECK(ct_stream_wait_started(b, 10000) == CT_STREAM_RUNNING);
+    ct_engine_counters k = ct_engine_get_counters(e);
+    CHECK(k.admitted == 2 && k.deferred_compute == 0 && k.deferrals == 0);
+    ct_stream_release(a);
+    ct_stream_release(b);
+    ct_engine_free(e);
+}
+
+/* The Cpus_allowed_list of every thread of this process, by thread id, into ids/lists. */
+static int threads(int *ids, char (*lists)[64], int cap) {
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) && n < cap) {
+        if (de->d_name[0] == '.') continue;
+        char path[300], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        ids[n] = atoi(de->d_name);
+        lists[n][0] = 0;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "Cpus_allowed_list: %63s", lists[n]) == 1) break;
+        fclose(f);
+        n++;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* 4. pinning reaches the engine's threads: serial, and overlapped with the stages apart */
+static void test_pinning(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+    int first = -1, last = -1;
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &set)) last = i, first = first < 0 ? i : first;
+    static float got[CAP];
+    for (int pl = 0; pl < 2; pl++) {
+        int ids0[64], ids1[64];
+        static char l0[64][64], l1[64][64];
+        int n0 = threads(ids0, l0, 64);
+        ct_engine_params p = base(1);
+        p.placement = pl == 0 ? CT_PLACEMENT_SERIAL : CT_PLACEMENT_OVERLAPPED;
+        p.talker_threads = 2;
+        p.talker_cpus = &last;
+        p.n_talker_cpus = 1;
+        if (pl == 1) {
+            p.codec_cpus = &first;
+            p.n_codec_cpus = 1;
+        }
+        ct_engine *e = engine(p);
+        if (!e) continue;
+        ct_gen_params g = gen(TEXT, 3, 4);
+        reader r = {submit(e, &g, NULL), got, 0};
+        read_all(&r); /* every thread has run by now */
+        CHECK(r.n == 4 * SPF);
+        int n1 = threads(ids1, l1, 64), fresh = 0, talker = 0, codec = 0;
+        char want_t[16], want_c[16];
+        snprintf(want_t, sizeof want_t, "%d", last);
+        snprintf(want_c, sizeof want_c, "%d", first);
+        for (int i = 0; i < n1; i++) {
+            int old = 0;
+            for (int j = 0; j < n0 && !old; j++) old = ids0[j] == ids1[i];
+            if (old) continue;
+            fresh++;
+            int is_t = strcmp(l1[i], want_t) == 0, is_c = pl == 1 && strcmp(l1[i], want_c) == 0;
+            talker += is_t;
+            codec += is_c && !is_t;
+            CHECKF(is_t || is_c, "%s: thread %d runs on %s", ct_placement_str(p.placement), ids1[i], l1[i]);
+        }
+        /* serial: the engine thread and one pool worker; overlapped: those and the codec thread */
+        CHECKF(fresh == (pl == 0 ? 2 : 3) && talker >= 2 && (pl == 0 || first == last || codec == 1),
+               "%s: %d new threads, %d on the talker's CPU, %d on the codec's", ct_placement_str(p.placement), fresh,
+               talker, codec);
+        ct_stream_release(r.s);
+        ct_engine_free(e);
+    }
+}
+
+int main(void) {
+    CHECK(ct_test_load("tiny", "admission-tiny", 8, &M, &C));
+    if (!M || !C) return ct_test_finish();
+    test_prefill_chunk();
+    test_deadlines();
+    test_throttle();
+    test_compute();
+    test_measured();
+    test_absorb();
+    test_pinning();
+    ct_codec_free(C);
+    ct_model_free(M);
+    return ct_test_finish();
+}
