@@ -82,11 +82,14 @@ typedef struct {
                                   structs above) */
     const char *tokenizer_dir; /* NULL: the model directory holds vocab.json etc. */
     int f32_weights;           /* 1: convert every weight to f32 at load (reference mode) */
-    const char *weights;       /* transformer weight format, converted at load: NULL/"bf16" =
-                                  as stored, "int8" (per-row scales), "int4" (group-32
-                                  scales; lm heads int8), "mixed" (talker int8, predictor
-                                  attention int8 + MLP int4); embeddings and norms stay as
-                                  stored. Ignored when f32_weights is set. */
+    const char *weights;       /* transformer weight format, converted at load: NULL/"bf16"/
+                                  "stored" = as stored, "int8" (per-row scales), "int4"
+                                  (group-32 scales; lm heads int8), "mixed" (talker int8,
+                                  predictor attention int8 + MLP int4); embeddings and norms
+                                  stay as stored. Ignored when f32_weights is set. */
+    const char *talker_weights;    /* the talker's format, same names ("mixed": attention and
+                                      lm head int8, MLP int4); NULL = follow `weights` */
+    const char *predictor_weights; /* the code predictor's format, likewise */
 } ct_model_params;
 
 ct_model_params ct_model_params_default(void);
@@ -107,7 +110,12 @@ typedef struct {
     int n_groups;           /* codes per frame (16) */
     int codebook_size;      /* 2048 */
     int n_speakers, n_languages;
-    uint64_t weight_bytes;  /* bytes of talker + predictor weights used */
+    uint64_t weight_bytes;  /* bytes of talker + predictor weights as loaded (after any
+                               conversion or quantization, scales included) */
+    /* format the talker's / code predictor's layer matrices were loaded in: "bf16", "f16",
+       "f32" (stored so, or f32_weights), "int8", "int4", or "mixed" when attention and MLP
+       differ (predictor under "mixed") */
+    const char *talker_weights, *predictor_weights;
 } ct_model_info;
 
 ct_model_info ct_model_get_info(const ct_model *m);

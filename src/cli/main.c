@@ -293,9 +293,11 @@ static int cmd_info(int argc, char **argv) {
     }
     ct_model_info i = ct_model_get_info(m);
     printf("kind: %s\nsize: %s\ntalker: %d layers, hidden %d\ncode predictor: %d layers, hidden %d\n"
-           "codes per frame: %d (codebook %d)\nweights: %.1f MiB\nspeakers:",
+           "codes per frame: %d (codebook %d)\nweights: %.1f MiB (talker %s, code predictor %s)\n"
+           "speakers:",
            i.kind, i.size_tag, i.talker_layers, i.talker_hidden, i.pred_layers, i.pred_hidden,
-           i.n_groups, i.codebook_size, (double)i.weight_bytes / 1048576.0);
+           i.n_groups, i.codebook_size, (double)i.weight_bytes / 1048576.0, i.talker_weights,
+           i.predictor_weights);
     for (int k = 0; k < i.n_speakers; k++) printf(" %s", ct_model_speaker(m, k));
     printf("\nlanguages: auto");
     for (int k = 0; k < i.n_languages; k++) printf(" %s", ct_model_language(m, k));

@@ -71,7 +71,6 @@ static const ct_st_tensor *find_tensor(binder *b, const char *name, int ndim, co
                         name, ct_dtype_name(t->dtype), allow_q ? " (or I8 / U8 from quantize)" : "");
         return NULL;
     }
-    b->m->weight_bytes += t->nbytes;
     return t;
 }
 
@@ -138,7 +137,6 @@ static ct_mat bind_prequant(binder *b, const ct_st_tensor *t, const char *name, 
                             "'%s' has a negative or non-finite value at %zu", sn, i);
             return w;
         }
-    b->m->weight_bytes += s->nbytes;
     w.data = t->data;
     w.dtype = t->dtype;
     w.rows = rows;
@@ -151,6 +149,12 @@ static ct_mat bind_prequant(binder *b, const ct_st_tensor *t, const char *name, 
 static ct_mat with_xq(ct_mat w) {
     w.xq = (w.dtype == CT_DT_I8 || w.dtype == CT_DT_U8) && ct_kernels()->xq && w.cols % 64 == 0 &&
            w.cols <= CT_XQ_MAXC;
+    return w;
+}
+
+/* Adds w's bytes as loaded to the model's weight_bytes. */
+static ct_mat counted(binder *b, ct_mat w) {
+    if (b->st == CT_OK) b->m->weight_bytes += ct_mat_bytes(&w);
     return w;
 }
 
@@ -170,7 +174,7 @@ static ct_mat bind_qmat(binder *b, const char *name, int rows, int cols, qfmt q)
             for (int r = 0; r < rows; r++) ct_mat_row(&w, r, f + (size_t)r * cols);
             w = (ct_mat){f, CT_DT_F32, rows, cols, NULL, 0};
         }
-        return with_xq(w);
+        return counted(b, with_xq(w));
     }
     if (q == Q_Q4 && cols % CT_Q4_GROUP) q = Q_I8; /* INT4 needs whole groups */
     if (b->m->f32_weights && t->dtype != CT_DT_F32) {
@@ -202,7 +206,7 @@ static ct_mat bind_qmat(binder *b, const char *name, int rows, int cols, qfmt q)
         w.data = t->data;
         w.dtype = t->dtype;
     }
-    return with_xq(w);
+    return counted(b, with_xq(w));
 }
 
 /* Embedding tables and other full-precision matrices. */
@@ -220,16 +224,16 @@ static ct_mat bind_mat(binder *b, const char *name, int rows, int cols) {
         w.data = t->data;
         w.dtype = t->dtype;
     }
-    return w;
+    return counted(b, w);
 }
 
-/* The format of each matrix role under the model's weight format. */
+/* The format of each matrix role under its component's weight format. */
 enum { ROLE_ATTN, ROLE_MLP, ROLE_HEAD };
 static qfmt fmt_for(const ct_model *m, int talker, int role) {
-    switch (m->wfmt) {
+    switch (m->wfmt[talker ? 0 : 1]) {
     case CT_WFMT_INT8: return Q_I8;
     case CT_WFMT_INT4: return role == ROLE_HEAD ? Q_I8 : Q_Q4;
-    case CT_WFMT_MIXED: return talker ? Q_I8 : role == ROLE_MLP ? Q_Q4 : Q_I8;
+    case CT_WFMT_MIXED: return role == ROLE_MLP ? Q_Q4 : Q_I8;
     default: return Q_NONE;
     }
 }
@@ -239,7 +243,9 @@ static const float *bind_vec(binder *b, const char *name, int n) {
     int64_t d[1] = {n};
     const ct_st_tensor *t = find_checked(b, name, 1, d);
     if (!t) return NULL;
-    return to_f32_copy(b, t, (size_t)n);
+    float *v = to_f32_copy(b, t, (size_t)n);
+    if (v) b->m->weight_bytes += (uint64_t)n * sizeof(float);
+    return v;
 }
 
 static ct_layer_w *bind_stack(binder *b, const char *prefix, const ct_stack_cfg *c,
@@ -310,6 +316,17 @@ static ct_status bind_all(ct_model *m, char *err, size_t errcap) {
     return b.st;
 }
 
+/* Parses a weight format name into *fmt; NULL or "" leaves *fmt as it is. 0 when unknown. */
+static int parse_wfmt(const char *s, int *fmt) {
+    if (!s || !s[0]) return 1;
+    if (!strcmp(s, "bf16") || !strcmp(s, "stored")) *fmt = CT_WFMT_STORED;
+    else if (!strcmp(s, "int8")) *fmt = CT_WFMT_INT8;
+    else if (!strcmp(s, "int4")) *fmt = CT_WFMT_INT4;
+    else if (!strcmp(s, "mixed")) *fmt = CT_WFMT_MIXED;
+    else return 0;
+    return 1;
+}
+
 ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model **out,
                         char *err, size_t errcap) {
     if (!dir || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "model: NULL argument");
@@ -324,15 +341,20 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     ct_model *m = calloc(1, sizeof *m);
     if (!m) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
     m->f32_weights = p.f32_weights;
-    const char *wf = p.weights;
-    if (!wf || !wf[0] || !strcmp(wf, "bf16") || !strcmp(wf, "stored")) m->wfmt = CT_WFMT_STORED;
-    else if (!strcmp(wf, "int8")) m->wfmt = CT_WFMT_INT8;
-    else if (!strcmp(wf, "int4")) m->wfmt = CT_WFMT_INT4;
-    else if (!strcmp(wf, "mixed")) m->wfmt = CT_WFMT_MIXED;
-    else {
+    int all = CT_WFMT_STORED;
+    const char *field = NULL, *val = NULL;
+    if (!parse_wfmt(p.weights, &all)) field = "weights", val = p.weights;
+    /* "mixed" for the whole model: talker int8, predictor attention int8 + MLP int4 */
+    m->wfmt[0] = all == CT_WFMT_MIXED ? CT_WFMT_INT8 : all;
+    m->wfmt[1] = all;
+    if (!field && !parse_wfmt(p.talker_weights, &m->wfmt[0]))
+        field = "talker_weights", val = p.talker_weights;
+    if (!field && !parse_wfmt(p.predictor_weights, &m->wfmt[1]))
+        field = "predictor_weights", val = p.predictor_weights;
+    if (field) {
         free(m);
-        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "model: weights '%s' is not one of bf16, "
-                       "int8, int4, mixed", wf);
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "model: %s '%s' is not one of bf16, stored, "
+                       "int8, int4, mixed", field, val);
     }
     char path[4096], inner[1024];
     ct_status st = ct_config_load(dir, &m->cfg, inner, sizeof inner);
@@ -377,6 +399,26 @@ void ct_model_free(ct_model *m) {
     free(m);
 }
 
+/* The format the layers' attention and MLP matrices were loaded in; "mixed" when they differ. */
+static const char *loaded_fmt(const ct_layer_w *L, int n) {
+    int dt = -1;
+    for (int l = 0; l < n; l++) {
+        const ct_mat *w[7] = {&L[l].q, &L[l].k, &L[l].v, &L[l].o, &L[l].gate, &L[l].up, &L[l].down};
+        for (int i = 0; i < 7; i++) {
+            if (dt < 0) dt = (int)w[i]->dtype;
+            else if (dt != (int)w[i]->dtype) return "mixed";
+        }
+    }
+    switch (dt) {
+    case CT_DT_F32: return "f32";
+    case CT_DT_BF16: return "bf16";
+    case CT_DT_F16: return "f16";
+    case CT_DT_I8: return "int8";
+    case CT_DT_U8: return "int4";
+    default: return "none";
+    }
+}
+
 ct_model_info ct_model_get_info(const ct_model *m) {
     ct_model_info i;
     memset(&i, 0, sizeof i);
@@ -392,6 +434,8 @@ ct_model_info ct_model_get_info(const ct_model *m) {
     i.n_speakers = m->cfg.n_speakers;
     i.n_languages = m->cfg.n_langs;
     i.weight_bytes = m->weight_bytes;
+    i.talker_weights = loaded_fmt(m->t_layers, m->cfg.talker.layers);
+    i.predictor_weights = loaded_fmt(m->p_layers, m->cfg.pred.layers);
     return i;
 }
 

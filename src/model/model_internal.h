@@ -12,7 +12,8 @@
 
 #define CT_MAX_GROUPS 64
 
-/* Load-time weight formats (ct_model_params.weights). */
+/* Load-time weight format of one component (ct_model_params.talker_weights, predictor_weights;
+   MIXED = attention and lm heads int8, MLP int4). */
 enum { CT_WFMT_STORED = 0, CT_WFMT_INT8, CT_WFMT_INT4, CT_WFMT_MIXED };
 
 struct ct_model {
@@ -20,10 +21,10 @@ struct ct_model {
     ct_st_file *st;          /* model.safetensors mapping */
     ct_bpe *tok;
     int f32_weights;
-    int wfmt;                /* CT_WFMT_*: load-time weight format of the transformer matrices */
+    int wfmt[2];             /* CT_WFMT_* of the talker [0] and the code predictor [1] */
     void **owned;            /* f32 copies and quantized weights made at load */
     size_t n_owned, cap_owned;
-    uint64_t weight_bytes;
+    uint64_t weight_bytes;   /* bytes of every bound weight as loaded (ct_mat_bytes, f32 vectors) */
     /* talker */
     ct_mat text_emb;         /* [text_vocab, text_hidden] */
     ct_mat tp_fc1;           /* [text_hidden, text_hidden] */

@@ -22,6 +22,7 @@ expect_rc 0 "$BIN" make-model --preset tiny --seed 4 --out "$M"
 expect_rc 1 "$BIN" make-model --preset tiny --seed 4 --out "$M";  has "not empty\|non-empty" "$WORK/err"
 expect_rc 1 "$BIN" make-model --preset huge --out "$WORK/x";      has "0.6b-customvoice" "$WORK/err"
 expect_rc 0 "$BIN" info -m "$M";               has "custom_voice" "$WORK/out"
+has "(talker bf16, code predictor bf16)" "$WORK/out"
 
 expect_rc 0 "$BIN" tokenize -m "$M" --text "Hello world"
 if [ "$(cat "$WORK/out")" = "[9707, 1879]" ]; then ok; else bad "tokenize: $(cat "$WORK/out")"; fi
