@@ -8,7 +8,9 @@
 /* Probes the machine whose filesystem is mounted at root ("/" = this machine). Never fails
    on missing or garbled files: what cannot be read keeps its default and is named in
    out->notes. For root "/" only: the ISA comes from cpuid (x86) / getauxval HWCAP (aarch64)
-   when /proc/cpuinfo lists no flags, and CUDA is probed through dlopen("libcuda.so.1").
+   when /proc/cpuinfo lists no flags, CUDA is probed through dlopen("libcuda.so.1"), and the
+   allowed CPUs come from sched_getaffinity (a snapshot's from /proc/self/status). cgroup
+   limits are read below root for both (docs/EDGE.md 1).
    Returns CT_ERR_INVALID_ARG only for a NULL argument. */
 ct_status ct_hw_probe(const char *root, ct_hw_profile *out, char *err, size_t errcap);
 
