@@ -1,6 +1,6 @@
 /* Fuzz target: arbitrary bytes as a codes stream (docs/CODES_WIRE.md) fed to the incremental
    decoder whole and split at a point taken from the input. It must never crash; both feeds must
-   agree; every frame it hands out must be in order with every code in range; and the same
+   agree; every frame and utterance it hands out must be in order with every code in range; and the same
    bytes as base64 must decode to the same result. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef struct {
     int cb_size, groups;
-    uint32_t next;
+    uint32_t next, utt;
     unsigned long sum;
 } fz;
 
@@ -38,10 +38,18 @@ static int on_frame(void *ud, uint32_t index, const int32_t *codes, int n, char 
     return 0;
 }
 
+static int on_utterance(void *ud, uint32_t index, char *msg, size_t cap) {
+    fz *f = ud;
+    (void)msg, (void)cap;
+    if (index != ++f->utt || !f->groups) __builtin_trap();
+    f->sum += 7919u * index;
+    return 0;
+}
+
 /* Decodes data[size] fed in two pieces split at `cut`; returns the status, fills *f. */
 static ct_status run(const uint8_t *data, size_t size, size_t cut, fz *f, char *err, size_t cap) {
     memset(f, 0, sizeof *f);
-    ct_codes_cb cb = {f, on_header, on_frame};
+    ct_codes_cb cb = {f, on_header, on_frame, on_utterance};
     ct_codes_reader *r = ct_codes_reader_new(&cb);
     if (!r) return CT_ERR_NOMEM;
     ct_status st = ct_codes_feed(r, data, cut, err, cap);

@@ -319,6 +319,7 @@ static void usage(void) {
            "  quantize     write INT8/INT4 weights (+ scales) as a safetensors file the loader accepts\n"
            "  export       ONNX programs: talker/predictor decode steps, windowed codec, sanitize\n"
            "  serve        OpenAI-compatible streaming HTTP server (POST /v1/audio/speech)\n"
+           "  client       codes from a server (response_format codes), decoded here -> WAV / raw s16le\n"
            "  bench        model | roofline | kernels | stream | threads | emulate | serve | summarize\n"
            "  stats        merge step-stats dumps into the attribution table\n"
            "  probe        describe this machine (ISA, cores, clusters, memory, accelerators)\n"
@@ -368,6 +369,7 @@ static int dispatch(int argc, char **argv) {
         return ct_cli_export(5, av);
     }
     if (!strcmp(c, "serve")) return ct_cli_serve(argc - 2, argv + 2);
+    if (!strcmp(c, "client")) return ct_cli_client(argc - 2, argv + 2);
     if (!strcmp(c, "stats")) return ct_cli_stats(argc - 2, argv + 2);
     if (!strcmp(c, "probe")) return ct_cli_probe(argc - 2, argv + 2);
     if (!strcmp(c, "profile")) return ct_cli_profile(argc - 2, argv + 2);

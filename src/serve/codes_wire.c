@@ -17,7 +17,7 @@ struct ct_codes_reader {
     uint64_t offset;                      /* stream offset of its first byte */
     ct_codes_header h;
     int got_header, ended, end_stop;
-    uint32_t next_index, end_frames;
+    uint32_t next_index, end_frames, next_utt;
     ct_status failed;
     char msg[512];
     int32_t codes[CT_CODES_MAX_GROUPS];
@@ -88,6 +88,13 @@ size_t ct_codes_put_end(uint8_t *buf, size_t cap, uint32_t frames, int stop) {
     if (!n) return 0;
     put32(buf + 6, frames);
     buf[10] = (uint8_t)stop;
+    return n;
+}
+
+size_t ct_codes_put_utterance(uint8_t *buf, size_t cap, uint32_t index) {
+    size_t n = rec_begin(buf, cap, 6, CT_CODES_REC_UTTERANCE);
+    if (!n) return 0;
+    put32(buf + 6, index);
     return n;
 }
 
@@ -206,6 +213,17 @@ static ct_status record(ct_codes_reader *r, char *err, size_t errcap) {
         r->next_index++;
         if (r->cb.on_frame && r->cb.on_frame(r->cb.ud, idx, r->codes, G, cbmsg, sizeof cbmsg))
             return fail(r, CT_ERR_ABORTED, err, errcap, "%s", cbmsg[0] ? cbmsg : "codes stream: stopped at a frame");
+        return CT_OK;
+    }
+    if (kind == CT_CODES_REC_UTTERANCE) {
+        if (len != 6) return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: utterance record at byte %llu is %zu bytes (6)", at, len);
+        uint32_t u = get32(p + 2);
+        if (u != r->next_utt + 1)
+            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: utterance %u at byte %llu out of order (expected utterance %u)", u,
+                        at, r->next_utt + 1);
+        r->next_utt = u;
+        if (r->cb.on_utterance && r->cb.on_utterance(r->cb.ud, u, cbmsg, sizeof cbmsg))
+            return fail(r, CT_ERR_ABORTED, err, errcap, "%s", cbmsg[0] ? cbmsg : "codes stream: stopped at an utterance");
         return CT_OK;
     }
     if (kind == CT_CODES_REC_END) {

@@ -16,7 +16,8 @@
 #define CT_CODES_ID_MAX 255          /* bytes of codec_id / model_id */
 #define CT_CODES_CONTENT_TYPE "application/vnd.codectalk.codes" /* the binary stream's media type */
 
-enum { CT_CODES_REC_HEADER = 1, CT_CODES_REC_FRAME = 2, CT_CODES_REC_END = 3, CT_CODES_REC_ERROR = 4 };
+enum { CT_CODES_REC_HEADER = 1, CT_CODES_REC_FRAME = 2, CT_CODES_REC_END = 3, CT_CODES_REC_ERROR = 4,
+       CT_CODES_REC_UTTERANCE = 5 };
 
 /* The stream parameters of the header record. */
 typedef struct {
@@ -40,6 +41,9 @@ size_t ct_codes_put_header(uint8_t *buf, size_t cap, const ct_codes_header *h);
 size_t ct_codes_put_frame(uint8_t *buf, size_t cap, uint32_t index, const int32_t *codes, int n_groups);
 /* frames: how many frame records came before; stop: a ct_stop_reason. */
 size_t ct_codes_put_end(uint8_t *buf, size_t cap, uint32_t frames, int stop);
+/* The start of utterance index (1, 2, ...; utterance 0 starts with the stream): the frames
+   after it decode from a fresh codec state. */
+size_t ct_codes_put_utterance(uint8_t *buf, size_t cap, uint32_t index);
 /* msg is cut to fit CT_CODES_MAX_RECORD. */
 size_t ct_codes_put_error(uint8_t *buf, size_t cap, const char *msg);
 
@@ -54,6 +58,8 @@ typedef struct {
     /* One frame: index (0, 1, 2, ... in order) and n_groups codes, each checked in
        [0, codebook_size). */
     int (*on_frame)(void *ud, uint32_t index, const int32_t *codes, int n_groups, char *msg, size_t msgcap);
+    /* Utterance index (1, 2, ... in order) starts: reset the decoder before the next frame. */
+    int (*on_utterance)(void *ud, uint32_t index, char *msg, size_t msgcap);
 } ct_codes_cb;
 
 /* NULL on out of memory. */
@@ -61,8 +67,8 @@ ct_codes_reader *ct_codes_reader_new(const ct_codes_cb *cb);
 void ct_codes_reader_free(ct_codes_reader *r);
 
 /* Feeds n bytes. CT_OK, or on the first bad record CT_ERR_FORMAT (a record before the header,
-   a second header, an unknown version or record kind, a wrong payload length, a frame index
-   out of order, a code out of range, bytes after the end record, a header that contradicts
+   a second header, an unknown version or record kind, a wrong payload length, a frame or
+   utterance index out of order, a code out of range, bytes after the end record, a header that contradicts
    itself), CT_ERR_IO (an error record: the stream failed at its source; the message is
    the server's), CT_ERR_ABORTED (a callback stopped). The message, in err[errcap], names the record (by its byte offset), the
    field and the values. Once it failed every later call fails the same way. */

@@ -28,6 +28,7 @@
 #include "serve/gate.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
+#include "text/sentences.h"
 
 #define READ_SAMPLES (8 * 1920) /* samples per streamed piece at most */
 #define READ_FRAMES 32          /* code frames per streamed piece at most */
@@ -41,6 +42,7 @@ struct ct_http {
     const ct_model *m;
     ct_http_params p;
     char host[64], model_id[128], api_key[256], schedule[128];
+    ct_stream_params stream; /* p.stream copied */
     const char *voices[256], *langs[256];
     int n_voices, n_langs;
     int port, rate, max_chunk;
@@ -72,6 +74,15 @@ typedef struct {
     unsigned char *raw;  /* [HDR + 2 * READ_SAMPLES] one piece as bytes (audio or code records) */
     int32_t *codes;      /* [READ_FRAMES * n_groups] codes streams */
     uint32_t frames;     /* code frames sent so far */
+    /* codes requests: one engine stream per utterance (the engine's split and seed + k rule),
+       so that the utterance boundaries the decoder resets at are on the wire (CODES_WIRE.md) */
+    ct_speech_request rq; /* owned */
+    ct_span *utts;
+    char *utt_text;      /* utterance utt of rq.input, NUL-terminated */
+    int n_utts, utt;
+    ct_stream_info sum;  /* text_tokens, frames of the utterance streams so far; stop of the last */
+    int failed;          /* the codes stream ended with an error record (fail_msg) */
+    char fail_msg[600];
 } stream_ctx;
 
 ct_http_params ct_http_params_default(void) {
@@ -254,24 +265,34 @@ static int pend_codes(stream_ctx *s, size_t nf) {
 }
 
 /* The end of a codes stream: the end record (or an error record naming the failure), then for
-   SSE the closing event. Returns 1 (something is pending) or -1. */
+   SSE the closing event; the request's totals go to s->sum. Returns 1 (something is pending)
+   or -1. */
 static int pend_codes_end(stream_ctx *s) {
-    ct_stream_info si = ct_stream_get_info(s->st);
+    if (s->st) {
+        ct_stream_info si = ct_stream_get_info(s->st);
+        s->sum.text_tokens += si.text_tokens;
+        s->sum.frames += si.frames;
+        s->sum.stop = si.stop;
+        if (si.state == CT_STREAM_FAILED && !s->failed) {
+            s->failed = 1;
+            if (s->n_utts > 1) snprintf(s->fail_msg, sizeof s->fail_msg, "utterance %d: %s", s->utt + 1, ct_stream_errmsg(s->st));
+            else snprintf(s->fail_msg, sizeof s->fail_msg, "%s", ct_stream_errmsg(s->st));
+        }
+    }
     size_t off = 0, cap = HDR + 2 * READ_SAMPLES;
     if (!s->header_done) off = ct_codes_put_header(s->raw, cap, &s->h->codes_hdr);
     s->header_done = 1;
     s->end_sent = 1;
-    int failed = si.state == CT_STREAM_FAILED;
-    off += failed ? ct_codes_put_error(s->raw + off, cap - off, ct_stream_errmsg(s->st))
-                  : ct_codes_put_end(s->raw + off, cap - off, s->frames, (int)si.stop);
+    off += s->failed ? ct_codes_put_error(s->raw + off, cap - off, s->fail_msg)
+                     : ct_codes_put_end(s->raw + off, cap - off, s->frames, (int)s->sum.stop);
     if (pend_wire(s, s->raw, off)) return -1;
     if (s->mode == CT_MODE_AUDIO) return 1;
-    if (failed) {
-        json_t *ee = json_pack("{s:s, s:s, s:o, s:s}", "message", ct_stream_errmsg(s->st), "type", "server_error",
-                               "param", json_null(), "code", "generation_failed");
+    if (s->failed) {
+        json_t *ee = json_pack("{s:s, s:s, s:o, s:s}", "message", s->fail_msg, "type", "server_error", "param",
+                               json_null(), "code", "generation_failed");
         return pend_event(s, json_pack("{s:s, s:o}", "type", "speech.audio.error", "error", ee)) ? -1 : 1;
     }
-    return pend_event(s, json_pack("{s:s, s:o}", "type", "speech.audio.done", "usage", usage_json(&si))) ? -1 : 1;
+    return pend_event(s, json_pack("{s:s, s:o}", "type", "speech.audio.done", "usage", usage_json(&s->sum))) ? -1 : 1;
 }
 
 /* The end of the stream: the closing event (done or error), or for a raw WAV stream without
@@ -295,6 +316,8 @@ static int pend_end(stream_ctx *s) {
     return 1;
 }
 
+static int codes_next(stream_ctx *s);
+
 /* Fills s->pend with the next piece; returns 1 when something is pending, 0 at the end of
    the stream, -1 to abort the connection. */
 static int stream_fill(stream_ctx *s) {
@@ -304,7 +327,10 @@ static int stream_fill(stream_ctx *s) {
         if (s->fmt == CT_RESP_CODES) {
             size_t nf = ct_stream_read_codes(s->st, s->codes, READ_FRAMES, POLL_MS, &finished);
             if (nf > 0) return pend_codes(s, nf) ? -1 : 1;
-            if (finished) return pend_codes_end(s);
+            if (finished) {
+                int r = codes_next(s);
+                return r ? r : pend_codes_end(s);
+            }
             if (client_gone(s->h, s->c)) return -1;
             continue;
         }
@@ -335,8 +361,13 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
     stream_ctx *s = cls;
-    ct_gate_stream_detach(s->k, s->st);
-    if (s->st) stream_done(s->h, s->st);
+    if (s->st) {
+        ct_gate_stream_detach(s->k, s->st);
+        stream_done(s->h, s->st);
+    }
+    ct_speech_request_free(&s->rq);
+    free(s->utts);
+    free(s->utt_text);
     free(s->pend);
     free(s->tmp);
     free(s->raw);
@@ -347,8 +378,11 @@ static void stream_free(void *cls) {
 /* ---- /v1/audio/speech ------------------------------------------------------------------- */
 
 /* Submits the parsed request; on CT_OK *out holds the stream. Otherwise *e says what to send
-   (and *retry the Retry-After seconds of a 503 for a full queue). */
-static ct_status submit(ct_http *h, const ct_speech_request *rq, ct_stream **out, ct_api_error *e, int *retry) {
+   (and *retry the Retry-After seconds of a 503 for a full queue). utt_text: NULL for the whole
+   input (the engine splits it into utterances), else utterance utt of it alone (seed + utt, as
+   the engine seeds utterance utt; codes requests). */
+static ct_status submit(ct_http *h, const ct_speech_request *rq, const char *utt_text, int utt, ct_stream **out,
+                        ct_api_error *e, int *retry) {
     ct_gen_params g = ct_gen_params_default();
     ct_speech_gen_params(rq, &g);
     if (!rq->has_seed) {
@@ -357,10 +391,15 @@ static ct_status submit(ct_http *h, const ct_speech_request *rq, ct_stream **out
         g.seed = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_sec;
     }
     char sched[64], msg[512];
-    ct_stream_params sp = ct_stream_params_default();
+    ct_stream_params sp = h->stream;
     sp.schedule = ct_speech_schedule(rq->initial_chunk_frames, h->p.codec_chunk, h->max_chunk,
                                      h->schedule[0] ? h->schedule : NULL, sched, sizeof sched);
     sp.output = rq->format == CT_RESP_CODES ? CT_OUTPUT_CODES : CT_OUTPUT_PCM; /* codes: no decoding here */
+    if (utt_text) {
+        g.text = utt_text;
+        g.seed += (uint64_t)utt;
+        sp.utterance_bytes = 0;
+    }
     ct_status st = ct_engine_submit(h->e, &g, &sp, out, msg, sizeof msg);
     if (st == CT_ERR_LIMIT) {
         ct_engine_limits l = ct_engine_get_limits(h->e);
@@ -426,48 +465,141 @@ static enum MHD_Result speech_full(ct_http *h, struct MHD_Connection *c, ct_stre
     return send_buf(h, c, 200, fmt == CT_RESP_WAV ? "audio/wav" : "audio/pcm", (char *)out, len, hd);
 }
 
-/* The whole codes stream in one response (docs/CODES_WIRE.md), with the usage headers. */
-static enum MHD_Result speech_full_codes(ct_http *h, struct MHD_Connection *c, ct_stream *st) {
-    const ct_codes_header *ch = &h->codes_hdr;
-    const size_t fb = ct_codes_frame_bytes(ch->n_groups);
-    size_t cap = 1024 + 64 * fb, len = 0;
-    unsigned char *out = malloc(cap);
-    int32_t *codes = malloc(sizeof(int32_t) * READ_FRAMES * (size_t)ch->n_groups);
-    int finished = 0, ok = out && codes;
-    uint32_t frames = 0;
-    if (ok) len = ct_codes_put_header(out, cap, ch);
-    while (ok && !finished) {
-        if (len + READ_FRAMES * fb + 64 > cap) {
-            unsigned char *no = realloc(out, 2 * cap);
+/* A context for a streamed or collected body (st attached later), or NULL on OOM. */
+static stream_ctx *stream_new(ct_http *h, struct MHD_Connection *c, ct_resp_mode mode, ct_resp_format fmt) {
+    stream_ctx *s = calloc(1, sizeof *s);
+    if (s) {
+        s->tmp = malloc(sizeof(float) * READ_SAMPLES);
+        s->raw = malloc(HDR + 2 * READ_SAMPLES);
+        s->codes = malloc(sizeof(int32_t) * READ_FRAMES * (size_t)h->codes_hdr.n_groups);
+    }
+    if (!s || !s->tmp || !s->raw || !s->codes) {
+        if (s) free(s->tmp), free(s->raw), free(s->codes), free(s);
+        return NULL;
+    }
+    s->h = h;
+    s->c = c;
+    s->k = ct_gate_conn_of(c);
+    s->mode = mode;
+    s->fmt = fmt;
+    s->rq.initial_chunk_frames = -1;
+    return s;
+}
+
+/* Waits for admission and the first prefill of st, watching the client: the state then, or -1
+   when the client went away. */
+static int wait_started(ct_http *h, struct MHD_Connection *c, ct_stream *st) {
+    ct_stream_state js;
+    while ((js = ct_stream_wait_started(st, POLL_MS * 5)) < CT_STREAM_RUNNING)
+        if (client_gone(h, c)) return -1;
+    return (int)js;
+}
+
+/* Utterance s->utt of s->rq.input into s->utt_text. */
+static void codes_utt_text(stream_ctx *s) {
+    const ct_span *u = &s->utts[s->utt];
+    memcpy(s->utt_text, s->rq.input + u->off, u->len);
+    s->utt_text[u->len] = 0;
+}
+
+/* A codes request (takes *rq): its utterances, by the server's utterance size, and a seed drawn
+   now when it has none (utterance k uses seed + k). NULL on OOM (rq freed). */
+static stream_ctx *codes_new(ct_http *h, struct MHD_Connection *c, ct_speech_request *rq) {
+    stream_ctx *s = stream_new(h, c, rq->mode == CT_MODE_FULL ? CT_MODE_AUDIO : rq->mode, CT_RESP_CODES);
+    size_t len = strlen(rq->input);
+    size_t max = (size_t)h->stream.utterance_bytes, ns = ct_split_utterances(rq->input, len, max, NULL, 0);
+    if (s) {
+        s->rq = *rq;
+        memset(rq, 0, sizeof *rq);
+        s->utts = malloc(sizeof(ct_span) * (ns ? ns : 1));
+        s->utt_text = malloc(len + 1);
+    }
+    if (!s || !s->utts || !s->utt_text) {
+        if (s) stream_free(s);
+        else ct_speech_request_free(rq);
+        return NULL;
+    }
+    s->n_utts = (int)ct_split_utterances(s->rq.input, len, max, s->utts, ns);
+    if (s->n_utts < 1) { /* whitespace only was refused by the parser; keep the engine's message path */
+        s->n_utts = 1;
+        s->utts[0] = (ct_span){0, len};
+    }
+    if (!s->rq.has_seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s->rq.seed = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_sec;
+        s->rq.has_seed = 1;
+    }
+    codes_utt_text(s);
+    return s;
+}
+
+/* The utterance stream of a codes request finished: when it went well and another utterance
+   follows, it is released and the next one submitted and started, and an utterance record is
+   pending (1). 0: nothing follows (or the next could not start: s->failed); -1: the client went
+   away or out of memory. */
+static int codes_next(stream_ctx *s) {
+    ct_stream_info si = ct_stream_get_info(s->st);
+    if (si.state == CT_STREAM_FAILED || s->utt + 1 >= s->n_utts) return 0;
+    s->sum.text_tokens += si.text_tokens;
+    s->sum.frames += si.frames;
+    ct_gate_stream_detach(s->k, s->st);
+    stream_done(s->h, s->st);
+    s->st = NULL;
+    s->utt++;
+    codes_utt_text(s);
+    ct_api_error e;
+    int retry = 1;
+    ct_stream *st = NULL;
+    if (submit(s->h, &s->rq, s->utt_text, s->utt, &st, &e, &retry) != CT_OK) {
+        s->failed = 1;
+        snprintf(s->fail_msg, sizeof s->fail_msg, "utterance %d: %s", s->utt + 1, e.message);
+        return 0;
+    }
+    s->st = st;
+    ct_gate_stream_attach(s->k, st);
+    if (wait_started(s->h, s->c, st) < 0) return -1;
+    size_t n = ct_codes_put_utterance(s->raw, HDR + 2 * READ_SAMPLES, (uint32_t)s->utt);
+    return pend_wire(s, s->raw, n) ? -1 : 1;
+}
+
+/* The whole codes stream in one response (docs/CODES_WIRE.md), with the usage headers (summed
+   over the utterances). */
+static enum MHD_Result speech_full_codes(ct_http *h, struct MHD_Connection *c, stream_ctx *s) {
+    unsigned char *out = NULL;
+    size_t len = 0, cap = 0;
+    int r;
+    while ((r = stream_fill(s)) > 0) {
+        if (len + s->pn > cap) {
+            size_t nc = (len + s->pn) * 2 + 4096;
+            unsigned char *no = realloc(out, nc);
             if (!no) {
-                ok = 0;
+                r = -2;
                 break;
             }
             out = no;
-            cap *= 2;
+            cap = nc;
         }
-        size_t got = ct_stream_read_codes(st, codes, READ_FRAMES, POLL_MS * 5, &finished);
-        for (size_t i = 0; i < got; i++)
-            len += ct_codes_put_frame(out + len, cap - len, frames++, codes + i * (size_t)ch->n_groups, ch->n_groups);
-        if (!got && !finished && client_gone(h, c)) {
-            free(out);
-            free(codes);
-            stream_done(h, st);
-            return MHD_NO;
-        }
+        memcpy(out + len, s->pend, s->pn);
+        len += s->pn;
     }
-    free(codes);
-    ct_stream_info si = ct_stream_get_info(st);
     ct_api_error e;
-    if (!ok) ct_api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-    else if (si.state == CT_STREAM_FAILED)
-        ct_api_error_set(&e, 500, "server_error", NULL, "generation_failed", "%s", ct_stream_errmsg(st));
-    stream_done(h, st);
-    if (!ok || si.state == CT_STREAM_FAILED) {
+    if (r < 0 && client_gone(h, c)) {
+        free(out);
+        stream_free(s);
+        return MHD_NO;
+    }
+    if (r < 0) ct_api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+    else if (s->failed) ct_api_error_set(&e, 500, "server_error", NULL, "generation_failed", "%s", s->fail_msg);
+    ct_stream_info si = s->sum;
+    uint32_t frames = s->frames;
+    int bad = r < 0 || s->failed;
+    stream_free(s);
+    if (bad) {
         free(out);
         return send_error(h, c, &e, NULL);
     }
-    len += ct_codes_put_end(out + len, cap - len, frames, (int)si.stop);
+    const ct_codes_header *ch = &h->codes_hdr;
     char it[24], ot[24], tt[24], as[32];
     snprintf(it, sizeof it, "%d", si.text_tokens);
     snprintf(ot, sizeof ot, "%d", si.frames);
@@ -479,46 +611,26 @@ static enum MHD_Result speech_full_codes(ct_http *h, struct MHD_Connection *c, c
     return send_buf(h, c, 200, CT_CODES_CONTENT_TYPE, (char *)out, len, hd);
 }
 
-/* A chunked body (raw audio or codes, or SSE) fed by stream_reader as the stream releases
-   output. */
-static enum MHD_Result speech_stream(ct_http *h, struct MHD_Connection *c, ct_stream *st, ct_resp_mode mode,
-                                     ct_resp_format fmt) {
-    stream_ctx *s = calloc(1, sizeof *s);
-    if (s) {
-        s->tmp = malloc(sizeof(float) * READ_SAMPLES);
-        s->raw = malloc(HDR + 2 * READ_SAMPLES);
-        s->codes = malloc(sizeof(int32_t) * READ_FRAMES * (size_t)h->codes_hdr.n_groups);
-    }
-    if (!s || !s->tmp || !s->raw || !s->codes) {
-        if (s) free(s->tmp), free(s->raw), free(s->codes), free(s);
-        stream_done(h, st);
-        return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
-    }
-    s->h = h;
-    s->c = c;
-    s->st = st;
-    s->k = ct_gate_conn_of(c);
-    ct_gate_stream_attach(s->k, st);
+/* Hands s (its stream attached) to the library as a chunked body. */
+static enum MHD_Result queue_stream(ct_http *h, struct MHD_Connection *c, stream_ctx *s) {
     {   /* a small send buffer, so a client that stops reading is seen within --write-timeout */
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         int sb = 64 * 1024;
         if (ci) setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof sb);
     }
-    s->mode = mode;
-    s->fmt = fmt;
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, s,
                                                                stream_free);
     if (!r) {
         stream_free(s);
         return MHD_NO;
     }
-    const char *ctype = mode == CT_MODE_SSE      ? "text/event-stream"
-                        : fmt == CT_RESP_CODES   ? CT_CODES_CONTENT_TYPE
-                        : fmt == CT_RESP_WAV     ? "audio/wav"
-                                                 : "audio/pcm";
+    const char *ctype = s->mode == CT_MODE_SSE    ? "text/event-stream"
+                        : s->fmt == CT_RESP_CODES ? CT_CODES_CONTENT_TYPE
+                        : s->fmt == CT_RESP_WAV   ? "audio/wav"
+                                                  : "audio/pcm";
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    if (fmt == CT_RESP_PCM) {
+    if (s->fmt == CT_RESP_PCM) {
         char sr[16];
         snprintf(sr, sizeof sr, "%d", h->rate);
         MHD_add_response_header(r, "x-codectalk-sample-rate", sr);
@@ -538,13 +650,17 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
     ct_speech_request rq;
     if (ct_speech_request_parse(cc->body ? cc->body : "", cc->n, &sx, &rq, &e) != CT_OK)
         return send_error(h, c, &e, NULL);
-    ct_stream *st = NULL;
-    int retry = 1;
-    ct_status rc = submit(h, &rq, &st, &e, &retry);
     ct_resp_mode mode = rq.mode;
     ct_resp_format fmt = rq.format;
-    ct_speech_request_free(&rq);
+    stream_ctx *cs = NULL; /* codes: the context that submits utterance by utterance */
+    if (fmt == CT_RESP_CODES && !(cs = codes_new(h, c, &rq)))
+        return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
+    ct_stream *st = NULL;
+    int retry = 1;
+    ct_status rc = cs ? submit(h, &cs->rq, cs->utt_text, 0, &st, &e, &retry) : submit(h, &rq, NULL, 0, &st, &e, &retry);
+    if (!cs) ct_speech_request_free(&rq);
     CT_STATS_ADD_SINCE("serve.dispatch_ms", t0);
+    if (rc != CT_OK && cs) stream_free(cs);
     if (rc == CT_ERR_LIMIT) {
         char ra[32];
         snprintf(ra, sizeof ra, "%d", retry);
@@ -554,12 +670,11 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
     if (rc != CT_OK) return send_error(h, c, &e, NULL);
     /* wait for admission + the first prefill (the queue), watching the client */
     double t1 = CT_STATS_T0();
-    ct_stream_state js;
-    while ((js = ct_stream_wait_started(st, POLL_MS * 5)) < CT_STREAM_RUNNING) {
-        if (client_gone(h, c)) {
-            stream_done(h, st);
-            return MHD_NO;
-        }
+    int js = wait_started(h, c, st);
+    if (js < 0) {
+        stream_done(h, st);
+        if (cs) stream_free(cs);
+        return MHD_NO;
     }
     CT_STATS_ADD_SINCE("serve.admission_wait_ms", t1);
     if (js == CT_STREAM_FAILED) { /* refused at prefill (validation) or shut down */
@@ -568,10 +683,19 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
         ct_api_error_set(&e, code, code == 400 ? "invalid_request_error" : "server_error", NULL,
                          code == 400 ? "invalid_request" : "generation_failed", "%s", ct_stream_errmsg(st));
         stream_done(h, st);
+        if (cs) stream_free(cs);
         return send_error(h, c, &e, NULL);
     }
-    if (mode == CT_MODE_FULL) return fmt == CT_RESP_CODES ? speech_full_codes(h, c, st) : speech_full(h, c, st, fmt);
-    return speech_stream(h, c, st, mode, fmt);
+    if (mode == CT_MODE_FULL && !cs) return speech_full(h, c, st, fmt);
+    stream_ctx *s = cs ? cs : stream_new(h, c, mode, fmt);
+    if (!s) {
+        stream_done(h, st);
+        return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    s->st = st;
+    ct_gate_stream_attach(s->k, st);
+    if (mode == CT_MODE_FULL) return speech_full_codes(h, c, s);
+    return queue_stream(h, c, s);
 }
 
 /* ---- other routes ----------------------------------------------------------------------- */
@@ -784,6 +908,8 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
     h->rate = lim.sample_rate;
     h->max_chunk = lim.max_chunk_frames;
     snprintf(h->schedule, sizeof h->schedule, "%s", p->schedule ? p->schedule : "");
+    h->stream = p->stream ? *p->stream : ct_stream_params_default();
+    h->stream.schedule = NULL;
     snprintf(h->host, sizeof h->host, "%s", p->host ? p->host : "127.0.0.1");
     snprintf(h->model_id, sizeof h->model_id, "%s", p->model_id);
     snprintf(h->api_key, sizeof h->api_key, "%s", p->api_key ? p->api_key : "");

@@ -21,7 +21,7 @@ ENTRY = {
     "synth": "ct_cli_synth", "codes": "cmd_codes", "tokenize": "cmd_tokenize",
     "make-model": "cmd_make_model", "info": "cmd_info", "quantize": "ct_cli_quantize",
     "export step": "cmd_step", "export codec": "cmd_codec", "export sanitize": "cmd_sanitize",
-    "serve": "ct_cli_serve", "stats merge": "ct_cli_stats", "probe": "ct_cli_probe",
+    "serve": "ct_cli_serve", "client": "ct_cli_client", "stats merge": "ct_cli_stats", "probe": "ct_cli_probe",
     "profile": "ct_cli_profile", "calibrate": "ct_cli_calibrate",
     "bench model": "cmd_model", "bench roofline": "cmd_roofline", "bench kernels": "cmd_kernels",
     "bench stream": "ct_cli_bench_stream", "bench threads": "ct_cli_bench_threads",
@@ -31,7 +31,9 @@ ENTRY = {
 GROUPS = {"export", "bench", "stats"}
 # flags a shared table holds that a command removes before parsing; each is checked to be
 # refused ("unknown option") by that command, so the exclusion cannot hide a real flag
-REMOVED = {"bench threads": {"--placement"}}  # commands whose help lists subcommands
+REMOVED = {"bench threads": {"--placement"},
+           "client": {"--xvector", "--sub-temperature", "--sub-top-k", "--sub-top-p", "--min-new-tokens",
+                      "--max-frames", "--threads", "--context", "--f32", "--weights", "--tokenizer"}}  # commands whose help lists subcommands
 
 def functions():
     """name -> body text for every top-level function in src/cli/*.c."""

@@ -1,7 +1,8 @@
 /* The codec-token wire format (docs/CODES_WIRE.md): records round-trip through the encoder and
    the incremental decoder in pieces of every size, the byte layout is the documented one, and
    a bad stream (truncated, reordered, out-of-range codes, unknown version or kind, a second
-   header, data after the end, a lying header, an error record) gives a clear error; base64
+   header, data after the end, a lying header, an error record, utterance records out of
+   order) gives a clear error; utterance records reach their callback in place; base64
    round-trips and refuses bad input. */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@ typedef struct {
     int32_t codes[NF][G];
     uint32_t idx[NF];
     int stop_at_frame; /* >= 0: stop when this frame arrives */
+    int utt_at[8];     /* frames received when utterance record i + 1 arrived */
+    int n_utt;
 } sink;
 
 static int on_header(void *ud, const ct_codes_header *h, char *msg, size_t cap) {
@@ -41,6 +44,14 @@ static int on_frame(void *ud, uint32_t index, const int32_t *codes, int n, char 
         s->idx[s->frames] = index;
     }
     s->frames++;
+    return 0;
+}
+
+static int on_utterance(void *ud, uint32_t index, char *msg, size_t cap) {
+    sink *s = ud;
+    (void)msg, (void)cap;
+    if (s->n_utt < 8 && index == (uint32_t)s->n_utt + 1) s->utt_at[s->n_utt] = s->frames;
+    s->n_utt++;
     return 0;
 }
 
@@ -76,7 +87,7 @@ static size_t make_stream(uint8_t *b, size_t cap) {
 static ct_status decode(const uint8_t *b, size_t n, size_t piece, sink *s, char *err, size_t cap) {
     memset(s, 0, sizeof *s);
     s->stop_at_frame = -1;
-    ct_codes_cb cb = {s, on_header, on_frame};
+    ct_codes_cb cb = {s, on_header, on_frame, on_utterance};
     ct_codes_reader *r = ct_codes_reader_new(&cb);
     ct_status st = r ? CT_OK : CT_ERR_NOMEM;
     for (size_t o = 0; st == CT_OK && o < n; o += piece)
@@ -234,6 +245,35 @@ int main(void) {
     c[22] = 200; /* codec_id length past the record */
     expect_fail(c, n, CT_ERR_FORMAT, "header record at byte 0");
 
+    /* utterance records: in place between frames (frame indices run on), in order only */
+    {
+        ct_codes_header h = header();
+        size_t k = ct_codes_put_header(c, sizeof c, &h);
+        int32_t codes[G] = {0};
+        k += ct_codes_put_frame(c + k, sizeof c - k, 0, codes, G);
+        k += ct_codes_put_frame(c + k, sizeof c - k, 1, codes, G);
+        size_t u1 = k;
+        k += ct_codes_put_utterance(c + k, sizeof c - k, 1);
+        CHECK(k - u1 == 10 && c[u1] == 6 && c[u1 + 5] == CT_CODES_REC_UTTERANCE && c[u1 + 6] == 1);
+        k += ct_codes_put_frame(c + k, sizeof c - k, 2, codes, G);
+        k += ct_codes_put_utterance(c + k, sizeof c - k, 2);
+        k += ct_codes_put_end(c + k, sizeof c - k, 3, 1);
+        for (size_t piece = 1; piece <= k; piece += 7) {
+            sink s;
+            CHECKF(decode(c, k, piece, &s, err, sizeof err) == CT_OK && s.frames == 3 && s.n_utt == 2 &&
+                       s.utt_at[0] == 2 && s.utt_at[1] == 3,
+                   "piece %zu: %s", piece, err);
+        }
+        uint8_t d[512];
+        memcpy(d, c, k);
+        d[u1 + 6] = 2; /* utterance 2 before 1 */
+        expect_fail(d, k, CT_ERR_FORMAT, "utterance 2 at byte");
+        memcpy(d, c, k);
+        d[u1] = 5; /* wrong length */
+        expect_fail(d, k, CT_ERR_FORMAT, "utterance record at byte");
+        expect_fail(c + u1, k - u1, CT_ERR_FORMAT, "before the header record");
+    }
+
     /* an error record: the server's message, CT_ERR_IO */
     {
         ct_codes_header h = header();
@@ -247,7 +287,7 @@ int main(void) {
         sink s;
         memset(&s, 0, sizeof s);
         s.stop_at_frame = 3;
-        ct_codes_cb cb = {&s, on_header, on_frame};
+        ct_codes_cb cb = {&s, on_header, on_frame, NULL};
         ct_codes_reader *r = ct_codes_reader_new(&cb);
         CHECK(ct_codes_feed(r, b, n, err, sizeof err) == CT_ERR_ABORTED && strstr(err, "client stopped at frame 3"));
         CHECK(s.frames == 3);

@@ -21,6 +21,10 @@
 static ct_model *M;
 static ct_codec *C;
 static const char *TEXT = "Codes on the wire, audio on the client.";
+static const char *LONG_TEXT =
+    "The first sentence of this test is long enough to fill a good part of one utterance on its own, and it keeps "
+    "going for a while with a few more words. A second sentence follows it, so that the engine has to decide where "
+    "the first utterance ends and the next one begins. The third and last sentence lands in the next utterance.";
 static const char *CODEC_ID = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 static ct_status post(int port, const char *body, ct_http_resp *r) {
@@ -35,6 +39,8 @@ typedef struct {
     ct_codes_header h;
     int headers, n;
     int32_t codes[256 * 16];
+    int utt_start[16]; /* frame index where utterance i starts (utt_start[0] = 0) */
+    int n_utts;
 } frames;
 
 static int on_header(void *ud, const ct_codes_header *h, char *msg, size_t cap) {
@@ -54,14 +60,49 @@ static int on_frame(void *ud, uint32_t index, const int32_t *codes, int n, char 
     return 0;
 }
 
+static int on_utterance(void *ud, uint32_t index, char *msg, size_t cap) {
+    frames *f = ud;
+    (void)msg, (void)cap;
+    if (f->n_utts >= 16 || index != (uint32_t)f->n_utts) return 1;
+    f->utt_start[f->n_utts++] = f->n;
+    return 0;
+}
+
 static ct_status decode_body(const unsigned char *b, size_t n, frames *f, char *err, size_t cap) {
     memset(f, 0, sizeof *f);
-    ct_codes_cb cb = {f, on_header, on_frame};
+    f->n_utts = 1;
+    ct_codes_cb cb = {f, on_header, on_frame, on_utterance};
     ct_codes_reader *r = ct_codes_reader_new(&cb);
     ct_status st = ct_codes_feed(r, b, n, err, cap);
     if (st == CT_OK) st = ct_codes_finish(r, err, cap);
     ct_codes_reader_free(r);
     return st;
+}
+
+/* WAV bytes (PCM16, exact header) of f's frames, each utterance decoded from a fresh state
+   (resets = 1) or all as one stream (0); *len gets the size. */
+static unsigned char *frames_wav(const frames *f, int resets, size_t *len) {
+    float *pcm = malloc(sizeof(float) * 1920 * (size_t)(f->n ? f->n : 1));
+    char err[512];
+    int ok = pcm != NULL;
+    for (int u = 0; ok && u < (resets ? f->n_utts : 1); u++) {
+        int a = resets ? f->utt_start[u] : 0, b = resets && u + 1 < f->n_utts ? f->utt_start[u + 1] : f->n;
+        ok = ct_codec_decode(C, f->codes + (size_t)a * 16, b - a, pcm + (size_t)a * 1920, err, sizeof err) == CT_OK;
+    }
+    FILE *t = tmpfile();
+    ct_wav_writer w;
+    ct_wav_begin(&w, t, 24000, CT_WAV_PCM16);
+    ct_wav_write(&w, pcm, 1920 * (size_t)f->n);
+    ct_wav_end(&w);
+    long sz = ftell(t);
+    unsigned char *b = ok ? malloc((size_t)sz) : NULL;
+    rewind(t);
+    if (b && fread(b, 1, (size_t)sz, t) != (size_t)sz) ok = 0;
+    fclose(t);
+    free(pcm);
+    *len = (size_t)sz;
+    if (!ok) free(b);
+    return ok ? b : NULL;
 }
 
 /* The session's frames for the request (seed, max_new_tokens, voice). */
@@ -112,7 +153,7 @@ int main(void) {
     static int32_t ref[256 * 16];
     int nref = session_frames(11, MNT, voice, ref, 256);
     CHECK(nref > 2);
-    char body[512];
+    char body[1024];
     ct_http_resp full, bin, sse, wav;
 
     /* 1. the whole codes stream in one body */
@@ -187,27 +228,41 @@ int main(void) {
              TEXT, voice, MNT);
     CHECK(post(port, body, &wav) == CT_OK && wav.status == 200);
     {
-        float *pcm = malloc(sizeof(float) * 1920 * (size_t)f->n);
-        CHECK(ct_codec_decode(C, f->codes, f->n, pcm, err, sizeof err) == CT_OK);
-        FILE *t = tmpfile();
-        ct_wav_writer w;
-        ct_wav_begin(&w, t, 24000, CT_WAV_PCM16);
-        ct_wav_write(&w, pcm, 1920 * (size_t)f->n);
-        ct_wav_end(&w);
-        long sz = ftell(t);
-        unsigned char *b = malloc((size_t)sz);
-        rewind(t);
-        CHECK(fread(b, 1, (size_t)sz, t) == (size_t)sz);
-        CHECKF((size_t)sz == wav.body_len && memcmp(b, wav.body, wav.body_len) == 0, "%ld vs %zu bytes", sz,
-               wav.body_len);
-        fclose(t);
+        size_t n = 0;
+        unsigned char *b = frames_wav(f, 1, &n);
+        CHECK(f->n_utts == 1);
+        CHECKF(b && n == wav.body_len && memcmp(b, wav.body, n) == 0, "%zu vs %zu bytes", n, wav.body_len);
         free(b);
-        free(pcm);
+    }
+    ct_http_resp_free(&wav);
+
+    /* 4b. two utterances: the utterance record marks where the server's codec started afresh;
+       decoding each utterance from a fresh state gives the server's WAV, one stream does not */
+    {
+        ct_http_resp cr, wr;
+        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":8,\"response_format\":\"codes\"}",
+                 LONG_TEXT, voice);
+        CHECK(post(port, body, &cr) == CT_OK && cr.status == 200);
+        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":8,\"response_format\":\"wav\"}",
+                 LONG_TEXT, voice);
+        CHECK(post(port, body, &wr) == CT_OK && wr.status == 200);
+        CHECKF(decode_body(cr.body, cr.body_len, f, err, sizeof err) == CT_OK, "%s", err);
+        CHECKF(f->n_utts == 2 && f->utt_start[1] > 0 && f->utt_start[1] < f->n, "%d utterances", f->n_utts);
+        size_t n = 0;
+        unsigned char *b = frames_wav(f, 1, &n);
+        CHECKF(b && n == wr.body_len && memcmp(b, wr.body, n) == 0, "%zu vs %zu bytes", n, wr.body_len);
+        free(b);
+        b = frames_wav(f, 0, &n);
+        CHECK(b && n == wr.body_len && memcmp(b, wr.body, n) != 0);
+        free(b);
+        char tok[32];
+        CHECK(ct_http_resp_header(&cr, "x-codectalk-output-tokens", tok, sizeof tok) && atoi(tok) == f->n);
+        ct_http_resp_free(&cr);
+        ct_http_resp_free(&wr);
     }
     ct_http_resp_free(&full);
     ct_http_resp_free(&bin);
     ct_http_resp_free(&sse);
-    ct_http_resp_free(&wav);
     ct_http_stop(H);
     ct_engine_free(E);
 

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# `codectalk client` against `codectalk serve` on loopback (docs/CODES_WIRE.md): the client's
+# native decode of the codes stream equals the server's own WAV (and raw PCM) for the same
+# request byte for byte, over a text of two utterances; --timeline has one line per decoded
+# chunk; the bytes on the wire per audio second for codes vs PCM are printed. Refusals leave no
+# output file: another model's codec (codec id mismatch), a server error (unknown voice), and a
+# served stream that is truncated, reordered or holds a code out of range (a fake server replays
+# altered bodies); usage errors exit 2 (onnx names the Python client, a removed generation
+# flag is an unknown option). Every wait is bounded.
+# usage: test_client.sh CODECTALK SRC_DIR
+set -u
+BIN="$1"; SRC="$2"
+. "$SRC/tests/cli/lib.sh"
+PY="$(command -v /usr/bin/python3 || command -v python3)"
+SRV_PID=""; FAKE_PID=""
+trap '[ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null; [ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+
+TEXT="The first sentence of this client test is long enough to fill a good part of one utterance, \
+and it keeps going for a while with a few more words so that the split is certain. A second sentence \
+follows it, so that the engine has to decide where the first utterance ends and the next one begins. \
+The third and last sentence lands in the next utterance, which starts from the seed plus one."
+SEED=5; MNT=10
+M="$WORK/tiny"; M2="$WORK/tiny2"
+"$BIN" make-model --preset tiny --seed 1 --out "$M" >/dev/null 2>"$WORK/err" || { cat "$WORK/err"; exit 1; }
+"$BIN" make-model --preset tiny --seed 2 --out "$M2" >/dev/null 2>"$WORK/err" || { cat "$WORK/err"; exit 1; }
+VOICE="$("$PY" -c 'import json,sys; print(sorted(json.load(open(sys.argv[1]))["talker_config"]["spk_id"])[0])' "$M/config.json")"
+
+"$BIN" serve -m "$M" --host 127.0.0.1 --port 0 > /dev/null 2>"$WORK/srv.log" &
+SRV_PID=$!
+for _ in $(seq 1 600); do  # at most 60 s
+  grep -q '^ready' "$WORK/srv.log" 2>/dev/null && break
+  kill -0 "$SRV_PID" 2>/dev/null || break
+  sleep 0.1
+done
+PORT="$(sed -n 's|.*on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$WORK/srv.log" | head -1)"
+if grep -q '^ready' "$WORK/srv.log" && [ -n "$PORT" ]; then ok; else bad "server did not start: $(cat "$WORK/srv.log")"; finish; exit 1; fi
+URL="http://127.0.0.1:$PORT"
+
+# POSTs one speech request (extra JSON members in $1) and writes the body to $2.
+speech() {
+  local body code
+  body="$("$PY" -c 'import json,sys; d={"input":sys.argv[1],"voice":sys.argv[2],"seed":int(sys.argv[3]),
+"max_new_tokens":int(sys.argv[4]),"temperature":0.8,"top_k":40}; d.update(json.loads(sys.argv[5])); print(json.dumps(d))' \
+    "$TEXT" "$VOICE" $SEED $MNT "$1")"
+  code="$(curl -sS --max-time 120 -o "$2" -w '%{http_code}' -H 'Content-Type: application/json' \
+          --data-binary "$body" "$URL/v1/audio/speech" 2>"$WORK/curl.err")"
+  if [ "$code" = 200 ]; then ok; else bad "speech $1: HTTP $code $(head -c 300 "$2") $(cat "$WORK/curl.err")"; fi
+}
+speech '{"response_format":"wav"}' "$WORK/server.wav"
+speech '{"response_format":"pcm"}' "$WORK/server.pcm"
+speech '{"response_format":"codes"}' "$WORK/codes.bin"
+# two utterances: more audio than one utterance may make (MNT - 1 frames)
+if [ "$(stat -c %s "$WORK/server.pcm")" -gt $(( (MNT - 1) * 1920 * 2 )) ]; then ok
+else bad "the server gave $(stat -c %s "$WORK/server.pcm") bytes: one utterance only"; fi
+
+CL=(client --url "$URL" --decoder-backend native -m "$M" -t "$TEXT" -s "$VOICE" --seed $SEED
+    --max-new-tokens $MNT --temperature 0.8 --top-k 40)
+
+# 1. native decode = the server's own audio, byte for byte (WAV and raw s16le)
+expect_rc 0 "$BIN" "${CL[@]}" -o "$WORK/client.wav" --timeline "$WORK/tl.jsonl"
+cp "$WORK/err" "$WORK/client.log"
+if cmp -s "$WORK/client.wav" "$WORK/server.wav"; then ok
+else bad "client.wav differs from the server's WAV ($(stat -c %s "$WORK/client.wav" 2>/dev/null) vs $(stat -c %s "$WORK/server.wav") bytes)"; fi
+[ ! -e "$WORK/client.wav.partial" ] && ok || bad "client.wav.partial left behind"
+has "time to first audio" "$WORK/client.log"
+has "ms per chunk" "$WORK/client.log"
+timeout 60 "$BIN" "${CL[@]}" -q -o - > "$WORK/client.pcm" 2>"$WORK/err"
+if [ $? = 0 ] && cmp -s "$WORK/client.pcm" "$WORK/server.pcm"; then ok; else bad "client -o - differs from the server's PCM: $(head -c 300 "$WORK/err")"; fi
+# the timeline: one JSON line per decoded chunk, as many as the summary counts, every frame once
+"$PY" - "$WORK/tl.jsonl" "$WORK/client.log" "$(stat -c %s "$WORK/server.pcm")" <<'PY' >"$WORK/tl.out" 2>&1
+import json, re, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+log = open(sys.argv[2]).read()
+chunks = int(re.search(r"native decode: (\d+) chunks", log).group(1))
+frames = sum(r["frames"] for r in rows)
+ok = rows and len(rows) == chunks and frames * 1920 * 2 == int(sys.argv[3]) and \
+     all(r["decode_ms"] >= 0 and r["t_ms"] > 0 for r in rows) and \
+     all(a["t_ms"] <= b["t_ms"] for a, b in zip(rows, rows[1:]))
+print("timeline ok" if ok else "timeline bad: %d rows, %d chunks, %d frames" % (len(rows), chunks, frames))
+PY
+has "timeline ok" "$WORK/tl.out"
+
+# bytes per audio second on the wire: codes vs PCM (the note in docs/CODES_WIRE.md)
+"$PY" - "$WORK/codes.bin" "$WORK/server.pcm" <<'PY'
+import os, sys
+c, p = os.path.getsize(sys.argv[1]), os.path.getsize(sys.argv[2])
+sec = p / 2 / 24000
+print("wire: %.2f s of audio; codes %d B (%.0f B/s, %.2f kbit/s), pcm %d B (%.0f B/s); ratio %.1fx"
+      % (sec, c, c / sec, c * 8 / sec / 1000, p, p / sec, p / c))
+PY
+
+# 2. refusals leave no output file
+expect_rc 1 "$BIN" client --url "$URL" -m "$M2" -t "$TEXT" -s "$VOICE" --seed $SEED --max-new-tokens $MNT -o "$WORK/x.wav"
+has "is not the codec of -m" "$WORK/err"
+[ ! -e "$WORK/x.wav" ] && [ ! -e "$WORK/x.wav.partial" ] && ok || bad "a refused stream left a file"
+expect_rc 1 "$BIN" client --url "$URL" -m "$M" -t "$TEXT" -s nobody -o "$WORK/x.wav"
+has "answered 400: unknown voice 'nobody'" "$WORK/err"
+[ ! -e "$WORK/x.wav" ] && ok || bad "a 400 left a file"
+expect_rc 1 "$BIN" client --url "http://127.0.0.1:1" -m "$M" -t "$TEXT" -o "$WORK/x.wav"
+has "connect" "$WORK/err"
+
+# 3. altered streams from a fake server: a clear error, no output file
+"$PY" - "$WORK/codes.bin" "$WORK" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+recs, o = [], 0
+while o < len(b):
+    n = struct.unpack_from("<I", b, o)[0]; recs.append(b[o:o + 4 + n]); o += 4 + n
+hdr, frames, end = recs[0], recs[1:-1], recs[-1]
+w = lambda name, data: open("%s/%s" % (sys.argv[2], name), "wb").write(data)
+w("truncated.bin", b[:-5])
+w("reordered.bin", hdr + frames[1] + frames[0] + b"".join(frames[2:]) + end)
+bad = bytearray(frames[2]); bad[10 + 2 * 3:12 + 2 * 3] = struct.pack("<H", 4000)
+w("range.bin", hdr + frames[0] + frames[1] + bytes(bad) + b"".join(frames[3:]) + end)
+v2 = bytearray(hdr); v2[4] = 2
+w("version.bin", bytes(v2) + b"".join(frames) + end)
+PY
+FAKE_PORT_FILE="$WORK/fake.port"
+"$PY" - "$WORK" "$FAKE_PORT_FILE" <<'PY' 2>"$WORK/fake.log" &
+import http.server, sys
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = open("%s/%s.bin" % (d, self.path.strip("/").split("/")[0]), "rb").read()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.codectalk.codes")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[2], "w").write(str(s.server_address[1]))
+s.timeout = 60
+for _ in range(8): s.handle_request()
+PY
+FAKE_PID=$!
+for _ in $(seq 1 100); do [ -s "$FAKE_PORT_FILE" ] && break; sleep 0.1; done
+FP="$(cat "$FAKE_PORT_FILE" 2>/dev/null)"
+# the fake server routes by the first path segment; the client always posts /v1/audio/speech,
+# so each case gets its own copy of the body under v1.bin, served one at a time
+fake() {  # fake CASE EXPECTED-MESSAGE
+  cp "$WORK/$1.bin" "$WORK/v1.bin"
+  expect_rc 1 "$BIN" "${CL[@]}" --url "http://127.0.0.1:$FP" -o "$WORK/f.wav"
+  has "$2" "$WORK/err"
+  [ ! -e "$WORK/f.wav" ] && [ ! -e "$WORK/f.wav.partial" ] && ok || bad "$1: a refused stream left a file"
+}
+fake truncated "truncated: it ends inside the record"
+fake reordered "frame 1 at byte .* out of order (expected frame 0)"
+fake range "code 4000 outside \[0, 2048)"
+fake version "wire version 2; this reader knows version 1"
+
+# 4. usage errors (exit 2)
+expect_rc 2 "$BIN" client --url "$URL" --decoder-backend onnx --manifest "$WORK" -t hi -o "$WORK/x.wav"
+has "python/codectalk/client.py" "$WORK/err"
+expect_rc 2 "$BIN" client --url "$URL" --decoder-backend tflite -m "$M" -t hi -o "$WORK/x.wav"
+has "native or onnx" "$WORK/err"
+expect_rc 2 "$BIN" client -m "$M" -t hi -o "$WORK/x.wav"
+has "--url" "$WORK/err"
+expect_rc 2 "$BIN" client --url "$URL" -t hi -o "$WORK/x.wav"
+has "-m DIR is required" "$WORK/err"
+expect_rc 2 "$BIN" client --url "$URL" -m "$M" -t hi --xvector /dev/null -o "$WORK/x.wav"
+has "unknown option" "$WORK/err"
+expect_rc 2 "$BIN" client --url "ftp:/x" -m "$M" -t hi -o "$WORK/x.wav"
+expect_rc 2 "$BIN" client --url "$URL" -m "$M" -t hi --timeout 0 -o "$WORK/x.wav"
+[ ! -e "$WORK/x.wav" ] && ok || bad "a usage error left a file"
+finish test_client
