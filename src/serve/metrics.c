@@ -85,6 +85,12 @@ char *ct_srv_metrics_text(ct_srv_metrics *m, ct_engine *e) {
     metric(&s, "codectalk_requests_failed_total", "counter", "requests that failed", (double)k.failed);
     metric(&s, "codectalk_requests_cancelled_total", "counter", "requests cancelled (client gone)",
            (double)k.cancelled);
+    metric(&s, "codectalk_requests_deferred_kv_total", "counter",
+           "requests that waited at the queue's head for a slot (its KV)", (double)k.deferred_kv);
+    metric(&s, "codectalk_requests_deferred_compute_total", "counter",
+           "requests held back because one more stream would not keep up with playback", (double)k.deferred_compute);
+    metric(&s, "codectalk_requests_timed_out_total", "counter",
+           "requests failed by their deadline or first-audio timeout", (double)k.timed_out);
     metric(&s, "codectalk_prefill_deferrals_total", "counter",
            "scheduler passes on which a ready prefill was held back by the playback-slack throttle",
            (double)k.deferrals);

@@ -14,6 +14,7 @@
 
 #include "codectalk.h"
 #include "ct_test.h"
+#include "serve/metrics.h"
 #include "stream/engine_internal.h" /* ct_engine_test_clock, CT_ENGINE_FRAMES_PER_BYTE */
 #include "test_models.h"
 
@@ -99,6 +100,16 @@ static uint64_t wait_counter(ct_engine *e, size_t off, uint64_t want) {
     return v;
 }
 
+/* Checks that the server's /metrics page for e holds every line of want[n]. */
+static void expect_metrics(ct_engine *e, const char *const *want, int n) {
+    ct_srv_metrics m;
+    ct_srv_metrics_init(&m);
+    char *page = ct_srv_metrics_text(&m, e);
+    for (int i = 0; i < n; i++) CHECKF(page && strstr(page, want[i]), "metrics lack '%s'", want[i]);
+    free(page);
+    ct_srv_metrics_destroy(&m);
+}
+
 /* 1. prefill passes of 1, 7 and 64 tokens: passes = sum of ceil(prompt_len / chunk) over the
    utterances, and the same audio */
 static void test_prefill_chunk(void) {
@@ -177,8 +188,12 @@ static void test_deadlines(void) {
         CHECK(k.timed_out == 1 && k.failed == 1 && k.queued == 0);
         sp = ct_stream_params_default();
         sp.first_audio_timeout_ms = -1;
-        CHECK(ct_engine_submit(e, &g, &sp, &b, err, sizeof err) == CT_ERR_INVALID_ARG &&
+        ct_stream *x = NULL;
+        CHECK(ct_engine_submit(e, &g, &sp, &x, err, sizeof err) == CT_ERR_INVALID_ARG && !x &&
               strstr(err, "first_audio_timeout_ms"));
+        sp.first_audio_timeout_ms = 0;
+        sp.deadline_ms = -5;
+        CHECK(ct_engine_submit(e, &g, &sp, &x, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "deadline_ms -5"));
         ct_stream_release(a);
         ct_stream_release(b);
         ct_engine_free(e);
@@ -217,6 +232,8 @@ static void test_deadlines(void) {
         ct_engine_counters k = {0};
         for (int t = 0; t < 500 && (k = ct_engine_get_counters(e)).active > 0; t++) sleep_ms(10);
         CHECK(k.timed_out == 3 && k.active == 0 && k.kv_bytes_in_use == 0);
+        const char *lines[] = {"codectalk_requests_timed_out_total 3", "codectalk_requests_failed_total 3"};
+        expect_metrics(e, lines, 2);
         reader rd = {submit(e, &g, NULL), got, 0}; /* the slot is free again */
         read_all(&rd);
         CHECK(rd.n == 10 * SPF && ct_stream_get_info(rd.s).state == CT_STREAM_DONE);
@@ -305,6 +322,9 @@ static void test_compute(void) {
            "admitted %llu, compute %llu, slack %llu, kv %llu, rejected %llu", (unsigned long long)k.admitted,
            (unsigned long long)k.deferred_compute, (unsigned long long)k.deferrals,
            (unsigned long long)k.deferred_kv, (unsigned long long)k.rejected);
+    const char *lines[] = {"codectalk_requests_deferred_compute_total 1", "codectalk_requests_deferred_kv_total 0",
+                           "codectalk_requests_rejected_total 1", "codectalk_prefill_deferrals_total 0"};
+    expect_metrics(e, lines, 4);
     ct_stream_release(a);
     ct_stream_release(b);
     ct_engine_free(e);
