@@ -1,8 +1,9 @@
 /* The stream engine: slots reserved up front, admission without preemption under a KV budget,
-   the playback-slack prefill throttle, and the scheduler loop — the project's only frame loop.
-   Each pass: reap cancelled streams, run one due prefill (a newcomer or a stream's next
-   utterance), then one batched step over every stream that has room for its output: the code
-   predictor half, the frames handed to the codec stage, the talker half. The codec stage
+   the compute rule and the playback-slack prefill throttle, request deadlines, and the
+   scheduler loop — the project's only frame loop. Each pass: reap cancelled and timed-out
+   streams, run one due prefill (a newcomer or a stream's next utterance), then one batched
+   step over every stream that has room for its output: the code predictor half, the frames
+   handed to the codec stage, the talker half. The codec stage
    (engine_stream.c) runs inline (serial placement) or on its own thread behind a bounded frame
    queue (overlapped). docs/STREAMING.md 4-5. */
 #define _GNU_SOURCE
@@ -342,12 +343,14 @@ static double worst_margin_locked(ct_engine *e, double now) {
     return worst;
 }
 
+/* Whether the caller predicted the frame cost (frame_ms_*): the compute rule is on. */
+static int predicted(const ct_engine *e) { return e->p.frame_ms_fixed > 0 || e->p.frame_ms_per_stream > 0; }
+
 /* The frame period (wall ms of one step) with n streams: measured once there are
    CT_ENGINE_COST_SAMPLES of that batch size, else predicted (frame_ms_*); NAN when neither. */
 static double frame_period_locked(const ct_engine *e, int n) {
     if (n >= 0 && n <= CT_ENGINE_MAX_STREAMS && e->period_n[n] >= CT_ENGINE_COST_SAMPLES) return e->period_ms[n];
-    if (e->p.frame_ms_fixed > 0 || e->p.frame_ms_per_stream > 0) return e->p.frame_ms_fixed + e->p.frame_ms_per_stream * n;
-    return NAN;
+    return predicted(e) ? e->p.frame_ms_fixed + e->p.frame_ms_per_stream * n : NAN;
 }
 
 /* Frames s is expected to still make (docs/STREAMING.md 5): the text estimate of its utterances
@@ -368,7 +371,7 @@ static double frames_left_locked(const ct_slot *sl, const ct_stream *s) {
    up with playback, or every admitted stream's slack absorbs the deficit over the frames it
    shares with the newcomer s while staying at or above safety_margin_ms. 1 when unknown. */
 static int compute_fits_locked(ct_engine *e, const ct_stream *s, double now) {
-    if (!(e->p.frame_ms_fixed > 0 || e->p.frame_ms_per_stream > 0)) return 1;
+    if (!predicted(e)) return 1;
     double cost = frame_period_locked(e, e->n_active + 1), deficit = cost - e->frame_ms;
     if (!(deficit > 0)) return 1;
     double mine = frames_left_locked(NULL, s);
@@ -704,9 +707,12 @@ static ct_status check_params(const ct_model *m, const ct_engine_params *p, char
     if (isnan(p->safety_margin_ms) || !(p->max_defer_ms >= 0))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: safety_margin_ms must be a number and "
                        "max_defer_ms >= 0");
-    if (!(p->frame_ms_fixed >= 0 && p->frame_ms_fixed < 1e9) || !(p->frame_ms_per_stream >= 0 && p->frame_ms_per_stream < 1e9))
-        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: frame_ms_fixed %g and frame_ms_per_stream %g must be "
-                       "finite and >= 0 (both 0 = no compute rule)", p->frame_ms_fixed, p->frame_ms_per_stream);
+    const double costs[2] = {p->frame_ms_fixed, p->frame_ms_per_stream};
+    const char *names[2] = {"frame_ms_fixed", "frame_ms_per_stream"};
+    for (int i = 0; i < 2; i++)
+        if (!(costs[i] >= 0 && costs[i] < 1e9))
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: %s %g is outside [0, 1e9) (both 0 = no "
+                           "compute rule)", names[i], costs[i]);
     return CT_OK;
 }
 

@@ -185,7 +185,7 @@ static void test_deadlines(void) {
         int fin = 0;
         CHECK(ct_stream_read(b, got, 16, 1000, &fin) == 0 && fin == 1);
         ct_engine_counters k = ct_engine_get_counters(e);
-        CHECK(k.timed_out == 1 && k.failed == 1 && k.queued == 0);
+        CHECK(k.timed_out == 1 && k.failed == 1 && k.queued == 0 && k.deferred_kv == 1); /* b waited for a's slot */
         sp = ct_stream_params_default();
         sp.first_audio_timeout_ms = -1;
         ct_stream *x = NULL;
@@ -212,12 +212,13 @@ static void test_deadlines(void) {
         reader ra = {a, got, 0};
         read_all(&ra);
         ct_stream_info ia = ct_stream_get_info(a);
-        CHECKF(ia.status == CT_ERR_TIMEOUT && strstr(ct_stream_errmsg(a), "deadline_ms 1000 passed (while generating)") &&
-                   ia.frames == 10 && ra.n == 10 * SPF,
+        CHECKF(ia.status == CT_ERR_TIMEOUT &&
+                   strstr(ct_stream_errmsg(a), "deadline_ms 1000 passed (while generating)") && ia.frames == 10 &&
+                   ra.n == 10 * SPF,
                "%s: %d frames, %ld samples read", ct_stream_errmsg(a), ia.frames, ra.n);
         CHECK(ct_stream_wait_started(b, 10000) == CT_STREAM_FAILED);
-        CHECKF(ct_stream_get_info(b).status == CT_ERR_TIMEOUT && strstr(ct_stream_errmsg(b), "first_audio_timeout_ms 500") &&
-                   strstr(ct_stream_errmsg(b), "queued"),
+        CHECKF(ct_stream_get_info(b).status == CT_ERR_TIMEOUT &&
+                   strstr(ct_stream_errmsg(b), "first_audio_timeout_ms 500") && strstr(ct_stream_errmsg(b), "queued"),
                "%s", ct_stream_errmsg(b));
         ct_stream_params sr = ct_stream_params_default();
         sr.schedule = "fixed:8,8"; /* its first chunk needs 8 steps = 800 ms */
@@ -226,8 +227,9 @@ static void test_deadlines(void) {
         reader rc = {c, got, 0};
         read_all(&rc);
         ct_stream_info ic = ct_stream_get_info(c);
-        CHECKF(ic.status == CT_ERR_TIMEOUT && strstr(ct_stream_errmsg(c), "before the first audio (while generating)") &&
-                   rc.n == 0 && ic.frames == 5,
+        CHECKF(ic.status == CT_ERR_TIMEOUT &&
+                   strstr(ct_stream_errmsg(c), "before the first audio (while generating)") && rc.n == 0 &&
+                   ic.frames == 5,
                "%s: %d frames", ct_stream_errmsg(c), ic.frames);
         ct_engine_counters k = {0};
         for (int t = 0; t < 500 && (k = ct_engine_get_counters(e)).active > 0; t++) sleep_ms(10);
