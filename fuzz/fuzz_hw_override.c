@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ct_derive_in in = {(uint64_t)size * 1000003u, {28, 8, 128}, (int)(size % 7)};
     ct_derived d;
     ct_derive(&p, &in, &d);
-    if (d.kv0_bytes + d.kv1_bytes != d.budget_bytes || d.max_num_seqs < 1) __builtin_trap();
+    if ((d.kv_budget_bytes > d.budget_bytes && d.max_streams_mem > 1) || d.max_streams_mem < 1 || d.n_cpus < 0)
+        __builtin_trap();
     char fp[17];
     if (ct_hw_fingerprint(&p, "fuzz", fp, err, sizeof err) == CT_OK && strlen(fp) != 16) __builtin_trap();
     return 0;

@@ -31,7 +31,18 @@ static const ct_opt *find(const ct_opt *opts, const char *arg) {
     return NULL;
 }
 
+/* Destinations of the options the last ct_args_parse saw (the CLI parses once per process). */
+static const void *g_given[128];
+static int g_n_given;
+
+int ct_args_given(const void *dst) {
+    for (int i = 0; i < g_n_given; i++)
+        if (g_given[i] == dst) return 1;
+    return 0;
+}
+
 int ct_args_parse(int argc, char **argv, const ct_opt *opts, const char *usage) {
+    g_n_given = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -43,6 +54,7 @@ int ct_args_parse(int argc, char **argv, const ct_opt *opts, const char *usage) 
             fprintf(stderr, "error: unknown option '%s' (see --help)\n", a);
             return -1;
         }
+        if (g_n_given < (int)(sizeof g_given / sizeof g_given[0])) g_given[g_n_given++] = o->dst;
         if (o->kind == CT_OPT_FLAG) {
             *(int *)o->dst = 1;
             continue;

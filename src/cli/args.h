@@ -17,6 +17,10 @@ typedef struct {
    bad option to stderr and returns -1; returns 1 when --help was given, 0 otherwise. */
 int ct_args_parse(int argc, char **argv, const ct_opt *opts, const char *usage);
 
+/* 1 when the last ct_args_parse saw the option whose dst is `dst` (whatever its value): an
+   explicit flag beats the deploy profile even when it repeats the flag's default. */
+int ct_args_given(const void *dst);
+
 /* Prints usage and every option. */
 void ct_args_help(const char *usage, const ct_opt *opts);
 

@@ -219,21 +219,40 @@ ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32) {
 }
 
 ct_model *ct_cli_load_model_w(const char *dir, const char *tok_dir, int f32, const char *weights) {
-    if (!dir) {
-        fprintf(stderr, "error: --model DIR is required\n");
-        return NULL;
-    }
     ct_model_params mp = ct_model_params_default();
     mp.tokenizer_dir = tok_dir;
     mp.f32_weights = f32;
     mp.weights = weights;
+    return ct_cli_load_model_p(dir, &mp);
+}
+
+ct_model *ct_cli_load_model_p(const char *dir, const ct_model_params *mp) {
+    if (!dir) {
+        fprintf(stderr, "error: --model DIR is required\n");
+        return NULL;
+    }
     ct_model *m = NULL;
     char err[1024];
-    if (ct_model_load(dir, &mp, &m, err, sizeof err) != CT_OK) {
+    if (ct_model_load(dir, mp, &m, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         return NULL;
     }
     return m;
+}
+
+void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine_params *ep) {
+    if (mp) {
+        mp->tokenizer_dir = a->tok;
+        if (ct_args_given(&a->f32)) mp->f32_weights = a->f32;
+        if (ct_args_given(&a->weights)) { /* one format for both: the profile's split no longer applies */
+            mp->weights = a->weights;
+            mp->talker_weights = mp->predictor_weights = NULL;
+        }
+    }
+    if (ep) {
+        if (ct_args_given(&a->ctx)) ep->max_context = a->ctx;
+        if (ct_args_given(&a->threads)) ep->talker_threads = a->threads;
+    }
 }
 
 int ct_cli_run_stream(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, const char *what,

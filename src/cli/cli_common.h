@@ -39,6 +39,12 @@ char *ct_cli_get_text(const char *text, const char *file, int strip);
    returns NULL. */
 ct_model *ct_cli_load_model_w(const char *dir, const char *tok_dir, int f32, const char *weights);
 ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32);
+/* The same with full params. */
+ct_model *ct_cli_load_model_p(const char *dir, const ct_model_params *mp);
+/* The model and engine flags of the generation table that were given (--tokenizer always;
+   --f32, --weights, --context, --threads when given, whatever their value) over what the deploy
+   profile set in mp / ep (either may be NULL). */
+void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine_params *ep);
 
 /* Submits one request to e, reads it to its end (discarding the audio), and returns its chunk
    timeline in *chunks (malloc'd, *n entries) and its facts in *info. Prints errors ("error:

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli_common.h"
-#include "cli/roofline.h"
+#include "edge/roofline.h"
 #include "codec/codec.h"
 #include "core/clock.h"
 #include "core/pool.h"

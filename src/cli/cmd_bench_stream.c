@@ -2,9 +2,11 @@
    time through the stream engine and scores each chunk timeline (TTFA, playback start, stalls,
    RTF, gaps), writing the schema-1 JSON with the frame budget split (talker / predictor /
    decoder / other); `--placement LIST` runs overlapped and serial placement side by side;
-   `threads` repeats the bench over talker/codec CPU splits. */
+   `threads` repeats the bench over every placement and thread split. */
+#define _GNU_SOURCE
 #include <jansson.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/cli_profile.h"
+#include "codec/codec.h"
 #include "core/clock.h"
 #include "core/fileio.h"
 #include "core/stepstats.h"
@@ -251,12 +254,14 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, const ct
     git_sha(sha, sizeof sha);
     time_t now = time(NULL);
     strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
-    json_t *bargs = json_pack("{s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s,s:s,s:s?}", "schedule",
+    json_t *bargs = json_pack("{s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s,s:s,s:s,s:s}", "schedule",
                               sp->schedule, "profile", a->profile, "windowed", sp->windowed, "context",
                               sp->context_frames, "talker_threads", lim.talker_threads, "codec_threads",
                               lim.codec_threads, "warmup", a->warmup, "repeat", a->repeat, "speaker", a->speaker,
                               "language", a->language, "placement", ct_placement_str(ex.placement),
-                              "placement_requested", ct_placement_str(ep->placement), "weights", a->weights);
+                              "placement_requested", ct_placement_str(ep->placement), "talker_weights",
+                              ct_model_get_info(m).talker_weights, "predictor_weights",
+                              ct_model_get_info(m).predictor_weights);
     ct_bench_meta meta;
     memset(&meta, 0, sizeof meta);
     meta.model = a->model;
@@ -363,15 +368,16 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         {"prompts", 0, CT_OPT_STR, &a->prompts, "FILE", "prompts, one per line (default: 4 built-in)"},
         {"warmup", 0, CT_OPT_INT, &a->warmup, "N", "warm-up requests (default 1)"},
         {"repeat", 0, CT_OPT_INT, &a->repeat, "N", "passes over the prompts (default 1)"},
-        {"profile", 0, CT_OPT_STR, &a->profile, "auto|FILE", "deploy profile (threads, CPUs, schedule)"},
+        {"profile", 0, CT_OPT_STR, &a->profile, "auto|none|FILE",
+         "deploy profile (default auto); every flag given overrides it"},
         {"schedule", 0, CT_OPT_STR, &a->schedule, "SPEC", "exact | fixed:IC,S | ramp:... | dynamic | adaptive (overrides the profile)"},
         {"windowed", 0, CT_OPT_FLAG, &a->windowed, NULL, "windowed stateless codec decode"},
         {"context", 0, CT_OPT_INT, &a->context, "N", "windowed left context (default 72)"},
-        {"threads", 0, CT_OPT_INT, &a->threads, "N", "talker threads (default 1)"},
-        {"codec-threads", 0, CT_OPT_INT, &a->codec_threads, "N", "codec threads (default 1)"},
+        {"threads", 0, CT_OPT_INT, &a->threads, "N", "talker threads (default: the profile's)"},
+        {"codec-threads", 0, CT_OPT_INT, &a->codec_threads, "N", "codec threads (default: the profile's)"},
         {"placement", 0, CT_OPT_STR, &a->placement, "LIST",
          "overlapped | serial | auto | both, or a comma list of MODE[:THREADS[+CODEC_THREADS]] run side by side "
-         "(default overlapped)"},
+         "(default: the profile's)"},
         {"speaker", 's', CT_OPT_STR, &a->speaker, "NAME", "speaker (default: the model's first)"},
         {"language", 'l', CT_OPT_STR, &a->language, "NAME", "language (default auto)"},
         {"seed", 0, CT_OPT_U64, &a->seed, "N", "base seed"},
@@ -399,15 +405,44 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
     return 0;
 }
 
-static int setup(const bench_args *a, ct_model **m, ct_codec **c) {
+/* Loads the codec, resolves the deploy profile (auto unless --profile says otherwise) into mp,
+   ep and sp, applies the flags given over it, and loads the model in the profile's formats. */
+static int setup(const bench_args *a, ct_cli_deploy *prof, ct_engine_params *ep, ct_stream_params *sp,
+                 ct_model **m, ct_codec **c) {
     char err[1024];
-    *m = ct_cli_load_model_w(a->model, NULL, 0, a->weights);
-    if (!*m) return -1;
+    *m = NULL;
     if (ct_codec_load(a->model, c, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
-        ct_model_free(*m);
         return -1;
     }
+    ct_model_params mp = ct_model_params_default();
+    *ep = ct_engine_params_default();
+    *sp = ct_stream_params_default();
+    if (ct_cli_deploy_resolve(a->profile, a->model, ct_codec_macs_per_frame(*c), 0, prof) != 0 ||
+        ct_cli_deploy_apply(prof, &mp, ep, sp) != 0) {
+        ct_codec_free(*c);
+        return -1;
+    }
+    printf("%s\n", prof->desc);
+    if (ct_args_given(&a->weights)) {
+        mp.weights = a->weights;
+        mp.talker_weights = mp.predictor_weights = NULL;
+    }
+    if (ct_args_given(&a->threads)) ep->talker_threads = a->threads;
+    if (ct_args_given(&a->codec_threads)) ep->codec_threads = a->codec_threads;
+    if (ct_args_given(&a->ctx)) ep->max_context = a->ctx;
+    if (a->schedule) sp->schedule = a->schedule;
+    if (ct_args_given(&a->windowed)) sp->windowed = a->windowed;
+    if (ct_args_given(&a->context)) sp->context_frames = a->context;
+    ep->max_streams = 1; /* one request at a time */
+    ep->kv_budget_bytes = 0;
+    sp->utterance_bytes = 0; /* each prompt is one utterance, however long */
+    *m = ct_cli_load_model_p(a->model, &mp);
+    if (!*m) {
+        ct_codec_free(*c);
+        return -1;
+    }
+    if (!a->speaker && ct_model_get_info(*m).n_speakers) ((bench_args *)a)->speaker = ct_model_speaker(*m, 0);
     return 0;
 }
 
@@ -530,37 +565,24 @@ int ct_cli_bench_stream(int argc, char **argv) {
                          "Measures TTFA, playback start, stalls, RTF, gaps and the frame budget split per request;\n"
                          "--placement both (or overlapped:1+1,serial:2) compares placements side by side.", 0);
     if (r) return r == 1 ? 0 : r;
-    place_entry runs[8];
-    int n_runs = 1;
-    runs[0] = (place_entry){CT_PLACEMENT_OVERLAPPED, a.threads, a.codec_threads};
-    if (a.placement && (n_runs = parse_placement(a.placement, a.threads, a.codec_threads, runs, 8)) < 0) return 2;
     ct_model *m;
     ct_codec *c;
-    if (setup(&a, &m, &c) != 0) return 1;
-    if (!a.speaker && ct_model_get_info(m).n_speakers) a.speaker = ct_model_speaker(m, 0);
-    ct_engine_params ep = ct_engine_params_default();
-    ct_stream_params sp = ct_stream_params_default();
-    ct_cli_profile_map prof;
-    int rc = 1;
-    ep.talker_threads = a.threads;
-    ep.codec_threads = a.codec_threads;
-    ep.max_context = a.ctx;
-    if (a.profile && ct_cli_apply_profile(a.profile, a.model, &ep, &sp, &prof) != 0) goto out;
-    if (a.profile) printf("%s\n", prof.desc);
-    ep.max_streams = 1; /* one request at a time */
-    sp.utterance_bytes = 0; /* each prompt is one utterance, however long */
-    if (a.schedule) sp.schedule = a.schedule;
-    if (a.windowed) {
-        sp.windowed = 1;
-        sp.context_frames = a.context;
+    ct_engine_params ep;
+    ct_stream_params sp;
+    ct_cli_deploy prof;
+    if (setup(&a, &prof, &ep, &sp, &m, &c) != 0) return 1;
+    place_entry runs[8];
+    int n_runs = 1, rc = 1;
+    runs[0] = (place_entry){ep.placement, ep.talker_threads, ep.codec_threads};
+    if (a.placement && (n_runs = parse_placement(a.placement, ep.talker_threads, ep.codec_threads, runs, 8)) < 0) {
+        rc = 2;
+        goto out;
     }
-    const char *tag = a.profile ? (strcmp(a.profile, "auto") == 0 ? "profile_auto" : a.profile) : NULL;
+    const char *tag = a.profile ? (strcmp(a.profile, "auto") == 0 ? "profile_auto" : a.profile) : "profile_auto";
     if (n_runs == 1) {
-        if (a.placement || !a.profile) ep.placement = runs[0].placement; /* else the profile's */
-        if (a.placement) { /* an explicit thread count in the entry wins over the profile's */
-            ep.talker_threads = runs[0].threads;
-            ep.codec_threads = runs[0].codec_threads;
-        }
+        ep.placement = runs[0].placement;
+        ep.talker_threads = runs[0].threads;
+        ep.codec_threads = runs[0].codec_threads;
         rc = run_bench(&a, m, c, &ep, &sp, tag, argc, argv, NULL, NULL, NULL) == 0 ? 0 : 1;
         goto out;
     }
@@ -589,68 +611,91 @@ int ct_cli_bench_stream(int argc, char **argv) {
 out:
     ct_codec_free(c);
     ct_model_free(m);
+    ct_cli_deploy_free(&prof);
     return rc;
 }
 
 int ct_cli_bench_threads(int argc, char **argv) {
     bench_args a;
     int r = parse_common(argc, argv, &a, "usage: codectalk bench threads -m DIR [options]\n"
-                         "Runs the stream bench over talker+codec CPU splits (1+1, 2+1, ...).", 1);
+                         "Runs the stream bench for every placement and thread split the usable CPUs allow,\n"
+                         "one oversubscribed thread included: serial:1..N+1, overlapped T+C with T+C <= N+1\n"
+                         "(the profile's formats and schedule; per-step attribution per run).", 1);
     if (r) return r == 1 ? 0 : r;
     ct_model *m;
     ct_codec *c;
-    if (setup(&a, &m, &c) != 0) return 1;
-    if (!a.speaker && ct_model_get_info(m).n_speakers) a.speaker = ct_model_speaker(m, 0);
-    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    ct_engine_params ep0;
+    ct_stream_params sp;
+    ct_cli_deploy prof;
+    if (setup(&a, &prof, &ep0, &sp, &m, &c) != 0) return 1;
+    cpu_set_t cs;
+    int ncpu = sched_getaffinity(0, sizeof cs, &cs) == 0 ? CPU_COUNT(&cs) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1) ncpu = 1;
+    place_entry runs[64];
+    int n_runs = 0;
+    for (int t = 1; t <= ncpu + 1 && n_runs < 64; t++) runs[n_runs++] = (place_entry){CT_PLACEMENT_SERIAL, t, 0};
+    for (int t = 1; t <= ncpu; t++)
+        for (int cc = 1; t + cc <= ncpu + 1 && n_runs < 64; cc++)
+            runs[n_runs++] = (place_entry){CT_PLACEMENT_OVERLAPPED, t, cc};
     json_t *rows = json_array();
-    printf("| split (talker+codec) | TTFA p50 ms | playback start p50 ms | stall at TTFA p50 ms | RTF p50 |\n");
-    printf("|---|---|---|---|---|\n");
-    char line[4096] = "";
+    char *table = malloc(64 * 200);
     size_t off = 0;
-    ct_stream_params sp = ct_stream_params_default();
-    sp.utterance_bytes = 0;
-    if (a.schedule) sp.schedule = a.schedule;
-    sp.windowed = a.windowed;
-    sp.context_frames = a.context;
-    for (int t = 1; t < ncpu || (ncpu == 1 && t == 1); t++) {
-        int cc = ncpu - t >= 1 ? 1 : 0;
-        int tc[256], ccpu[1];
-        for (int i = 0; i < t && i < 256; i++) tc[i] = i;
-        ccpu[0] = t < ncpu ? t : 0;
-        ct_engine_params ep = ct_engine_params_default();
-        ep.max_streams = 1;
-        ep.placement = CT_PLACEMENT_OVERLAPPED;
-        ep.talker_threads = t;
-        ep.talker_cpus = tc;
-        ep.n_talker_cpus = t;
-        ep.codec_threads = 1;
-        ep.codec_cpus = ccpu;
-        ep.n_codec_cpus = cc ? 1 : 0;
-        ep.max_context = a.ctx;
-        char tag[64];
-        snprintf(tag, sizeof tag, "threads_%d+%d", t, cc);
+    int rc = table && rows ? 0 : 1;
+    for (int i = 0; i < n_runs && !rc; i++) {
+        ct_engine_params ep = ep0;
+        ep.placement = runs[i].placement;
+        ep.talker_threads = runs[i].threads;
+        ep.codec_threads = runs[i].placement == CT_PLACEMENT_SERIAL ? 1 : runs[i].codec_threads;
+        ep.talker_cpus = ep.codec_cpus = NULL; /* the sweep lets the threads float */
+        ep.n_talker_cpus = ep.n_codec_cpus = 0;
+        char th[32], tag[96];
+        threads_str(&runs[i], th, sizeof th);
+        snprintf(tag, sizeof tag, "threads_%s_%s", ct_placement_str(runs[i].placement), th);
+        int over = runs[i].threads + runs[i].codec_threads > ncpu;
+        printf("\n== %s %s%s ==\n", ct_placement_str(runs[i].placement), th, over ? " (oversubscribed)" : "");
         ct_stream_summary s;
         json_t *attr = NULL;
+        run_extra ex;
         bench_args aa = a;
         aa.tag = tag;
-        if (run_bench(&aa, m, c, &ep, &sp, "threads", argc, argv, &s, &attr, NULL) != 0) break;
-        off += (size_t)snprintf(line + off, sizeof line - off, "| %d+%d | %.1f | %.1f | %.1f | %.3f |\n", t, cc,
-                                s.ttfa_ms.p50, s.playback_start_ms.p50, s.stall_at_ttfa_ms.p50, s.rtf_streamed.p50);
-        json_array_append_new(rows, json_pack("{s:i,s:i,s:f,s:f,s:f,s:f,s:o*}", "talker_threads", t,
-                                              "codec_threads", cc, "ttfa_p50_ms", s.ttfa_ms.p50,
-                                              "playback_start_p50_ms", s.playback_start_ms.p50,
-                                              "stall_at_ttfa_p50_ms", s.stall_at_ttfa_ms.p50,
-                                              "rtf_p50", s.rtf_streamed.p50, "attribution", attr));
-        if (ncpu == 1) break;
+        if (run_bench(&aa, m, c, &ep, &sp, "threads", argc, argv, &s, &attr, &ex) != 0) {
+            rc = 1;
+            break;
+        }
+        const frame_budget *b = &ex.fb;
+        off += (size_t)snprintf(table + off, 64 * 200 - off,
+                                "| %s | %s%s | %.1f | %.1f | %d | %.3f | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n",
+                                ct_placement_str(runs[i].placement), th, over ? " (over)" : "", s.ttfa_ms.p50,
+                                s.playback_start_ms.p50, ex.n_stalls, s.rtf_streamed.p50, b->talker / 0.8,
+                                b->predictor / 0.8, b->decoder / 0.8, b->other / 0.8);
+        json_array_append_new(rows, json_pack("{s:s,s:i,s:i,s:b,s:f,s:f,s:i,s:f,s:o,s:o*}", "placement",
+                                              ct_placement_str(runs[i].placement), "talker_threads", runs[i].threads,
+                                              "codec_threads", runs[i].codec_threads, "oversubscribed", over,
+                                              "ttfa_p50_ms", s.ttfa_ms.p50, "playback_start_p50_ms",
+                                              s.playback_start_ms.p50, "stalls", ex.n_stalls, "rtf_p50",
+                                              s.rtf_streamed.p50, "frame_budget", budget_json(b), "attribution",
+                                              attr));
     }
-    printf("%s", line);
-    char path[1200], err[512];
-    snprintf(path, sizeof path, "%s/threads_sweep.json", a.out);
-    json_t *doc = json_pack("{s:s,s:s,s:o}", "model", a.model, "kind", "thread_sweep", "sweep", rows);
-    if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) fprintf(stderr, "error: %s\n", err);
-    else printf("sweep written to %s\n", path);
-    json_decref(doc);
+    if (!rc) {
+        printf("\n%d usable CPUs\n| placement | threads | TTFA p50 ms | playback start p50 ms | stalls | RTF p50 | "
+               "talker | predictor | decoder | other |\n|---|---|---|---|---|---|---|---|---|---|\n%s",
+               ncpu, table);
+        char path[1200], err[512];
+        snprintf(path, sizeof path, "%s/threads_sweep.json", a.out);
+        json_t *doc = json_pack("{s:s,s:s,s:i,s:O}", "model", a.model, "kind", "thread_sweep", "usable_cpus", ncpu,
+                                "sweep", rows);
+        if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
+            fprintf(stderr, "error: %s\n", err);
+            rc = 1;
+        } else {
+            printf("sweep written to %s\n", path);
+        }
+        json_decref(doc);
+    }
+    json_decref(rows);
+    free(table);
     ct_codec_free(c);
     ct_model_free(m);
-    return 0;
+    ct_cli_deploy_free(&prof);
+    return rc;
 }

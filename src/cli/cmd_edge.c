@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/args.h"
 #include "cli/cli_common.h"
+#include "codec/codec.h"
+#include "core/clock.h"
 #include "core/fileio.h"
 #include "edge/calibrate.h"
 #include "edge/derive.h"
@@ -45,19 +48,16 @@ static void print_hw(const ct_hw_profile *p) {
 }
 
 static void print_derived(const ct_derived *d) {
-    printf("derived:\n");
-    printf("  dtype %s, pool %.2f GiB, weights %.2f GiB, activations %.2f GiB, headroom %.2f GiB\n",
-           d->dtype, gib(d->pool_bytes), gib(d->weights_bytes), gib(d->activation_bytes),
-           gib(d->headroom_bytes));
-    printf("  KV budget %llu B: talker %llu B, codec %llu B; %llu B/token, %llu B/stream\n",
-           (unsigned long long)d->budget_bytes, (unsigned long long)d->kv0_bytes,
-           (unsigned long long)d->kv1_bytes, (unsigned long long)d->kv_bytes_per_token,
-           (unsigned long long)d->per_seq_bytes);
-    printf("  max streams %d, context %d / %d, eager %d/%d, small_vram %d\n", d->max_num_seqs,
-           d->max_len0, d->max_len1, d->eager0, d->eager1, d->small_vram);
-    if (d->cpu_bind) printf("  cpus talker '%s' codec '%s'\n", d->cpus0, d->cpus1);
-    printf("  chunk min %d frames, margin %d ms; timeouts %d s / %d s\n", d->chunk_min_frames,
-           d->chunk_margin_ms, d->stage_init_timeout_s, d->init_timeout_s);
+    char cpus[512];
+    printf("derived (engine class %s):\n", ct_hw_class_name(d->cls));
+    printf("  pool %.2f GiB, weights %.2f GiB, activations %.2f GiB, headroom %.2f GiB, budget %.2f GiB\n",
+           gib(d->pool_bytes), gib(d->weights_bytes), gib(d->activation_bytes), gib(d->headroom_bytes),
+           gib(d->budget_bytes));
+    printf("  f32 KV %llu B/token, %llu B/stream at context %d: %d stream(s) fit, KV budget %llu B\n",
+           (unsigned long long)d->kv_bytes_per_token, (unsigned long long)d->per_seq_bytes, d->max_context,
+           d->max_streams_mem, (unsigned long long)d->kv_budget_bytes);
+    printf("  usable cpus '%s'; adaptive chunks min %d frames, margin %d ms\n",
+           ct_cpu_range_str(d->cpus, d->n_cpus, cpus, sizeof cpus), d->chunk_min_frames, d->chunk_margin_ms);
 }
 
 static int model_inputs(const char *model, ct_derive_in *in) {
@@ -119,23 +119,68 @@ static int take_sets(int argc, char **argv, const char **sets, int cap, int *n_s
     return out;
 }
 
+/* The cost model's table (--explain): every format combination, predicted and measured. */
+static void explain_plan(const ct_auto_report *r, char *out, size_t cap) {
+    const ct_plan *pl = &r->plan;
+    const ct_machine *m = &r->machine;
+    size_t u = (size_t)snprintf(out, cap,
+                                "cost model: machine %s: read %.1f/%.1f GB/s (1/%d threads, %llu MiB), FMA %.0f/%.0f "
+                                "GFLOP/s; codec %.2f GFLOP/frame; target RTF %.2f on %d CPU(s)\n"
+                                "| talker/predictor | placement | talker ms | predictor ms | codec ms | frame ms "
+                                "| RTF | streams | used |\n",
+                                m->source, m->gbs_1t[m->n_sizes - 1], m->gbs_nt[m->n_sizes - 1], m->n_threads,
+                                (unsigned long long)(m->bytes[m->n_sizes - 1] >> 20), m->fma_1t, m->fma_nt,
+                                2e-9 * r->shape.codec_macs, pl->target_rtf, pl->n_cpus);
+    for (int i = 0; i < CT_PLAN_OPTIONS && u < cap; i++) {
+        const ct_plan_option *o = &pl->opt[i];
+        char place[32];
+        if (o->cfg.serial) snprintf(place, sizeof place, "serial %d", o->cfg.talker_threads);
+        else snprintf(place, sizeof place, "overlapped %d+%d", o->cfg.talker_threads, o->cfg.codec_threads);
+        const ct_cost *p = &o->predicted;
+        u += (size_t)snprintf(out + u, cap - u, "| %s/%s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %d | %s%s |\n",
+                              ct_wformat_name(o->talker_fmt), ct_wformat_name(o->pred_fmt), place, p->talker_ms,
+                              p->predictor_ms, p->codec_ms, p->frame_ms, p->rtf, o->max_streams,
+                              o->measured ? "" : "predicted", i == pl->chosen ? " <- chosen" : "");
+        if (o->measured && u < cap) {
+            const ct_cal_run *k = &o->run;
+            u += (size_t)snprintf(out + u, cap - u,
+                                  "| %s/%s measured | %s %d%s%d | %.1f (%+.0f%%) | %.1f (%+.0f%%) | %.1f (%+.0f%%) | "
+                                  "%.1f (%+.0f%%) | %.2f | | measured |\n",
+                                  ct_wformat_name(o->talker_fmt), ct_wformat_name(o->pred_fmt),
+                                  k->serial ? "serial" : "overlapped", k->talker_threads, k->serial ? "" : "+",
+                                  k->serial ? 0 : k->codec_threads, k->talker_ms,
+                                  100 * (p->talker_ms / (k->talker_ms > 0 ? k->talker_ms : 1) - 1), k->predictor_ms,
+                                  100 * (p->predictor_ms / (k->predictor_ms > 0 ? k->predictor_ms : 1) - 1),
+                                  k->codec_ms, 100 * (p->codec_ms / (k->codec_ms > 0 ? k->codec_ms : 1) - 1),
+                                  k->frame_ms, 100 * (p->frame_ms / k->frame_ms - 1), k->frame_ms / CT_FRAME_MS);
+        }
+    }
+    if (u < cap)
+        snprintf(out + u, cap - u, "%s", pl->realtime ? "" : "no combination reaches the target: the fastest is used\n");
+}
+
 int ct_cli_profile(int argc, char **argv) {
-    int autom = 0, explain = 0, max_cpus = 0, no_cal = 0;
+    int autom = 0, explain = 0, max_cpus = 0, no_cal = 0, no_measure = 0;
+    float target = 0.85f;
     const char *model = NULL, *out = NULL, *root = NULL, *pdir = NULL, *cache = NULL, *user = NULL;
     const char *sets[64], *set_help = NULL;
     int n_sets = 0;
     argc = take_sets(argc, argv, sets, 64, &n_sets);
     const ct_opt opts[] = {
-        {"auto", 0, CT_OPT_FLAG, &autom, NULL, "derive the profile for this machine (layer chain)"},
-        {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory (weights bytes, KV geometry, id)"},
-        {"explain", 0, CT_OPT_FLAG, &explain, NULL, "comment every value with the layer that set it"},
+        {"auto", 0, CT_OPT_FLAG, &autom, NULL, "derive the profile for this machine (layer chain + cost model)"},
+        {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory (weights, shape, codec, id)"},
+        {"explain", 0, CT_OPT_FLAG, &explain, NULL,
+         "comment every value with the layer that set it; the cost model per format and stage, predicted vs "
+         "measured"},
         {"out", 'o', CT_OPT_STR, &out, "FILE", "write the YAML here instead of stdout"},
         {"profile", 0, CT_OPT_STR, &user, "FILE", "user profile: top layer with --auto, else the whole profile"},
         {"root", 0, CT_OPT_STR, &root, "DIR", "probe a snapshot tree instead of this machine"},
         {"profiles-dir", 0, CT_OPT_STR, &pdir, "DIR", "directory holding qwen3_tts.yaml and hardware/"},
-        {"cache-dir", 0, CT_OPT_STR, &cache, "DIR", "calibration cache root (default $XDG_CACHE_HOME/codectalk)"},
-        {"max-cpus", 0, CT_OPT_INT, &max_cpus, "N", "use at most N CPUs of the big cluster"},
+        {"cache-dir", 0, CT_OPT_STR, &cache, "DIR", "cache root (default $XDG_CACHE_HOME/codectalk)"},
+        {"max-cpus", 0, CT_OPT_INT, &max_cpus, "N", "use at most N of the usable CPUs"},
         {"no-calibration", 0, CT_OPT_FLAG, &no_cal, NULL, "ignore the calibration cache"},
+        {"no-measure", 0, CT_OPT_FLAG, &no_measure, NULL, "no roofline run: the cost model uses the probe's figures"},
+        {"target-rtf", 0, CT_OPT_FLOAT, &target, "X", "real-time target the formats are chosen for (default 0.85)"},
         {"set", 0, CT_OPT_STR, &set_help, "KEY=VALUE", "override one key (repeatable; last layer)"},
         {NULL, 0, CT_OPT_FLAG, NULL, NULL, NULL},
     };
@@ -147,41 +192,56 @@ int ct_cli_profile(int argc, char **argv) {
         fprintf(stderr, "error: give --auto or --profile FILE (see --help)\n");
         return 2;
     }
-    ct_auto_opts ao = {pdir, model, root, NULL, cache, autom ? user : NULL, sets, n_sets, max_cpus, no_cal};
+    if (!(target > 0.05f && target <= 10.0f)) {
+        fprintf(stderr, "error: --target-rtf must be in (0.05, 10]\n");
+        return 2;
+    }
+    ct_auto_opts ao;
+    memset(&ao, 0, sizeof ao);
+    ao.profiles_dir = pdir;
+    ao.model_dir = model;
+    ao.probe_root = root;
+    ao.cache_dir = cache;
+    ao.user_file = autom ? user : NULL;
+    ao.sets = sets;
+    ao.n_sets = n_sets;
+    ao.max_cpus = max_cpus;
+    ao.no_calibration = no_cal;
+    ao.no_measure = no_measure;
+    ao.target_rtf = target;
     ct_profile *p = malloc(sizeof *p);
     ct_auto_report *rep = malloc(sizeof *rep);
     char err[1024];
     int rc = 1;
-    char *yaml = NULL;
-    if (!p || !rep) goto done;
+    char *yaml = NULL, *header = malloc(16384);
+    if (!p || !rep || !header) goto done;
     ct_status st;
-    char header[8192] = "";
+    header[0] = 0;
     if (autom) {
         st = ct_profile_auto(&ao, p, rep, err, sizeof err);
         if (st == CT_OK) {
             const ct_hw_profile *h = &rep->hw;
-            char cal[1200];
-            if (rep->have_calibration)
-                snprintf(cal, sizeof cal, "%s (rate %.1f frames/s, rtf %.3f)", rep->cache_path,
-                         rep->cal.rate_frames_per_s, rep->cal.rtf);
-            else
-                snprintf(cal, sizeof cal, "none at %s", rep->cache_path[0] ? rep->cache_path : "(disabled)");
-            snprintf(header, sizeof header,
-                     "codectalk profile --auto: model %s, class %s, fingerprint %s\n"
-                     "hardware: %s, %s, %d logical / %d physical CPUs, %.2f GiB RAM, accelerator %s\n"
-                     "%s\n%s\n"
-                     "layers: builtin -> %s%s -> %s%s -> derived -> calibration %s -> user %s -> flags (%d)%s%s%s%s",
-                     rep->model_id, ct_hw_class_name(rep->derived.cls), rep->fingerprint, h->source,
-                     h->cpu_model[0] ? h->cpu_model : "unknown cpu", h->n_logical, h->n_physical,
-                     gib(h->ram_total_bytes), h->accelerator, rep->derived.notes[0], rep->derived.notes[1],
-                     rep->base_path, ct_file_exists(rep->base_path) ? "" : " (missing)",
-                     rep->hw_overlay_path, rep->hw_overlay_found ? "" : " (missing)", cal,
-                     user ? user : "(none)", n_sets, h->notes[0] ? "\nprobe notes: " : "", h->notes,
-                     rep->warnings[0] ? "\nwarnings: " : "", rep->warnings);
+            int cals = 0;
+            for (int i = 0; i < CT_PLAN_OPTIONS; i++) cals += rep->have_calibration[i];
+            size_t u = (size_t)snprintf(
+                header, 16384,
+                "codectalk profile --auto: model %s, engine class %s (hardware %s), fingerprint %s\n"
+                "hardware: %s, %s, %d logical / %d physical CPUs, %.2f GiB RAM, accelerator %s\n"
+                "%s\n%s\n"
+                "layers: builtin -> %s%s -> %s%s -> derived -> %s -> calibration (%d format(s) cached) -> user %s "
+                "-> flags (%d)%s%s%s%s\n",
+                rep->model_id, ct_hw_class_name(rep->derived.cls), ct_hw_class_name(ct_hw_classify(h)),
+                rep->fingerprint, h->source, h->cpu_model[0] ? h->cpu_model : "unknown cpu", h->n_logical,
+                h->n_physical, gib(h->ram_total_bytes), h->accelerator, rep->derived.notes[0], rep->derived.notes[1],
+                rep->base_path, ct_file_exists(rep->base_path) ? "" : " (missing)", rep->hw_overlay_path,
+                rep->hw_overlay_found ? "" : " (none)", rep->have_plan ? "cost model" : "no cost model (no -m)",
+                cals, user ? user : "(none)", n_sets, h->notes[0] ? "\nprobe notes: " : "", h->notes,
+                rep->warnings[0] ? "\nwarnings: " : "", rep->warnings);
+            if (rep->have_plan && u < 16384) explain_plan(rep, header + u, 16384 - u);
         }
     } else {
-        st = ct_profile_resolve(user, &ao, p, err, sizeof err);
-        snprintf(header, sizeof header, "codectalk profile --profile %s", user);
+        st = ct_profile_resolve(user, &ao, p, NULL, err, sizeof err);
+        snprintf(header, 16384, "codectalk profile --profile %s", user);
     }
     if (st != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
@@ -207,125 +267,266 @@ int ct_cli_profile(int argc, char **argv) {
     rc = 0;
 done:
     free(yaml);
+    free(header);
     free(p);
     free(rep);
     return rc;
 }
 
-/* One measured request on the stream engine (engine and stream defaults: the exact schedule, one
-   chunk per frame as it is produced). */
-static int measure_request(const char *model, ct_chunk_rec **chunks, int *nc, int *sr) {
+/* One measured placement of a format combination: a warmed-up engine, one request of `frames`
+   frames with the exact schedule; the run's per-frame stage costs and the chunk timeline. */
+static int measure_run(ct_model *m, ct_codec *c, const ct_cost_cfg *cfg, int frames, ct_cal_run *run,
+                       ct_chunk_rec **chunks, int *nc) {
     char err[1024];
-    ct_model *m = NULL;
-    ct_codec *c = NULL;
     ct_engine *e = NULL;
-    int rc = -1;
-    if (ct_model_load(model, NULL, &m, err, sizeof err) != CT_OK ||
-        ct_codec_load(model, &c, err, sizeof err) != CT_OK) {
-        fprintf(stderr, "error: %s\n", err);
-        goto done;
-    }
     ct_engine_params ep = ct_engine_params_default();
+    ep.placement = cfg->serial ? CT_PLACEMENT_SERIAL : CT_PLACEMENT_OVERLAPPED;
+    ep.talker_threads = cfg->talker_threads;
+    ep.codec_threads = cfg->serial ? 1 : cfg->codec_threads;
+    ep.warmup = 1;
     if (ct_engine_create(m, c, &ep, &e, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
-        goto done;
+        return -1;
     }
+    while (ct_engine_ready(e, err, sizeof err) == 0) nanosleep(&(struct timespec){0, 5000000}, NULL);
     ct_gen_params g = ct_gen_params_default();
     g.text = "Calibration request: a sentence of ordinary length, spoken at an even pace.";
     if (ct_model_get_info(m).n_speakers) g.speaker = ct_model_speaker(m, 0);
     if (strcmp(ct_model_get_info(m).kind, "voice_design") == 0) g.instruct = "A calm voice.";
-    g.max_frames = 50;
-    g.min_new_tokens = 50;
+    g.max_frames = frames;
+    g.min_new_tokens = frames;
     ct_stream_params sp = ct_stream_params_default();
-    ct_stream_info info;
-    if (ct_cli_run_stream(e, &g, &sp, "measured request", chunks, nc, &info) != 0) goto done;
-    *sr = ct_codec_sample_rate(c);
-    fprintf(stderr, "measured request: %d chunks, first audio at %.1f ms, done at %.1f ms (%s placement)\n", *nc,
-            *nc ? (*chunks)[0].t_ms : 0.0, info.done_ms, ct_placement_str(ct_engine_get_limits(e).placement));
-    rc = 0;
-done:
+    ct_stream_info in;
+    int rc = ct_cli_run_stream(e, &g, &sp, "measured request", chunks, nc, &in);
     ct_engine_free(e);
-    ct_codec_free(c);
-    ct_model_free(m);
-    return rc;
+    if (rc != 0) return -1;
+    int f = in.frames > 1 ? in.frames : 2;
+    *run = (ct_cal_run){cfg->serial, cfg->talker_threads, cfg->serial ? 0 : cfg->codec_threads, in.talker_ms / f,
+                        in.predictor_ms / f, in.codec_ms / f, (in.done_ms - in.first_frame_ms) / (f - 1),
+                        in.prompt_len > 0 ? in.prefill_ms / in.prompt_len : 0};
+    return 0;
+}
+
+/* "T/P[,T/P...]", "all" or "chosen" into a mask of plan options. */
+static int parse_formats(const char *s, int chosen, int *mask) {
+    *mask = 0;
+    if (!s || !strcmp(s, "chosen")) {
+        *mask = 1 << chosen;
+        return 0;
+    }
+    if (!strcmp(s, "all")) {
+        *mask = (1 << CT_PLAN_OPTIONS) - 1;
+        return 0;
+    }
+    const char *q = s;
+    while (*q) {
+        const char *e = strchr(q, ',');
+        size_t l = e ? (size_t)(e - q) : strlen(q);
+        int hit = -1;
+        for (int i = 0; i < CT_PLAN_OPTIONS; i++) {
+            int tf, pf;
+            ct_plan_formats(i, &tf, &pf);
+            char name[32];
+            snprintf(name, sizeof name, "%s/%s", ct_wformat_name(tf), ct_wformat_name(pf));
+            if (strlen(name) == l && !strncmp(name, q, l)) hit = i;
+        }
+        if (hit < 0) {
+            fprintf(stderr, "error: --formats '%s': '%.*s' is not one of bf16/bf16, int8/int8, int8/int4, int4/int4 "
+                    "(or all, chosen)\n", s, (int)l, q);
+            return -1;
+        }
+        *mask |= 1 << hit;
+        q += l + (e ? 1 : 0);
+    }
+    return 0;
 }
 
 int ct_cli_calibrate(int argc, char **argv) {
-    int json = 0, dry = 0;
-    const char *model = NULL, *timeline = NULL, *root = NULL, *cache = NULL;
+    int json = 0, dry = 0, frames = 40;
+    const char *model = NULL, *timeline = NULL, *root = NULL, *cache = NULL, *formats = NULL;
     const ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory (its id enters the fingerprint)"},
-        {"timeline", 0, CT_OPT_STR, &timeline, "FILE", "recorded chunk timeline JSON {sample_rate, chunks:[{t_ms, samples}]}"},
+        {"formats", 0, CT_OPT_STR, &formats, "LIST",
+         "weight formats to measure: chosen (default: what the cost model picks), all, or T/P,... "
+         "(bf16/bf16, int8/int8, int8/int4, int4/int4)"},
+        {"frames", 0, CT_OPT_INT, &frames, "N", "frames per measured request (default 40)"},
+        {"timeline", 0, CT_OPT_STR, &timeline, "FILE",
+         "a recorded chunk timeline JSON {sample_rate, chunks:[{t_ms, samples}]} instead of measuring: the "
+         "schedule only, for one format combination"},
         {"root", 0, CT_OPT_STR, &root, "DIR", "fingerprint a snapshot tree instead of this machine"},
-        {"cache-dir", 0, CT_OPT_STR, &cache, "DIR", "calibration cache root (default $XDG_CACHE_HOME/codectalk)"},
-        {"json", 0, CT_OPT_FLAG, &json, NULL, "print the calibration as JSON"},
+        {"cache-dir", 0, CT_OPT_STR, &cache, "DIR", "cache root (default $XDG_CACHE_HOME/codectalk)"},
+        {"json", 0, CT_OPT_FLAG, &json, NULL, "print each calibration as JSON"},
         {"dry-run", 0, CT_OPT_FLAG, &dry, NULL, "do not write the cache"},
         {NULL, 0, CT_OPT_FLAG, NULL, NULL, NULL},
     };
-    int r = ct_args_parse(argc, argv, opts, "usage: codectalk calibrate -m DIR [--timeline FILE] [--json] [--dry-run]\n"
-                                            "Without --timeline, runs one measured streaming request on the model.");
+    int r = ct_args_parse(argc, argv, opts,
+                          "usage: codectalk calibrate -m DIR [--formats chosen|all|T/P,...] [--frames N] [--json] "
+                          "[--dry-run]\n"
+                          "Measures each format combination on the stream engine (serial and overlapped\n"
+                          "placements), caches the per-stage costs and the chunk schedule per hardware\n"
+                          "fingerprint + model + formats + engine version; `--profile auto` then uses them.");
     if (r) return r > 0 ? 0 : 2;
-    if (!timeline && !model) {
-        fprintf(stderr, "error: give -m DIR (one measured streaming request) or --timeline FILE\n");
+    if (!model) {
+        fprintf(stderr, "error: -m DIR is required (the calibration is per model)\n");
+        return 2;
+    }
+    if (frames < 4 || frames > 2000) {
+        fprintf(stderr, "error: --frames must be in [4, 2000]\n");
         return 2;
     }
     char err[1024];
-    ct_hw_profile hw;
-    if (ct_hw_detect(root, &hw, err, sizeof err) != CT_OK) {
+    ct_codec *codec = NULL;
+    ct_profile *p = malloc(sizeof *p);
+    ct_auto_report *rep = malloc(sizeof *rep);
+    int rc = 1;
+    if (!p || !rep) goto done;
+    if (!timeline && ct_codec_load(model, &codec, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
-        return 1;
+        goto done;
     }
-    ct_chunk_rec *chunks = NULL;
-    int nc = 0, sr = 0;
-    if (timeline) {
-        char *buf = NULL;
-        size_t n = 0;
-        if (ct_read_file(timeline, 64u << 20, &buf, &n, err, sizeof err) != CT_OK) {
-            fprintf(stderr, "error: %s\n", err);
-            return 1;
+    /* the prediction alone decides what "chosen" is and which placements to try */
+    ct_auto_opts ao;
+    memset(&ao, 0, sizeof ao);
+    ao.model_dir = model;
+    ao.probe_root = root;
+    ao.cache_dir = cache;
+    ao.no_calibration = 1;
+    ao.codec_macs = codec ? ct_codec_macs_per_frame(codec) : 0;
+    if (ct_profile_auto(&ao, p, rep, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        goto done;
+    }
+    if (rep->warnings[0]) fprintf(stderr, "warning: %s\n", rep->warnings);
+    int mask;
+    if (parse_formats(formats, rep->plan.chosen, &mask) != 0) {
+        rc = 2;
+        goto done;
+    }
+    if (timeline && (mask & (mask - 1))) {
+        fprintf(stderr, "error: --timeline calibrates one format combination; name it with --formats T/P\n");
+        rc = 2;
+        goto done;
+    }
+    printf("model %s, engine class %s, fingerprint %s, %d usable CPU(s)\n", rep->model_id,
+           ct_hw_class_name(rep->derived.cls), rep->fingerprint, rep->plan.n_cpus);
+    if (!json && !timeline)
+        printf("| talker/predictor | placement | talker ms | predictor ms | codec ms | frame ms (predicted) | "
+               "prefill ms/token |\n|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < CT_PLAN_OPTIONS; i++) {
+        if (!(mask & (1 << i))) continue;
+        const ct_plan_option *o = &rep->plan.opt[i];
+        ct_calibration cal;
+        memset(&cal, 0, sizeof cal);
+        ct_chunk_rec *chunks = NULL;
+        int nc = 0, sr = 24000;
+        if (timeline) {
+            char *buf = NULL;
+            size_t n = 0;
+            if (ct_read_file(timeline, 64u << 20, &buf, &n, err, sizeof err) != CT_OK ||
+                ct_cal_parse_timeline(buf, n, timeline, &chunks, &nc, &sr, err, sizeof err) != CT_OK) {
+                free(buf);
+                fprintf(stderr, "error: %s\n", err);
+                goto done;
+            }
+            free(buf);
+            ct_cal_from_timeline(chunks, nc, sr, &cal);
+        } else {
+            ct_model_params mp = ct_model_params_default();
+            mp.talker_weights = ct_wformat_name(o->talker_fmt);
+            mp.predictor_weights = ct_wformat_name(o->pred_fmt);
+            ct_model *m = ct_cli_load_model_p(model, &mp);
+            if (!m) goto done;
+            sr = ct_codec_sample_rate(codec);
+            /* the plan's placement, and the other kind: serial on every CPU / the best overlapped split */
+            ct_cost_cfg cfgs[2] = {o->cfg, o->cfg};
+            int ncfg = 1, n = rep->plan.n_cpus;
+            if (o->cfg.serial && n >= 2) {
+                cfgs[1].serial = 0;
+                cfgs[1].talker_threads = n - 1;
+                cfgs[1].codec_threads = 1;
+                ncfg = 2;
+            } else if (!o->cfg.serial) {
+                cfgs[1].serial = 1;
+                cfgs[1].talker_threads = n;
+                cfgs[1].codec_threads = 0;
+                ncfg = 2;
+            }
+            ct_chunk_rec *best_chunks = NULL;
+            int best_nc = 0;
+            for (int k = 0; k < ncfg; k++) {
+                ct_cal_run run;
+                if (measure_run(m, codec, &cfgs[k], frames, &run, &chunks, &nc) != 0) {
+                    ct_model_free(m);
+                    free(best_chunks);
+                    goto done;
+                }
+                cal.runs[cal.n_runs++] = run;
+                ct_cost pc;
+                ct_cost_predict(&rep->machine, &rep->shape, NULL, &cfgs[k], &pc);
+                if (!json) {
+                    char place[32];
+                    if (run.serial) snprintf(place, sizeof place, "serial %d", run.talker_threads);
+                    else snprintf(place, sizeof place, "overlapped %d+%d", run.talker_threads, run.codec_threads);
+                    printf("| %s/%s | %s | %.1f (pred. %.1f) | %.1f (pred. %.1f) | %.1f (pred. %.1f) | %.1f (%.1f) | "
+                           "%.2f (pred. %.2f) |\n",
+                           ct_wformat_name(o->talker_fmt), ct_wformat_name(o->pred_fmt), place, run.talker_ms,
+                           pc.talker_ms, run.predictor_ms, pc.predictor_ms, run.codec_ms, pc.codec_ms, run.frame_ms,
+                           pc.frame_ms, run.prefill_ms_per_token, pc.prefill_ms_per_token);
+                }
+                if (!best_chunks || run.frame_ms <= ct_cal_best_run(&cal)->frame_ms) {
+                    free(best_chunks);
+                    best_chunks = chunks;
+                    best_nc = nc;
+                } else {
+                    free(chunks);
+                }
+                chunks = NULL;
+            }
+            ct_model_free(m);
+            ct_cal_from_timeline(best_chunks, best_nc, sr, &cal);
+            free(best_chunks);
         }
-        ct_status st = ct_cal_parse_timeline(buf, n, timeline, &chunks, &nc, &sr, err, sizeof err);
-        free(buf);
-        if (st != CT_OK) {
+        free(chunks);
+        snprintf(cal.model_id, sizeof cal.model_id, "%s", rep->model_id);
+        snprintf(cal.engine_version, sizeof cal.engine_version, "%s", ct_version());
+        snprintf(cal.talker_weights, sizeof cal.talker_weights, "%s", ct_wformat_name(o->talker_fmt));
+        snprintf(cal.predictor_weights, sizeof cal.predictor_weights, "%s", ct_wformat_name(o->pred_fmt));
+        char path[1024];
+        if (ct_cal_cache_path(cache, rep->fingerprint, cal.talker_weights, cal.predictor_weights, path, sizeof path,
+                              err, sizeof err) != CT_OK) {
             fprintf(stderr, "error: %s\n", err);
-            return 1;
+            goto done;
         }
-    } else if (measure_request(model, &chunks, &nc, &sr) != 0) {
-        return 1;
+        ct_calibration old;
+        int found = 0;
+        char w[1200];
+        ct_cal_load(path, NULL, NULL, &old, &found, w, sizeof w);
+        if (w[0]) fprintf(stderr, "warning: %s (rewriting it)\n", w);
+        if (!dry && ct_cal_save(path, &cal, rep->fingerprint, rep->model_id, err, sizeof err) != CT_OK) {
+            fprintf(stderr, "error: %s\n", err);
+            goto done;
+        }
+        if (json) {
+            char *js = ct_cal_to_json(&cal, rep->fingerprint, rep->model_id);
+            if (js) printf("%s\n", js);
+            free(js);
+        } else {
+            if (cal.measured)
+                printf("%s/%s: rate %.2f frames/s, rtf %.3f, ttfa %.0f ms; ", cal.talker_weights,
+                       cal.predictor_weights, cal.rate_frames_per_s, cal.rtf, cal.ttfa_ms);
+            else
+                printf("%s/%s: chunk rate not measurable (fewer than 2 audio chunks): fallback schedule; ",
+                       cal.talker_weights, cal.predictor_weights);
+            printf("adaptive %s, min %d frames, margin %.1f ms, ramp [", cal.adaptive ? "true" : "false",
+                   cal.min_frames, cal.margin_ms);
+            for (int k = 0; k < cal.n_ramp; k++) printf("%s%d", k ? ", " : "", cal.ramp[k]);
+            printf("]\n%s %s\n", dry ? "not written (dry run):" : "cached:", path);
+        }
     }
-    ct_calibration cal;
-    ct_cal_from_timeline(chunks, nc, sr, &cal);
-    free(chunks);
-    char id[96], fp[17], path[1024];
-    ct_model_id(model, id, sizeof id);
-    if (ct_hw_fingerprint(&hw, id, fp, err, sizeof err) != CT_OK ||
-        ct_cal_cache_path(cache, fp, path, sizeof path, err, sizeof err) != CT_OK) {
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
-    }
-    ct_calibration old;
-    int found = 0;
-    char w[512];
-    ct_cal_load(path, &old, &found, w, sizeof w);
-    if (w[0]) fprintf(stderr, "warning: %s (rewriting it)\n", w);
-    if (!dry && ct_cal_save(path, &cal, fp, id, err, sizeof err) != CT_OK) {
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
-    }
-    if (json) {
-        char *s = ct_cal_to_json(&cal, fp, id);
-        if (s) printf("%s\n", s);
-        free(s);
-    } else {
-        printf("model %s, class %s, fingerprint %s\n", id, ct_hw_class_name(ct_hw_classify(&hw)), fp);
-        if (cal.measured)
-            printf("rate %.2f frames/s, rtf %.3f, ttfa %.0f ms\n", cal.rate_frames_per_s, cal.rtf, cal.ttfa_ms);
-        else
-            printf("not measurable (fewer than 2 audio chunks): fallback schedule\n");
-        printf("adaptive %s, min %d frames, margin %.1f ms, ramp [", cal.adaptive ? "true" : "false",
-               cal.min_frames, cal.margin_ms);
-        for (int i = 0; i < cal.n_ramp; i++) printf("%s%d", i ? ", " : "", cal.ramp[i]);
-        printf("]\n%s %s\n", dry ? "not written (dry run):" : "cached:", path);
-    }
-    return 0;
+    rc = 0;
+done:
+    ct_codec_free(codec);
+    free(p);
+    free(rep);
+    return rc;
 }

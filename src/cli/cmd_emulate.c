@@ -1,7 +1,8 @@
 /* `codectalk bench emulate`: the stream bench under emulated hardware classes. Each case runs
    in a child process with a synthetic hardware profile (CODECTALK_HW_PROFILE, so the derived
    deploy profile is the target's), a forced kernel ISA (CODECTALK_ISA) and a CPU affinity mask,
-   and the table shows the derived settings beside the measured TTFA / RTF. */
+   running `bench stream` with the auto profile exactly as synth applies it; the table shows what
+   each child applied (read back from its result JSON) beside the measured TTFA / RTF. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <jansson.h>
@@ -101,9 +102,9 @@ int ct_cli_bench_emulate(int argc, char **argv) {
     unsigned long long ram = (unsigned long long)pages * (unsigned long long)psz;
     ct_cpu_features feat;
     ct_cpu_detect(&feat);
-    printf("| case | note | ISA | cpus | class | derived threads (talker / codec) | schedule | "
+    printf("| case | note | ISA | cpus | engine class | weights (talker/predictor) | placement, threads | schedule | "
            "TTFA p50 ms | playback start p50 ms | stall p50 ms | RTF p50 | result |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     int ran = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const emu_case *c = &cases[i];
@@ -116,34 +117,16 @@ int ct_cli_bench_emulate(int argc, char **argv) {
         ct_isa isa;
         ct_isa_parse(c->isa, &isa);
         if (!ct_isa_supported(isa, &feat)) {
-            printf("| %s | %s | %s | %d | | | | | | | | skipped: this CPU lacks %s |\n", c->name, c->note,
+            printf("| %s | %s | %s | %d | | | | | | | | | skipped: this CPU lacks %s |\n", c->name, c->note,
                    c->isa, n, c->isa);
             continue;
         }
-        /* derived settings, computed here from the same synthetic profile */
-        ct_hw_profile hp;
-        char err[1024];
-        ct_profile prof;
-        ct_auto_opts o;
-        memset(&o, 0, sizeof o);
-        o.model_dir = model;
-        o.no_calibration = 1;
-        char klass[32] = "?", threads[600] = "?", sched[128] = "?";
-        if (ct_hw_from_json(hw, strlen(hw), c->name, &hp, err, sizeof err) == CT_OK) {
-            o.hw = &hp;
-            ct_auto_report *rep = calloc(1, sizeof *rep);
-            if (rep && ct_profile_auto(&o, &prof, rep, err, sizeof err) == CT_OK) {
-                snprintf(klass, sizeof klass, "%s", ct_hw_class_name(ct_hw_classify(&hp)));
-                snprintf(threads, sizeof threads, "%s / %s", prof.v[CT_PK_TALKER_CPUS].s,
-                         prof.v[CT_PK_CODEC_CPUS].s);
-                const ct_pval *rp = &prof.v[CT_PK_STREAM_RAMP];
-                size_t off = 0;
-                for (int k = 0; k < rp->n && off + 8 < sizeof sched; k++)
-                    off += (size_t)snprintf(sched + off, sizeof sched - off, k ? ",%d" : "%d", rp->list[k]);
-                if (prof.v[CT_PK_STREAM_ADAPTIVE].i && off + 12 < sizeof sched)
-                    snprintf(sched + off, sizeof sched - off, " adaptive");
-            }
-            free(rep);
+        char klass[32] = "?";
+        {
+            ct_hw_profile hp;
+            char err[1024];
+            if (ct_hw_from_json(hw, strlen(hw), c->name, &hp, err, sizeof err) == CT_OK)
+                snprintf(klass, sizeof klass, "%s", ct_hw_class_name(ct_hw_engine_class(&hp)));
         }
         char dir[1200], fr[16], rp[16];
         snprintf(dir, sizeof dir, "%s/%s", out, c->name);
@@ -165,18 +148,26 @@ int ct_cli_bench_emulate(int argc, char **argv) {
         }
         int status = 0;
         if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            printf("| %s | %s | %s | %d | %s | %s | %s | | | | | failed (exit %d) |\n", c->name, c->note,
-                   c->isa, n, klass, threads, sched, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            printf("| %s | %s | %s | %d | %s | | | | | | | | failed (exit %d) |\n", c->name, c->note, c->isa, n, klass,
+                   WIFEXITED(status) ? WEXITSTATUS(status) : -1);
             continue;
         }
+        /* what the child ran is what its result records: the profile as applied */
         char path[2048];
         time_t best = 0;
         json_t *doc = NULL, *sum = NULL;
         if (newest_json(dir, path, sizeof path, &best)) doc = json_load_file(path, 0, NULL);
         sum = json_object_get(doc, "summary");
-        printf("| %s | %s | %s | %d | %s | %s | %s | %.0f | %.0f | %.0f | %.3f | %s |\n", c->name, c->note,
-               c->isa, n, klass, threads, sched, sget(sum, "ttfa_ms", "p50"),
-               sget(sum, "playback_start_ms", "p50"), sget(sum, "stall_at_ttfa_ms", "p50"),
+        const json_t *ba = json_object_get(json_object_get(doc, "meta"), "bench_args");
+        const char *sched = json_string_value(json_object_get(ba, "schedule"));
+        const char *place = json_string_value(json_object_get(ba, "placement"));
+        const char *tw = json_string_value(json_object_get(ba, "talker_weights"));
+        const char *pw = json_string_value(json_object_get(ba, "predictor_weights"));
+        printf("| %s | %s | %s | %d | %s | %s/%s | %s %lld+%lld | %s | %.0f | %.0f | %.0f | %.3f | %s |\n", c->name,
+               c->note, c->isa, n, klass, tw ? tw : "?", pw ? pw : "?", place ? place : "?",
+               (long long)json_integer_value(json_object_get(ba, "talker_threads")),
+               (long long)json_integer_value(json_object_get(ba, "codec_threads")), sched ? sched : "?",
+               sget(sum, "ttfa_ms", "p50"), sget(sum, "playback_start_ms", "p50"), sget(sum, "stall_at_ttfa_ms", "p50"),
                sget(sum, "rtf_total", "p50"), sum ? path : "no result JSON");
         json_decref(doc);
     }

@@ -16,6 +16,7 @@
 #include "cli/args.h"
 #include "cli/cli_common.h"
 #include "cli/cli_profile.h"
+#include "codec/codec.h"
 #include "codectalk.h"
 #include "core/clock.h"
 #include "core/sha256.h"
@@ -35,11 +36,12 @@ int ct_cli_serve(int argc, char **argv) {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address to bind (default 127.0.0.1)"},
         {"port", 'p', CT_OPT_INT, &port, "N", "TCP port (default 8000; 0 = any free port)"},
-        {"profile", 0, CT_OPT_STR, &profile, "auto|FILE",
-         "deploy profile (streams, context, KV budget, margin, CPUs, schedule)"},
+        {"profile", 0, CT_OPT_STR, &profile, "auto|none|FILE",
+         "deploy profile (default auto: weight formats, streams, KV budget, placement, threads, CPUs, chunks, "
+         "admission cost; none = plain defaults); every flag given overrides it"},
         {"api-key", 0, CT_OPT_STR, &api_key, "KEY", "require Authorization: Bearer KEY (default: $CODECTALK_API_KEY)"},
-        {"max-streams", 0, CT_OPT_INT, &max_streams, "N", "concurrent streams (default: profile, else 1)"},
-        {"queue", 0, CT_OPT_INT, &queue, "N", "requests that may wait for a stream (default 8)"},
+        {"max-streams", 0, CT_OPT_INT, &max_streams, "N", "concurrent streams (default: the profile's)"},
+        {"queue", 0, CT_OPT_INT, &queue, "N", "requests that may wait for a stream (default: the profile's, 8)"},
         {"threads", 0, CT_OPT_INT, &threads, "N", "talker/predictor threads (default: profile, else engine)"},
         {"codec-threads", 0, CT_OPT_INT, &codec_threads, "N", "codec threads, overlapped (default: profile, else 1)"},
         {"placement", 0, CT_OPT_STR, &placement, "MODE",
@@ -93,33 +95,48 @@ int ct_cli_serve(int argc, char **argv) {
     }
     if (!api_key) api_key = getenv("CODECTALK_API_KEY");
     char err[1024];
-    ct_cli_profile_map *pm = malloc(sizeof *pm); /* CPU lists and schedule used by ep and sp */
-    ct_stream_params sp = ct_stream_params_default();
-    if (!pm || ct_cli_apply_profile(profile, model, &ep, &sp, pm) != 0) {
-        if (!pm) fprintf(stderr, "error: out of memory\n");
-        free(pm);
-        return 1;
-    }
-    if (max_streams) ep.max_streams = max_streams;
-    if (ctx) ep.max_context = ctx;
-    if (kv_mib) ep.kv_budget_bytes = (uint64_t)kv_mib << 20;
-    if (margin >= 0) ep.safety_margin_ms = margin;
-    if (no_throttle) ep.safety_margin_ms = -1; /* the engine's off switch */
-    if (threads) ep.talker_threads = threads;
-    if (codec_threads) ep.codec_threads = codec_threads;
-    ep.queue_cap = queue;
-    ep.buffer_ms = buffer_ms;
-    ep.warmup = 1;
-    ct_model *m = ct_cli_load_model_w(model, tok, f32, weights);
-    if (!m) {
-        free(pm);
-        return 1;
-    }
     ct_codec *codec = NULL;
     if (ct_codec_load(model, &codec, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
-        ct_model_free(m);
+        return 1;
+    }
+    /* the deploy profile (auto unless told), then every flag given over it */
+    ct_cli_deploy *pm = calloc(1, sizeof *pm);
+    ct_model_params mp = ct_model_params_default();
+    ct_stream_params sp = ct_stream_params_default();
+    if (!pm || ct_cli_deploy_resolve(profile, model, ct_codec_macs_per_frame(codec), 0, pm) != 0 ||
+        ct_cli_deploy_apply(pm, &mp, &ep, &sp) != 0) {
+        if (!pm) fprintf(stderr, "error: out of memory\n");
+        if (pm) ct_cli_deploy_free(pm);
         free(pm);
+        ct_codec_free(codec);
+        return 1;
+    }
+    if (placement) ct_placement_parse(placement, &ep.placement);
+    if (ct_args_given(&max_streams)) {
+        ep.max_streams = max_streams;
+        ep.kv_budget_bytes = 0; /* the streams asked for, each with its worst-case KV */
+    }
+    if (ct_args_given(&ctx)) ep.max_context = ctx;
+    if (ct_args_given(&kv_mib)) ep.kv_budget_bytes = (uint64_t)kv_mib << 20;
+    if (ct_args_given(&margin)) ep.safety_margin_ms = margin;
+    if (no_throttle) ep.safety_margin_ms = -1; /* the engine's off switch (also for compute admission) */
+    if (ct_args_given(&threads)) ep.talker_threads = threads;
+    if (ct_args_given(&codec_threads)) ep.codec_threads = codec_threads;
+    if (ct_args_given(&queue)) ep.queue_cap = queue;
+    ep.buffer_ms = buffer_ms;
+    ep.warmup = 1;
+    mp.tokenizer_dir = tok;
+    if (ct_args_given(&f32)) mp.f32_weights = f32;
+    if (ct_args_given(&weights)) {
+        mp.weights = weights;
+        mp.talker_weights = mp.predictor_weights = NULL;
+    }
+    ct_model *m = ct_cli_load_model_p(model, &mp);
+    if (!m) {
+        ct_cli_deploy_free(pm);
+        free(pm);
+        ct_codec_free(codec);
         return 1;
     }
     /* signals go to sigwait below, not to the engine or connection threads */
@@ -158,13 +175,14 @@ int ct_cli_serve(int argc, char **argv) {
     hp.max_body_bytes = (size_t)body_kb * 1024;
     hp.max_input_chars = max_chars;
     hp.codec_chunk = codec_chunk;
-    hp.schedule = profile ? sp.schedule : NULL;
+    hp.schedule = sp.schedule;
+    hp.stream = &sp;
     if (ct_http_start(e, m, &hp, &h, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
     ct_engine_limits lim = ct_engine_get_limits(e);
-    if (profile) fprintf(stderr, "%s\n", pm->desc);
+    fprintf(stderr, "%s\n", pm->desc);
     fprintf(stderr,
             "codectalk serve: model '%s' on http://%s:%d (streams %d, queue %d, context %d, KV %.1f MiB/stream of "
             "%.1f MiB, margin %.0f ms, %s placement, %d talker + %d codec threads%s)\n",
@@ -192,6 +210,7 @@ done:
     ct_engine_free(e);
     ct_codec_free(codec);
     ct_model_free(m);
+    ct_cli_deploy_free(pm);
     free(pm);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/cli_common.h"
 #include "cli/cli_profile.h"
+#include "codec/codec.h"
 #include "codectalk.h"
 #include "core/clock.h"
 #include "edge/derive.h"
@@ -85,7 +86,9 @@ int ct_cli_synth(int argc, char **argv) {
         {"utterance-bytes", 0, CT_OPT_INT, &max_bytes, "N",
          "split long text into utterances of about N bytes (default 300; 0 = one utterance)"},
         {"schedule", 0, CT_OPT_STR, &schedule, "SPEC", "chunk schedule: exact (default) | fixed:IC,S | ramp:2,4,8,16,25 | dynamic | adaptive"},
-        {"profile", 0, CT_OPT_STR, &profile, "auto|FILE", "deploy profile: threads, CPU sets, context, schedule (flags override it)"},
+        {"profile", 0, CT_OPT_STR, &profile, "auto|none|FILE",
+         "deploy profile (default auto: weight formats, placement, threads, CPUs, context, chunks; "
+         "none = plain defaults); every flag given overrides it"},
         {"windowed", 0, CT_OPT_FLAG, &windowed, NULL, "stateless windowed codec decode (the exported form)"},
         {"left-context", 0, CT_OPT_INT, &context, "N", "windowed decode left context in frames (default 72)"},
         {"codec-threads", 0, CT_OPT_INT, &codec_threads, "N", "codec decoder threads (default 1)"},
@@ -135,12 +138,23 @@ int ct_cli_synth(int argc, char **argv) {
     int rc = 1, tty = isatty(2) && !a.quiet;
     char err[1024], tmp_path[4200] = "";
     double t_load = ct_now_ms();
-    m = ct_cli_load_model_w(a.model, a.tok, a.f32, a.weights);
-    if (!m) goto done;
+    ct_cli_deploy prof;
+    memset(&prof, 0, sizeof prof);
     if (ct_codec_load(a.model, &codec, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
+    /* the deploy profile (auto unless told), then every flag given over it */
+    ct_model_params mp = ct_model_params_default();
+    ct_engine_params ep = ct_engine_params_default();
+    ct_stream_params sp = ct_stream_params_default();
+    if (ct_cli_deploy_resolve(profile, a.model, ct_codec_macs_per_frame(codec), a.quiet, &prof) != 0 ||
+        ct_cli_deploy_apply(&prof, &mp, &ep, &sp) != 0)
+        goto done;
+    if (!a.quiet) fprintf(stderr, "%s\n", prof.desc);
+    ct_cli_gen_over_profile(&a, &mp, &ep);
+    m = ct_cli_load_model_p(a.model, &mp);
+    if (!m) goto done;
     text = ct_cli_get_text(a.text, a.file, 1);
     if (!text) goto done;
     if (!text[0]) {
@@ -148,18 +162,10 @@ int ct_cli_synth(int argc, char **argv) {
         goto done;
     }
     if (ct_cli_read_xvector(&a, m, &xv) != 0) goto done;
-    ct_engine_params ep = ct_engine_params_default();
-    ct_stream_params sp = ct_stream_params_default();
-    ct_cli_profile_map prof;
-    if (profile) {
-        if (ct_cli_apply_profile(profile, a.model, &ep, &sp, &prof) != 0) goto done;
-        if (!a.quiet) fprintf(stderr, "%s\n", prof.desc);
-    }
-    ep.max_streams = 1;
-    if (!profile || a.ctx != 2048) ep.max_context = a.ctx;
-    if (!profile || a.threads) ep.talker_threads = a.threads; /* 0: the engine decides */
-    if (!profile || codec_threads != 1) ep.codec_threads = codec_threads;
-    if (placement) ep.placement = place; /* else the profile's, or auto */
+    ep.max_streams = 1; /* one stream: its worst-case KV */
+    ep.kv_budget_bytes = 0;
+    if (ct_args_given(&codec_threads)) ep.codec_threads = codec_threads;
+    if (placement) ep.placement = place;
     if (ntc) {
         ep.talker_cpus = tc;
         ep.n_talker_cpus = ntc;
@@ -169,9 +175,9 @@ int ct_cli_synth(int argc, char **argv) {
         ep.n_codec_cpus = ncc;
     }
     if (schedule) sp.schedule = schedule;
-    sp.windowed = windowed;
-    if (!profile || context != 72) sp.context_frames = context;
-    sp.utterance_bytes = max_bytes;
+    if (ct_args_given(&windowed)) sp.windowed = windowed;
+    if (ct_args_given(&context)) sp.context_frames = context;
+    if (ct_args_given(&max_bytes)) sp.utterance_bytes = max_bytes;
     if (ct_engine_create(m, codec, &ep, &e, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
@@ -244,10 +250,12 @@ int ct_cli_synth(int argc, char **argv) {
     if (tty) fputc('\n', stderr);
     if (!a.quiet)
         fprintf(stderr, "%s: %.2f s of audio in %.2f s (RTF %.3f), time to first audio %.3f s, "
-                "%d utterance(s), last stop: %s (load %.2f s, %s placement)\n",
+                "%d utterance(s), last stop: %s (load %.2f s, %s placement, weights %s/%s, %d prefill "
+                "pass(es))\n",
                 raw ? "stdout" : out, audio, wall, audio > 0 ? wall / audio : 0.0, in.ttfa_ms / 1e3,
                 in.utterances, ct_stop_reason_str(in.stop), t_load / 1e3,
-                ct_placement_str(ct_engine_get_limits(e).placement));
+                ct_placement_str(ct_engine_get_limits(e).placement), ct_model_get_info(m).talker_weights,
+                ct_model_get_info(m).predictor_weights, in.prefill_passes);
     rc = 0;
 done:
     if (f && f != stdout) fclose(f);
@@ -258,5 +266,6 @@ done:
     free(xv);
     ct_codec_free(codec);
     ct_model_free(m);
+    ct_cli_deploy_free(&prof);
     return ct_cli_exit_signal(rc); /* cleaned up: now die of the signal, as the caller expects */
 }

@@ -74,7 +74,9 @@ static int cmd_codes(int argc, char **argv) {
     const char *out = NULL, *format = "json", *profile = NULL;
     ct_opt opts[64];
     int n = ct_cli_gen_opts(&a, opts, 48);
-    opts[n++] = (ct_opt){"profile", 0, CT_OPT_STR, &profile, "auto|FILE", "deploy profile: talker threads, CPU set, context"};
+    opts[n++] = (ct_opt){"profile", 0, CT_OPT_STR, &profile, "auto|none|FILE",
+                         "deploy profile (default none): weight formats, talker threads, CPU set, context; every "
+                         "flag given overrides it"};
     opts[n++] = (ct_opt){"format", 0, CT_OPT_STR, &format, "json|bin", "output format; bin = int32 LE [frames][16]"};
     opts[n++] = (ct_opt){"output", 'o', CT_OPT_STR, &out, "FILE", "write frames to FILE (default: stdout)"};
     opts[n] = (ct_opt){NULL, 0, 0, NULL, NULL, NULL};
@@ -92,8 +94,23 @@ static int cmd_codes(int argc, char **argv) {
         fprintf(stderr, "error: refusing to write binary frames to a terminal; use -o FILE\n");
         return 2;
     }
-    ct_model *m = ct_cli_load_model_w(a.model, a.tok, a.f32, a.weights);
-    if (!m) return 1;
+    /* no codec here: the profile prices the talker and predictor only */
+    ct_model_params mp = ct_model_params_default();
+    ct_engine_params ep = ct_engine_params_default();
+    ct_cli_deploy prof;
+    memset(&prof, 0, sizeof prof);
+    if (ct_cli_deploy_resolve(profile ? profile : "none", a.model, 0, a.quiet, &prof) != 0 ||
+        ct_cli_deploy_apply(&prof, &mp, &ep, NULL) != 0) {
+        ct_cli_deploy_free(&prof);
+        return 1;
+    }
+    if (profile && !a.quiet) fprintf(stderr, "%s\n", prof.desc);
+    ct_cli_gen_over_profile(&a, &mp, &ep);
+    ct_model *m = ct_cli_load_model_p(a.model, &mp);
+    if (!m) {
+        ct_cli_deploy_free(&prof);
+        return 1;
+    }
     ct_model_info info = ct_model_get_info(m);
     char *text = ct_cli_get_text(a.text, a.file, 1);
     float *xv = NULL;
@@ -104,14 +121,8 @@ static int cmd_codes(int argc, char **argv) {
     int32_t *frames = NULL;
     if (!text || ct_cli_read_xvector(&a, m, &xv) != 0) goto done;
     /* one stream on the engine, codes out: the same frames as every other entry point */
-    ct_engine_params ep = ct_engine_params_default();
-    ct_cli_profile_map prof;
-    if (profile) {
-        if (ct_cli_apply_profile(profile, a.model, &ep, NULL, &prof) != 0) goto done;
-        if (!a.quiet) fprintf(stderr, "%s\n", prof.desc);
-    }
-    if (!profile || a.ctx != 2048) ep.max_context = a.ctx;
-    if (!profile || a.threads) ep.talker_threads = a.threads;
+    ep.max_streams = 1;
+    ep.kv_budget_bytes = 0;
     ep.placement = CT_PLACEMENT_SERIAL; /* no audio: the codec stage only passes frames on */
     char err[1024];
     if (ct_engine_create(m, NULL, &ep, &e, err, sizeof err) != CT_OK) { /* codes only: no codec */
@@ -200,6 +211,7 @@ done:
     ct_stream_release(st);
     ct_engine_free(e);
     ct_model_free(m);
+    ct_cli_deploy_free(&prof);
     return rc;
 }
 

@@ -327,9 +327,22 @@ char *ct_cal_to_json(const ct_calibration *cal, const char *fp, const char *mode
         return NULL;
     }
     for (int i = 0; i < cal->n_ramp; i++) json_array_append_new(ramp, json_integer(cal->ramp[i]));
-    json_object_set_new(o, "schema", json_integer(1));
+    json_t *runs = json_array();
+    for (int i = 0; runs && i < cal->n_runs; i++) {
+        const ct_cal_run *r = &cal->runs[i];
+        json_array_append_new(runs, json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:f}", "placement",
+                                              r->serial ? "serial" : "overlapped", "talker_threads", r->talker_threads,
+                                              "codec_threads", r->codec_threads, "talker_ms", r->talker_ms,
+                                              "predictor_ms", r->predictor_ms, "codec_ms", r->codec_ms, "frame_ms",
+                                              r->frame_ms, "prefill_ms_per_token", r->prefill_ms_per_token));
+    }
+    json_object_set_new(o, "schema", json_integer(CT_CAL_SCHEMA));
     json_object_set_new(o, "fingerprint", json_string(fp ? fp : ""));
-    json_object_set_new(o, "model", json_string(model_id ? model_id : ""));
+    json_object_set_new(o, "model", json_string(model_id ? model_id : cal->model_id));
+    json_object_set_new(o, "engine_version", json_string(cal->engine_version));
+    json_object_set_new(o, "talker_weights", json_string(cal->talker_weights));
+    json_object_set_new(o, "predictor_weights", json_string(cal->predictor_weights));
+    json_object_set_new(o, "runs", runs ? runs : json_array());
     json_object_set_new(o, "measured", json_boolean(cal->measured));
     json_object_set_new(o, "rate_frames_per_s", json_real(cal->rate_frames_per_s));
     json_object_set_new(o, "rtf", json_real(cal->rtf));
@@ -343,6 +356,42 @@ char *ct_cal_to_json(const ct_calibration *cal, const char *fp, const char *mode
     return s;
 }
 
+/* The "runs" array into c; returns the bad key or NULL. */
+static const char *parse_runs(json_t *a, ct_calibration *c) {
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *e = json_array_get(a, i);
+        const char *pl = json_string_value(json_object_get(e, "placement"));
+        ct_cal_run *r = &c->runs[c->n_runs];
+        json_t *tt = json_object_get(e, "talker_threads"), *ct = json_object_get(e, "codec_threads");
+        if (!pl || (strcmp(pl, "serial") && strcmp(pl, "overlapped")) || !json_is_integer(tt) ||
+            !json_is_integer(ct) || json_integer_value(tt) < 1 || json_integer_value(tt) > 256 ||
+            json_integer_value(ct) < 0 || json_integer_value(ct) > 256)
+            return "runs[].placement/threads";
+        r->serial = !strcmp(pl, "serial");
+        r->talker_threads = (int)json_integer_value(tt);
+        r->codec_threads = (int)json_integer_value(ct);
+        const char *names[5] = {"talker_ms", "predictor_ms", "codec_ms", "frame_ms", "prefill_ms_per_token"};
+        double *dst[5] = {&r->talker_ms, &r->predictor_ms, &r->codec_ms, &r->frame_ms, &r->prefill_ms_per_token};
+        for (int k = 0; k < 5; k++) {
+            json_t *x = json_object_get(e, names[k]);
+            if (!json_is_number(x) || !isfinite(json_number_value(x)) || json_number_value(x) < 0 ||
+                json_number_value(x) > 1e7)
+                return "runs[].<ms>";
+            *dst[k] = json_number_value(x);
+        }
+        if (!(r->frame_ms > 0)) return "runs[].frame_ms";
+        c->n_runs++;
+    }
+    return NULL;
+}
+
+const ct_cal_run *ct_cal_best_run(const ct_calibration *c) {
+    const ct_cal_run *b = NULL;
+    for (int i = 0; c && i < c->n_runs; i++)
+        if (!b || c->runs[i].frame_ms < b->frame_ms) b = &c->runs[i];
+    return b;
+}
+
 ct_status ct_cal_from_json(const char *text, size_t len, ct_calibration *out, char *err, size_t errcap) {
     json_error_t je;
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -352,7 +401,23 @@ ct_status ct_cal_from_json(const char *text, size_t len, ct_calibration *out, ch
     const char *bad = NULL;
     json_t *v;
     if (!json_is_object(o)) bad = "(root)";
-    else if (!json_is_boolean(v = json_object_get(o, "measured"))) bad = "measured";
+    else if (!json_is_integer(v = json_object_get(o, "schema")) || json_integer_value(v) != CT_CAL_SCHEMA)
+        bad = "schema";
+    else if (!json_is_string(v = json_object_get(o, "model"))) bad = "model";
+    else if (snprintf(c.model_id, sizeof c.model_id, "%s", json_string_value(v)),
+             !json_is_string(v = json_object_get(o, "engine_version")))
+        bad = "engine_version";
+    else if (snprintf(c.engine_version, sizeof c.engine_version, "%s", json_string_value(v)),
+             !json_is_string(v = json_object_get(o, "talker_weights")) || strlen(json_string_value(v)) >= 8)
+        bad = "talker_weights";
+    else if (snprintf(c.talker_weights, sizeof c.talker_weights, "%s", json_string_value(v)),
+             !json_is_string(v = json_object_get(o, "predictor_weights")) || strlen(json_string_value(v)) >= 8)
+        bad = "predictor_weights";
+    else if (snprintf(c.predictor_weights, sizeof c.predictor_weights, "%s", json_string_value(v)),
+             !json_is_array(v = json_object_get(o, "runs")) || json_array_size(v) > CT_CAL_MAX_RUNS)
+        bad = "runs";
+    else if ((bad = parse_runs(v, &c)) != NULL) {
+    } else if (!json_is_boolean(v = json_object_get(o, "measured"))) bad = "measured";
     else if (c.measured = json_is_true(v), !json_is_number(v = json_object_get(o, "rate_frames_per_s")))
         bad = "rate_frames_per_s";
     else if (c.rate_frames_per_s = json_number_value(v), !json_is_number(v = json_object_get(o, "rtf")))
@@ -390,14 +455,23 @@ ct_status ct_cal_from_json(const char *text, size_t len, ct_calibration *out, ch
 
 /* ---- cache files ------------------------------------------------------------------------- */
 
-ct_status ct_cal_cache_path(const char *cache_dir, const char *fp, char *out, size_t cap, char *err,
-                            size_t errcap) {
+ct_status ct_cache_root(const char *cache_dir, char *out, size_t cap, char *err, size_t errcap) {
     int n;
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (cache_dir && *cache_dir) n = snprintf(out, cap, "%s/calibration/%s.json", cache_dir, fp);
-    else if (xdg && *xdg) n = snprintf(out, cap, "%s/codectalk/calibration/%s.json", xdg, fp);
-    else if (home && *home) n = snprintf(out, cap, "%s/.cache/codectalk/calibration/%s.json", home, fp);
+    if (cache_dir && *cache_dir) n = snprintf(out, cap, "%s", cache_dir);
+    else if (xdg && *xdg) n = snprintf(out, cap, "%s/codectalk", xdg);
+    else if (home && *home) n = snprintf(out, cap, "%s/.cache/codectalk", home);
     else return ct_errf(err, errcap, CT_ERR_STATE, "neither XDG_CACHE_HOME nor HOME is set");
+    if (n < 0 || (size_t)n >= cap) return ct_errf(err, errcap, CT_ERR_LIMIT, "cache path too long");
+    return CT_OK;
+}
+
+ct_status ct_cal_cache_path(const char *cache_dir, const char *fp, const char *tw, const char *pw, char *out,
+                            size_t cap, char *err, size_t errcap) {
+    char root[1024];
+    ct_status st = ct_cache_root(cache_dir, root, sizeof root, err, errcap);
+    if (st != CT_OK) return st;
+    int n = snprintf(out, cap, "%s/calibration/%s-%s-%s.json", root, fp, tw, pw);
     if (n < 0 || (size_t)n >= cap) return ct_errf(err, errcap, CT_ERR_LIMIT, "cache path too long");
     return CT_OK;
 }
@@ -446,7 +520,8 @@ ct_status ct_cal_save(const char *path, const ct_calibration *cal, const char *f
     return CT_OK;
 }
 
-ct_status ct_cal_load(const char *path, ct_calibration *out, int *found, char *warn, size_t wcap) {
+ct_status ct_cal_load(const char *path, const char *model_id, const char *engine_version, ct_calibration *out,
+                      int *found, char *warn, size_t wcap) {
     *found = 0;
     if (wcap) warn[0] = 0;
     if (!ct_file_exists(path)) return CT_OK;
@@ -460,6 +535,16 @@ ct_status ct_cal_load(const char *path, ct_calibration *out, int *found, char *w
     free(buf);
     if (st != CT_OK) {
         ct_errf(warn, wcap, CT_OK, "calibration cache '%s' is corrupt, ignored: %s", path, e);
+        return CT_OK;
+    }
+    if (model_id && strcmp(out->model_id, model_id)) {
+        ct_errf(warn, wcap, CT_OK, "calibration cache '%s' is for model '%s', not '%s': ignored", path, out->model_id,
+                model_id);
+        return CT_OK;
+    }
+    if (engine_version && strcmp(out->engine_version, engine_version)) {
+        ct_errf(warn, wcap, CT_OK, "calibration cache '%s' was measured by engine %s, this is %s: ignored", path,
+                out->engine_version, engine_version);
         return CT_OK;
     }
     *found = 1;

@@ -15,7 +15,22 @@
 #define CT_CAL_JITTER_MS 40.0
 #define CT_CAL_MAX_RAMP 16
 
+#define CT_CAL_MAX_RUNS 8
+#define CT_CAL_SCHEMA 2
+
+/* One measured placement: per-stage busy ms per frame of a single stream (stream info),
+   the frame period it achieved (wall ms per frame after the first audio), the prompt cost. */
 typedef struct {
+    int serial, talker_threads, codec_threads;
+    double talker_ms, predictor_ms, codec_ms, frame_ms, prefill_ms_per_token;
+} ct_cal_run;
+
+typedef struct {
+    char model_id[96];
+    char engine_version[24];   /* ct_version() of the engine that measured */
+    char talker_weights[8], predictor_weights[8]; /* the format combination measured */
+    int n_runs;
+    ct_cal_run runs[CT_CAL_MAX_RUNS]; /* [n_runs] placements measured */
     int measured;
     double rate_frames_per_s;
     double rtf;
@@ -55,12 +70,16 @@ ct_status ct_cal_parse_timeline(const char *text, size_t len, const char *what,
                                 ct_chunk_rec **chunks, int *n, int *sample_rate, char *err,
                                 size_t errcap);
 
-/* Cache file path: <cache_dir or $XDG_CACHE_HOME/codectalk or ~/.cache/codectalk>/
-   calibration/<fingerprint>.json. CT_ERR_LIMIT if it does not fit, CT_ERR_STATE without HOME. */
-ct_status ct_cal_cache_path(const char *cache_dir, const char *fingerprint, char *out, size_t cap,
-                            char *err, size_t errcap);
+/* The cache root: cache_dir, else $XDG_CACHE_HOME/codectalk, else ~/.cache/codectalk.
+   CT_ERR_LIMIT if it does not fit, CT_ERR_STATE without HOME. */
+ct_status ct_cache_root(const char *cache_dir, char *out, size_t cap, char *err, size_t errcap);
 
-/* Serialises cal as the cache JSON (malloc'd string, caller frees; NULL on OOM). */
+/* Cache file path: <root>/calibration/<fingerprint>-<talker>-<predictor>.json (one file per
+   weight-format combination). */
+ct_status ct_cal_cache_path(const char *cache_dir, const char *fingerprint, const char *talker_weights,
+                            const char *predictor_weights, char *out, size_t cap, char *err, size_t errcap);
+
+/* Serialises cal as the cache JSON, schema 2 (malloc'd string, caller frees; NULL on OOM). */
 char *ct_cal_to_json(const ct_calibration *cal, const char *fingerprint, const char *model_id);
 
 /* Parses the cache JSON; CT_ERR_FORMAT with the key on any missing or invalid field. */
@@ -71,9 +90,14 @@ ct_status ct_cal_from_json(const char *text, size_t len, ct_calibration *out, ch
 ct_status ct_cal_save(const char *path, const ct_calibration *cal, const char *fingerprint,
                       const char *model_id, char *err, size_t errcap);
 
-/* Loads path. *found = 1 when a valid entry was read. A missing file gives CT_OK, found 0,
-   warn "". A corrupt file gives CT_OK, found 0 and a warning naming the file in warn[wcap]
-   (the caller may rewrite it). */
-ct_status ct_cal_load(const char *path, ct_calibration *out, int *found, char *warn, size_t wcap);
+/* Loads path. *found = 1 when a valid entry was read for this model, formats and engine
+   version (model_id / engine_version NULL: not checked). A missing file gives CT_OK, found 0,
+   warn "". A corrupt file, or one from another model, format or engine version, gives CT_OK,
+   found 0 and a note naming the file and the reason in warn[wcap]. */
+ct_status ct_cal_load(const char *path, const char *model_id, const char *engine_version, ct_calibration *out,
+                      int *found, char *warn, size_t wcap);
+
+/* The fastest measured run (lowest frame_ms), or NULL when none. */
+const ct_cal_run *ct_cal_best_run(const ct_calibration *c);
 
 #endif

@@ -12,30 +12,18 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 
-/* The class table, in ct_hw_class order. */
+/* The class table, in ct_hw_class order (only the CPU classes are engine classes in this build). */
 static const ct_class_consts CLASS_TABLE[CT_HW_CLASS_COUNT] = {
-    /* npu_phone */
-    {1, 2048, 16384, 1 * CT_GIB, 0.7, 4, 200, 1, 1, 0, 0.3},
-    /* jetson */
-    {2, 2048, 32768, 3 * CT_GIB, 0.7, 2, 80, 0, 1, 16 * CT_GIB, 0.8},
-    /* cuda_discrete */
-    {4, 4096, 65536, 2 * CT_GIB, 0.7, 2, 50, 0, 0, 8 * CT_GIB, 2.0},
-    /* arm64_cpu */
-    {1, 2048, 16384, 1 * CT_GIB, 0.7, 3, 160, 1, 1, 0, 0.4},
-    /* x86_cpu */
-    {2, 2048, 16384, 2 * CT_GIB, 0.7, 2, 120, 1, 1, 0, 1.0},
+    /* npu_phone */ {1, 2048, 1 * CT_GIB, 4, 200},
+    /* jetson */ {2, 2048, 3 * CT_GIB, 2, 80},
+    /* cuda_discrete */ {4, 4096, 2 * CT_GIB, 2, 50},
+    /* arm64_cpu */ {4, 2048, 1 * CT_GIB, 3, 160},
+    /* x86_cpu */ {8, 2048, 2 * CT_GIB, 2, 120},
 };
 
 const ct_class_consts *ct_class_table(ct_hw_class c) {
     if (c < 0 || c >= CT_HW_CLASS_COUNT) c = CT_HW_X86_CPU;
     return &CLASS_TABLE[c];
-}
-
-int ct_dtype_bytes_by_name(const char *d) {
-    if (!d) return 2;
-    if (!strcmp(d, "f32") || !strcmp(d, "float32")) return 4;
-    if (!strcmp(d, "fp8") || !strcmp(d, "float8_e4m3fn")) return 1;
-    return 2; /* f16, bf16, float16, bfloat16, auto, unknown */
 }
 
 uint64_t ct_kv_bytes_per_token(const ct_kv_geometry *g, int dtype_bytes) {
@@ -111,97 +99,39 @@ bad:
                    "CPU list '%.64s': expected ids 0-255 as 'a-b,c' ranges", s);
 }
 
-void ct_split_cpus(const int *cpus, int n, char *s0, size_t cap0, char *s1, size_t cap1) {
-    if (n <= 0) {
-        if (cap0) s0[0] = 0;
-        if (cap1) s1[0] = 0;
-        return;
-    }
-    long n0 = lround((double)n * 2.0 / 3.0);
-    if (n0 < 1) n0 = 1;
-    if (n > 1 && n0 > n - 1) n0 = n - 1;
-    ct_cpu_range_str(cpus, (int)n0, s0, cap0);
-    if (n0 < n) ct_cpu_range_str(cpus + n0, n - (int)n0, s1, cap1);
-    else ct_cpu_range_str(cpus + n - 1, 1, s1, cap1);
-}
-
 static double gib(uint64_t b) { return (double)b / (double)CT_GIB; }
 
 void ct_derive(const ct_hw_profile *hw, const ct_derive_in *in, ct_derived *o) {
     static const ct_derive_in none = {0, {0, 0, 0}, 0};
     if (!in) in = &none;
     memset(o, 0, sizeof *o);
-    o->cls = ct_hw_classify(hw);
+    o->cls = ct_hw_engine_class(hw);
     const ct_class_consts *k = ct_class_table(o->cls);
-    o->is_cuda = o->cls == CT_HW_JETSON || o->cls == CT_HW_CUDA_DISCRETE;
-    snprintf(o->dtype, sizeof o->dtype, "%s",
-             hw->supports_bf16 ? "bf16" : (o->is_cuda ? "f16" : "f32"));
-
     o->weights_bytes = in->weights_bytes;
-    if (o->cls == CT_HW_CUDA_DISCRETE && hw->gpu_mem_bytes) o->pool_bytes = hw->gpu_mem_bytes;
-    else if (o->cls == CT_HW_JETSON)
-        o->pool_bytes = hw->gpu_mem_bytes ? hw->gpu_mem_bytes : hw->ram_total_bytes;
-    else o->pool_bytes = hw->ram_available_bytes ? hw->ram_available_bytes : hw->ram_total_bytes;
-
+    o->pool_bytes = ct_hw_usable_ram(hw);
     uint64_t act = (uint64_t)(0.15 * (double)o->weights_bytes);
     o->activation_bytes = act > 512 * CT_MIB ? act : 512 * CT_MIB;
     o->headroom_bytes = k->headroom_bytes;
     uint64_t need = o->weights_bytes + o->activation_bytes + o->headroom_bytes;
     o->budget_bytes = o->pool_bytes > need ? o->pool_bytes - need : 0;
-    o->kv0_bytes = (uint64_t)floor(k->kv_share0 * (double)o->budget_bytes);
-    if (o->kv0_bytes > o->budget_bytes) o->kv0_bytes = o->budget_bytes;
-    o->kv1_bytes = o->budget_bytes - o->kv0_bytes;
-
-    o->max_len0 = k->max_len0;
-    o->max_len1 = k->max_len1;
-    uint64_t bpt = ct_kv_bytes_per_token(&in->kv, ct_dtype_bytes_by_name(o->dtype));
+    o->max_context = k->max_context;
+    uint64_t bpt = ct_kv_bytes_per_token(&in->kv, 4); /* the engine's KV is f32 */
     o->kv_bytes_per_token = bpt ? bpt : 8192;
-    o->per_seq_bytes = ct_kv_bytes_for_seqs(1, o->max_len0, o->kv_bytes_per_token);
-    int fit = ct_kv_max_seqs(o->kv0_bytes, o->max_len0, o->kv_bytes_per_token);
-    o->max_num_seqs = fit < k->max_num_seqs ? fit : k->max_num_seqs;
-    if (o->max_num_seqs < 1) o->max_num_seqs = 1;
-
-    uint64_t vram = hw->gpu_mem_bytes ? hw->gpu_mem_bytes : hw->ram_total_bytes;
-    o->small_vram = o->is_cuda && vram < k->small_vram_bytes;
-    o->eager0 = k->eager0 || o->small_vram;
-    o->eager1 = k->eager1 || o->small_vram;
-    if (o->is_cuda && !o->eager0) {
-        int v[3] = {1, 2, o->max_num_seqs};
-        for (int i = 0; i < 3; i++) {
-            int dup = 0;
-            for (int j = 0; j < o->n_capture; j++) dup |= o->capture_sizes[j] == v[i];
-            if (!dup) o->capture_sizes[o->n_capture++] = v[i];
-        }
-        for (int i = 1; i < o->n_capture; i++)
-            for (int j = i; j > 0 && o->capture_sizes[j - 1] > o->capture_sizes[j]; j--) {
-                int t = o->capture_sizes[j];
-                o->capture_sizes[j] = o->capture_sizes[j - 1];
-                o->capture_sizes[j - 1] = t;
-            }
-    }
-    if (!o->is_cuda) {
-        int big[CT_HW_MAX_CPUS];
-        int n = ct_hw_big_cpus(hw, big, CT_HW_MAX_CPUS);
-        if (in->max_cpus > 0 && n > in->max_cpus) n = in->max_cpus;
-        o->cpu_bind = 1;
-        ct_split_cpus(big, n, o->cpus0, sizeof o->cpus0, o->cpus1, sizeof o->cpus1);
-    }
-    o->chunk_adaptive = 1;
+    o->per_seq_bytes = ct_kv_bytes_for_seqs(1, o->max_context, o->kv_bytes_per_token);
+    int fit = ct_kv_max_seqs(o->budget_bytes, o->max_context, o->kv_bytes_per_token);
+    o->max_streams_mem = fit < k->max_streams ? fit : k->max_streams;
+    if (o->max_streams_mem < 1) o->max_streams_mem = 1;
+    o->kv_budget_bytes = (uint64_t)o->max_streams_mem * o->per_seq_bytes;
+    o->n_cpus = ct_hw_big_cpus(hw, o->cpus, CT_HW_MAX_CPUS);
+    if (in->max_cpus > 0 && o->n_cpus > in->max_cpus) o->n_cpus = in->max_cpus;
     o->chunk_min_frames = k->chunk_min_frames;
     o->chunk_margin_ms = k->chunk_margin_ms;
-    o->decode_batch_max_size = 1;
-    o->async_chunk = 1;
-
-    o->load_s = o->weights_bytes ? (double)o->weights_bytes / (k->read_gbps * 1e9) : 60.0;
-    o->compile_s = (o->eager0 && o->eager1) ? 0 : 240;
-    int stage_init = (int)ceil(2.0 * (o->load_s + o->compile_s) + 60.0);
-    o->stage_init_timeout_s = stage_init > 300 ? stage_init : 300;
-    o->init_timeout_s = stage_init * 2 > 600 ? stage_init * 2 : 600;
-    snprintf(o->notes[0], sizeof o->notes[0], "class=%s dtype=%s budget=%.2fGiB weights=%.2fGiB",
-             ct_hw_class_name(o->cls), o->dtype, gib(o->budget_bytes), gib(o->weights_bytes));
-    snprintf(o->notes[1], sizeof o->notes[1], "small_vram=%s eager=(%s,%s) max_num_seqs=%d",
-             o->small_vram ? "true" : "false", o->eager0 ? "true" : "false",
-             o->eager1 ? "true" : "false", o->max_num_seqs);
+    snprintf(o->notes[0], sizeof o->notes[0], "class=%s pool=%.2fGiB budget=%.2fGiB weights=%.2fGiB",
+             ct_hw_class_name(o->cls), gib(o->pool_bytes), gib(o->budget_bytes), gib(o->weights_bytes));
+    char cpus[128];
+    snprintf(o->notes[1], sizeof o->notes[1], "cpus=%s kv/token=%lluB streams(memory)=%d",
+             ct_cpu_range_str(o->cpus, o->n_cpus, cpus, sizeof cpus), (unsigned long long)o->kv_bytes_per_token,
+             o->max_streams_mem);
 }
 
 /* ---- model directory -------------------------------------------------------------------- */

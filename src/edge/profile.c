@@ -11,72 +11,72 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "codec/codec.h"
 #include "core/fileio.h"
+#include "edge/machine.h"
+#include "stream/schedule.h"
 #include "edge/probe.h"
 #include "model/config.h"
 
 #define I64MAX INT64_C(9223372036854775807)
 
 static const ct_pkey_info KEYS[CT_PK_COUNT] = {
-    {"description", CT_PK_STR, 0, 0, NULL, "", "(header comment)", "what this profile is for"},
-    {"engine.max_streams", CT_PK_INT, 1, 64, NULL, "1", "max_num_seqs (both stages)",
-     "concurrent streams admitted; KV must fit all of them without preemption"},
-    {"engine.parallel_init", CT_PK_BOOL, 0, 1, NULL, "false", "orchestrator.parallel_stage_init",
-     "load talker and codec concurrently"},
-    {"engine.stage_init_timeout_s", CT_PK_INT, 1, 86400, NULL, "300", "stage_init_timeout",
-     "seconds one stage may take to load"},
-    {"engine.init_timeout_s", CT_PK_INT, 1, 86400, NULL, "600", "init_timeout",
-     "seconds the whole engine may take to load"},
-    {"engine.placement", CT_PK_STR, 0, 0, "overlapped serial auto", "auto",
-     "async_chunk (true: the codec overlaps the talker)",
-     "where talker and codec run: overlapped, serial (one pool), auto (serial on <= 2 CPUs)"},
-    {"talker.device", CT_PK_STR, 0, 0, NULL, "cpu", "stage 0 devices",
-     "cpu, cuda:<n> or npu:<vendor>"},
-    {"talker.dtype", CT_PK_STR, 0, 0, "f32 bf16 f16 int8 int4", "bf16", "stage 0 engine_args.dtype",
-     "talker + code predictor weight/KV dtype (activations f32)"},
-    {"talker.cpus", CT_PK_CPUS, 0, 0, NULL, "", "stage 0 VLLM_CPU_OMP_THREADS_BIND",
+    {"description", CT_PK_STR, 0, 0, NULL, "", "-", "what this profile is for"},
+    {"engine.max_streams", CT_PK_INT, 1, 64, NULL, "1", "max_num_seqs",
+     "streams generating at once; the KV budget must hold all of them (no preemption)"},
+    {"engine.queue_depth", CT_PK_INT, 0, 4096, NULL, "8", "-",
+     "requests that may wait for a stream slot; beyond it: refused (HTTP 503 + Retry-After)"},
+    {"engine.placement", CT_PK_STR, 0, 0, "overlapped serial auto", "auto", "async_chunk",
+     "overlapped (codec on its own threads), serial (one pool runs both), auto"},
+    {"engine.kv_budget_bytes", CT_PK_U64, 0, 0, NULL, "0", "kv_cache_memory_bytes",
+     "talker KV bytes for all streams (f32 KV); 0 = max_streams worst-case streams"},
+    {"engine.throttle_margin_ms", CT_PK_INT, -1, 100000, NULL, "120", "codec_chunk_safety_margin_ms",
+     "a newcomer waits while an admitted stream's playback slack is under this; -1 = never"},
+    {"engine.max_defer_ms", CT_PK_INT, 0, 3600000, NULL, "5000", "-",
+     "longest such wait (0 = no limit)"},
+    {"engine.warmup", CT_PK_BOOL, 0, 1, NULL, "false", "enforce_eager (false)",
+     "generate two frames at start-up before reporting ready"},
+    {"engine.frame_ms_fixed", CT_PK_INT, 0, 1000000, NULL, "0", "-",
+     "predicted ms per frame period, fixed part (cost model); 0 with per_stream 0 = no compute admission"},
+    {"engine.frame_ms_per_stream", CT_PK_INT, 0, 1000000, NULL, "0", "-",
+     "predicted ms per frame period added by each stream"},
+    {"engine.request_deadline_ms", CT_PK_INT, 0, 86400000, NULL, "0", "-",
+     "a request still running this long after submission ends with a timeout error; 0 = none"},
+    {"engine.first_audio_timeout_ms", CT_PK_INT, 0, 86400000, NULL, "0", "connector_get_max_wait_first_chunk",
+     "a request with no audio this long after submission ends with a timeout error; 0 = none"},
+    {"talker.weights", CT_PK_STR, 0, 0, "bf16 int8 int4", "bf16", "engine_args.dtype",
+     "talker weight format, converted at load (activations and KV stay f32)"},
+    {"talker.threads", CT_PK_INT, 0, 256, NULL, "0", "-",
+     "talker + predictor threads (0 = the engine decides)"},
+    {"talker.cpus", CT_PK_CPUS, 0, 0, NULL, "", "VLLM_CPU_OMP_THREADS_BIND",
      "CPUs the talker threads are pinned to; \"\" = unpinned"},
-    {"talker.max_context", CT_PK_INT, 16, 1048576, NULL, "2048", "stage 0 max_model_len",
-     "talker tokens per stream (prompt + frames)"},
-    {"talker.kv_budget_bytes", CT_PK_U64, 0, 0, NULL, "0",
-     "stage 0 kv_cache_memory_bytes (replaces gpu_memory_utilization)",
-     "talker KV cache bytes for all streams; 0 = max_streams x max_context"},
-    {"talker.prefill_chunk_tokens", CT_PK_INT, 1, 65536, NULL, "512", "max_num_batched_tokens",
-     "prompt tokens per prefill step"},
-    {"talker.eager", CT_PK_BOOL, 0, 1, NULL, "true", "stage 0 enforce_eager",
-     "true = no warm-up pass at load; false = warm up each warmup_batch_sizes"},
-    {"talker.warmup_batch_sizes", CT_PK_LIST, 1, 64, NULL, "[]",
-     "compilation_config.cudagraph_capture_sizes", "batch sizes pre-run at load when not eager"},
-    {"codec.device", CT_PK_STR, 0, 0, NULL, "cpu", "stage 1 devices", "cpu, cuda:<n> or npu:<vendor>"},
-    {"codec.dtype", CT_PK_STR, 0, 0, "f32", "f32", "stage 1 engine_args.dtype",
-     "the codec decoder always runs in f32"},
-    {"codec.cpus", CT_PK_CPUS, 0, 0, NULL, "", "stage 1 VLLM_CPU_OMP_THREADS_BIND",
+    {"talker.max_context", CT_PK_INT, 16, 1048576, NULL, "2048", "max_model_len",
+     "talker KV positions per stream (prompt + frames)"},
+    {"talker.prefill_chunk_tokens", CT_PK_INT, 1, 4096, NULL, "64", "max_num_batched_tokens",
+     "prompt positions per prefill pass"},
+    {"predictor.weights", CT_PK_STR, 0, 0, "bf16 int8 int4", "bf16", "engine_args.dtype",
+     "code predictor weight format"},
+    {"codec.threads", CT_PK_INT, 1, 256, NULL, "1", "-", "codec threads (overlapped placement)"},
+    {"codec.cpus", CT_PK_CPUS, 0, 0, NULL, "", "VLLM_CPU_OMP_THREADS_BIND",
      "CPUs the codec threads are pinned to"},
-    {"codec.max_tokens", CT_PK_INT, 16, 1048576, NULL, "16384", "stage 1 max_model_len",
-     "codec tokens buffered per stream"},
-    {"codec.memory_budget_bytes", CT_PK_U64, 0, 0, NULL, "0", "stage 1 kv_cache_memory_bytes",
-     "codec ring/scratch budget; 0 = minimum"},
-    {"codec.eager", CT_PK_BOOL, 0, 1, NULL, "true", "stage 1 enforce_eager", "as talker.eager"},
-    {"streaming.enabled", CT_PK_BOOL, 0, 1, NULL, "true", "connector codec_streaming",
-     "emit audio chunk by chunk"},
+    {"codec.windowed", CT_PK_BOOL, 0, 1, NULL, "false", "-",
+     "stateless windowed decode with left context (the exported form) instead of the exact decoder"},
+    {"codec.left_context_frames", CT_PK_INT, 0, 1000, NULL, "72", "codec_left_context_frames",
+     "windowed decode left context, frames"},
+    {"streaming.policy", CT_PK_STR, 0, 0, "exact fixed ramp dynamic adaptive", "exact", "codec_chunk_adaptive",
+     "chunk schedule policy (docs/STREAMING.md)"},
+    {"streaming.first_chunk_frames", CT_PK_INT, 0, 1000, NULL, "0", "initial_codec_chunk_frames",
+     "fixed: first chunk; adaptive: first chunk (0 = from the load)"},
+    {"streaming.chunk_ramp", CT_PK_LIST, 1, 1000, NULL, "[2, 4, 8, 16, 25]", "codec_chunk_ramp",
+     "ramp: frames of the first chunks"},
     {"streaming.chunk_frames", CT_PK_INT, 1, 1000, NULL, "25", "codec_chunk_frames",
-     "steady chunk, codec frames (80 ms each)"},
-    {"streaming.left_context_frames", CT_PK_INT, 0, 1000, NULL, "72", "codec_left_context_frames",
-     "decoder left context (its sliding window)"},
-    {"streaming.chunk_ramp", CT_PK_LIST, 1, 1000, NULL, "[25]", "codec_chunk_ramp",
-     "frames of the first chunks, then chunk_frames"},
-    {"streaming.adaptive", CT_PK_BOOL, 0, 1, NULL, "false", "codec_chunk_adaptive",
-     "shrink chunks when playback slack runs low"},
+     "steady chunk, frames (80 ms each)"},
     {"streaming.min_frames", CT_PK_INT, 1, 1000, NULL, "2", "codec_chunk_min_frames",
-     "smallest adaptive chunk"},
+     "adaptive: smallest chunk"},
     {"streaming.safety_margin_ms", CT_PK_INT, 0, 100000, NULL, "50", "codec_chunk_safety_margin_ms",
-     "slack kept ahead of playback"},
-    {"streaming.decode_batch_max_size", CT_PK_INT, 1, 64, NULL, "1", "decode_batch_max_size",
-     "chunks the codec decodes in one call"},
-    {"streaming.first_chunk_wait_ms", CT_PK_INT, 1, 3600000, NULL, "3000",
-     "connector_get_max_wait_first_chunk", "give up when the first chunk takes longer"},
-    {"streaming.chunk_wait_ms", CT_PK_INT, 1, 3600000, NULL, "300", "connector_get_max_wait",
-     "give up when a later chunk takes longer"},
+     "adaptive: playback slack kept ahead"},
+    {"streaming.utterance_bytes", CT_PK_INT, 0, 100000, NULL, "300", "-",
+     "long text is split into utterances of about this many bytes (0 = one)"},
 };
 
 const ct_pkey_info *ct_profile_key(int idx) {
@@ -158,15 +158,6 @@ static ct_status parse_value(const ct_pkey_info *k, const char *s, ct_pval *v, c
             return ct_errf(why, wcap, CT_ERR_FORMAT, "value longer than %zu bytes", sizeof v->s - 1);
         if (k->choices && !in_choices(k->choices, s))
             return ct_errf(why, wcap, CT_ERR_FORMAT, "expected one of {%s}, got '%.40s'", k->choices, s);
-        if (k == &KEYS[CT_PK_TALKER_DEVICE] || k == &KEYS[CT_PK_CODEC_DEVICE]) {
-            int ok = !strcmp(s, "cpu") || (!strncmp(s, "npu:", 4) && s[4]);
-            if (!strncmp(s, "cuda:", 5) && s[5]) {
-                int64_t d;
-                ok = parse_i64(s + 5, &d) && d >= 0 && d < 64;
-            }
-            if (!ok)
-                return ct_errf(why, wcap, CT_ERR_FORMAT, "expected cpu, cuda:<n> or npu:<vendor>, got '%.40s'", s);
-        }
         snprintf(v->s, sizeof v->s, "%s", s);
         return CT_OK;
     case CT_PK_CPUS: {
@@ -422,19 +413,21 @@ ct_status ct_profile_load_file(ct_profile *p, const char *path, const char *laye
 ct_status ct_profile_validate(const ct_profile *p, char *err, size_t errcap) {
     const ct_pval *r = &p->v[CT_PK_STREAM_RAMP];
     int steady = (int)p->v[CT_PK_STREAM_CHUNK_FRAMES].i;
-    if (r->n < 1)
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "streaming.chunk_ramp must have at least one entry");
-    for (int i = 1; i < r->n; i++)
-        if (r->list[i] < r->list[i - 1])
-            return ct_errf(err, errcap, CT_ERR_FORMAT, "streaming.chunk_ramp must not decrease");
-    if (r->list[r->n - 1] > steady)
-        return ct_errf(err, errcap, CT_ERR_FORMAT,
-                       "streaming.chunk_ramp ends at %d, above streaming.chunk_frames %d",
-                       r->list[r->n - 1], steady);
+    if (!strcmp(p->v[CT_PK_STREAM_POLICY].s, "ramp")) {
+        if (r->n < 2)
+            return ct_errf(err, errcap, CT_ERR_FORMAT, "streaming.chunk_ramp needs at least two entries for policy ramp");
+        for (int i = 1; i < r->n; i++)
+            if (r->list[i] < r->list[i - 1])
+                return ct_errf(err, errcap, CT_ERR_FORMAT, "streaming.chunk_ramp must not decrease");
+    }
     if (p->v[CT_PK_STREAM_MIN_FRAMES].i > steady)
         return ct_errf(err, errcap, CT_ERR_FORMAT,
                        "streaming.min_frames %lld is above streaming.chunk_frames %d",
                        (long long)p->v[CT_PK_STREAM_MIN_FRAMES].i, steady);
+    int64_t u = p->v[CT_PK_STREAM_UTTERANCE_BYTES].i;
+    if (u != 0 && u < 16)
+        return ct_errf(err, errcap, CT_ERR_FORMAT, "streaming.utterance_bytes %lld: expected 0 or at least 16",
+                       (long long)u);
     return CT_OK;
 }
 
@@ -533,7 +526,7 @@ char *ct_profile_to_yaml(const ct_profile *p, int explain, const char *header) {
         }
         char line[400];
         snprintf(line, sizeof line, "%s%s: %s", indent, name, val);
-        if (explain) oput(&o, "%-44s # %s | %s\n", line, v->layer, k->vllm);
+        if (explain) oput(&o, "%-44s # %s | %s\n", line, v->layer, k->seed);
         else oput(&o, "%s\n", line);
     }
     if (o.oom) {
@@ -546,34 +539,52 @@ char *ct_profile_to_yaml(const ct_profile *p, int explain, const char *header) {
 /* ---- layers --------------------------------------------------------------------------------- */
 
 void ct_profile_apply_derived(ct_profile *p, const ct_derived *d, const char *layer) {
-    ct_profile_set_i(p, CT_PK_ENGINE_MAX_STREAMS, d->max_num_seqs, layer);
-    ct_profile_set_i(p, CT_PK_ENGINE_STAGE_INIT_TIMEOUT, d->stage_init_timeout_s, layer);
-    ct_profile_set_i(p, CT_PK_ENGINE_INIT_TIMEOUT, d->init_timeout_s, layer);
-    ct_profile_set_s(p, CT_PK_TALKER_DTYPE, d->dtype, layer);
-    ct_profile_set_i(p, CT_PK_TALKER_MAX_CONTEXT, d->max_len0, layer);
-    ct_profile_set_i(p, CT_PK_TALKER_KV_BUDGET, (int64_t)(d->kv0_bytes > (uint64_t)I64MAX ? (uint64_t)I64MAX : d->kv0_bytes), layer);
-    ct_profile_set_i(p, CT_PK_TALKER_EAGER, d->eager0, layer);
-    if (d->n_capture) ct_profile_set_list(p, CT_PK_TALKER_WARMUP, d->capture_sizes, d->n_capture, layer);
-    ct_profile_set_i(p, CT_PK_CODEC_MAX_TOKENS, d->max_len1, layer);
-    ct_profile_set_i(p, CT_PK_CODEC_MEMORY_BUDGET, (int64_t)(d->kv1_bytes > (uint64_t)I64MAX ? (uint64_t)I64MAX : d->kv1_bytes), layer);
-    ct_profile_set_i(p, CT_PK_CODEC_EAGER, d->eager1, layer);
-    if (d->cpu_bind) {
-        ct_profile_set_s(p, CT_PK_TALKER_DEVICE, "cpu", layer);
-        ct_profile_set_s(p, CT_PK_CODEC_DEVICE, "cpu", layer);
-        ct_profile_set_s(p, CT_PK_TALKER_CPUS, d->cpus0, layer);
-        ct_profile_set_s(p, CT_PK_CODEC_CPUS, d->cpus1, layer);
-    }
-    ct_profile_set_i(p, CT_PK_STREAM_ADAPTIVE, d->chunk_adaptive, layer);
+    ct_profile_set_i(p, CT_PK_ENGINE_MAX_STREAMS, d->max_streams_mem, layer);
+    ct_profile_set_i(p, CT_PK_ENGINE_KV_BUDGET, (int64_t)(d->kv_budget_bytes > (uint64_t)I64MAX ? (uint64_t)I64MAX : d->kv_budget_bytes), layer);
+    ct_profile_set_i(p, CT_PK_TALKER_MAX_CONTEXT, d->max_context, layer);
+    ct_profile_set_s(p, CT_PK_STREAM_POLICY, "adaptive", layer);
     ct_profile_set_i(p, CT_PK_STREAM_MIN_FRAMES, d->chunk_min_frames, layer);
     ct_profile_set_i(p, CT_PK_STREAM_MARGIN_MS, d->chunk_margin_ms, layer);
-    ct_profile_set_i(p, CT_PK_STREAM_DECODE_BATCH, d->decode_batch_max_size, layer);
+}
+
+void ct_profile_apply_plan(ct_profile *p, const ct_plan *plan, int oi, const ct_derived *d, const char *layer) {
+    const ct_plan_option *o = &plan->opt[oi];
+    ct_profile_set_s(p, CT_PK_TALKER_WEIGHTS, ct_wformat_name(o->talker_fmt), layer);
+    ct_profile_set_s(p, CT_PK_PREDICTOR_WEIGHTS, ct_wformat_name(o->pred_fmt), layer);
+    ct_profile_set_s(p, CT_PK_ENGINE_PLACEMENT, o->cfg.serial ? "serial" : "overlapped", layer);
+    ct_profile_set_i(p, CT_PK_TALKER_THREADS, o->cfg.talker_threads, layer);
+    char a[1024] = "", b[1024] = "";
+    int n = d->n_cpus, t = o->cfg.talker_threads < n ? o->cfg.talker_threads : n;
+    if (o->cfg.serial) {
+        ct_cpu_range_str(d->cpus, t, a, sizeof a);
+    } else {
+        int c = o->cfg.codec_threads;
+        ct_profile_set_i(p, CT_PK_CODEC_THREADS, c > 0 ? c : 1, layer);
+        ct_cpu_range_str(d->cpus, t, a, sizeof a);
+        if (n - t > 0) ct_cpu_range_str(d->cpus + t, n - t < c ? n - t : c, b, sizeof b);
+    }
+    ct_profile_set_s(p, CT_PK_TALKER_CPUS, a, layer);
+    ct_profile_set_s(p, CT_PK_CODEC_CPUS, b, layer);
+    int streams = o->max_streams < d->max_streams_mem ? o->max_streams : d->max_streams_mem;
+    if (streams < 1) streams = 1;
+    ct_profile_set_i(p, CT_PK_ENGINE_MAX_STREAMS, streams, layer);
+    uint64_t kv = (uint64_t)streams * d->per_seq_bytes;
+    ct_profile_set_i(p, CT_PK_ENGINE_KV_BUDGET, (int64_t)(kv > (uint64_t)I64MAX ? (uint64_t)I64MAX : kv), layer);
+    ct_profile_set_i(p, CT_PK_ENGINE_FRAME_MS_FIXED, (int64_t)ceil(o->frame_ms_fixed), layer);
+    ct_profile_set_i(p, CT_PK_ENGINE_FRAME_MS_STREAM, (int64_t)ceil(o->frame_ms_per_stream), layer);
 }
 
 void ct_profile_apply_calibration(ct_profile *p, const ct_calibration *c, const char *layer) {
-    ct_profile_set_list(p, CT_PK_STREAM_RAMP, c->ramp, c->n_ramp, layer);
-    ct_profile_set_i(p, CT_PK_STREAM_MIN_FRAMES, c->min_frames, layer);
-    ct_profile_set_i(p, CT_PK_STREAM_MARGIN_MS, (int64_t)lround(c->margin_ms), layer);
-    if (c->adaptive) ct_profile_set_i(p, CT_PK_STREAM_ADAPTIVE, 1, layer);
+    if (!c->measured) return;
+    if (c->adaptive) {
+        ct_profile_set_s(p, CT_PK_STREAM_POLICY, "adaptive", layer);
+        ct_profile_set_i(p, CT_PK_STREAM_MIN_FRAMES, c->min_frames, layer);
+        ct_profile_set_i(p, CT_PK_STREAM_MARGIN_MS, (int64_t)lround(c->margin_ms), layer);
+    } else if (c->n_ramp >= 2) {
+        ct_profile_set_s(p, CT_PK_STREAM_POLICY, "ramp", layer);
+        ct_profile_set_list(p, CT_PK_STREAM_RAMP, c->ramp, c->n_ramp, layer);
+        ct_profile_set_i(p, CT_PK_STREAM_CHUNK_FRAMES, c->ramp[c->n_ramp - 1], layer);
+    }
 }
 
 void ct_model_id(const char *dir, char *out, size_t cap) {
@@ -649,6 +660,16 @@ static ct_status apply_sets(ct_profile *p, const ct_auto_opts *o, char *err, siz
     return CT_OK;
 }
 
+/* The codec's multiply-adds per frame from dir/speech_tokenizer (0 when it cannot be loaded). */
+static double codec_macs(const char *dir) {
+    ct_codec *c = NULL;
+    char e[256];
+    if (ct_codec_load(dir, &c, e, sizeof e) != CT_OK) return 0;
+    double m = ct_codec_macs_per_frame(c);
+    ct_codec_free(c);
+    return m;
+}
+
 ct_status ct_profile_auto(const ct_auto_opts *o, ct_profile *p, ct_auto_report *r, char *err,
                           size_t errcap) {
     static const ct_auto_opts none = {0};
@@ -672,7 +693,7 @@ ct_status ct_profile_auto(const ct_auto_opts *o, ct_profile *p, ct_auto_report *
 
     if (o->hw) r->hw = *o->hw;
     else if ((st = ct_hw_detect(o->probe_root, &r->hw, err, errcap)) != CT_OK) return st;
-    ct_hw_class cls = ct_hw_classify(&r->hw);
+    ct_hw_class cls = ct_hw_engine_class(&r->hw);
     pl = snprintf(r->hw_overlay_path, sizeof r->hw_overlay_path, "%s/hardware/%s.yaml", pd,
                   ct_hw_class_name(cls));
     if (pl > 0 && (size_t)pl < sizeof r->hw_overlay_path && ct_file_exists(r->hw_overlay_path)) {
@@ -689,18 +710,52 @@ ct_status ct_profile_auto(const ct_auto_opts *o, ct_profile *p, ct_auto_report *
     ct_model_id(o->model_dir, r->model_id, sizeof r->model_id);
     ct_derive(&r->hw, &in, &r->derived);
     ct_profile_apply_derived(p, &r->derived, "derived");
-
     if ((st = ct_hw_fingerprint(&r->hw, r->model_id, r->fingerprint, err, errcap)) != CT_OK) return st;
-    if (!o->no_calibration &&
-        ct_cal_cache_path(o->cache_dir, r->fingerprint, r->cache_path, sizeof r->cache_path, NULL, 0) == CT_OK) {
-        char w[512];
-        int found = 0;
-        ct_cal_load(r->cache_path, &r->cal, &found, w, sizeof w);
-        if (w[0]) warn(r, "%s", w);
-        if (found) {
-            r->have_calibration = 1;
+
+    if (o->model_dir) { /* the cost model, corrected by calibration where it has measured */
+        if ((st = ct_model_shape_read(o->model_dir, &r->shape, err, errcap)) != CT_OK) return st;
+        r->shape.codec_macs = o->codec_macs > 0 ? o->codec_macs : codec_macs(o->model_dir);
+        if (!(r->shape.codec_macs > 0)) warn(r, "no codec in '%s': the cost model leaves it out", o->model_dir);
+        int n_cpus = r->derived.n_cpus > 0 ? r->derived.n_cpus : 1;
+        char note[1024];
+        if (o->machine) {
+            r->machine = *o->machine;
+            note[0] = 0;
+        } else {
+            ct_machine_get(o->cache_dir, r->fingerprint, &r->hw, n_cpus, o->no_measure, &r->machine, note,
+                           sizeof note);
+        }
+        if (note[0]) warn(r, "%s", note);
+        const ct_calibration *cals[CT_PLAN_OPTIONS] = {NULL};
+        for (int i = 0; i < CT_PLAN_OPTIONS && !o->no_calibration; i++) {
+            int tf, pf;
+            ct_plan_formats(i, &tf, &pf);
+            if (ct_cal_cache_path(o->cache_dir, r->fingerprint, ct_wformat_name(tf), ct_wformat_name(pf),
+                                  r->cache_path[i], sizeof r->cache_path[i], NULL, 0) != CT_OK)
+                continue;
+            char w[1200];
+            int found = 0;
+            ct_cal_load(r->cache_path[i], r->model_id, ct_version(), &r->cal[i], &found, w, sizeof w);
+            if (w[0]) warn(r, "%s", w);
+            if (found) {
+                r->have_calibration[i] = 1;
+                cals[i] = &r->cal[i];
+            }
+        }
+        double target = o->target_rtf > 0 ? o->target_rtf : 0.85;
+        ct_plan_make(&r->machine, &r->shape, NULL, n_cpus, target, 200, cals, &r->plan);
+        r->have_plan = 1;
+        int c = r->plan.chosen;
+        if (r->plan.opt[c].measured) snprintf(layer, sizeof layer, "calibration %s", r->fingerprint);
+        else snprintf(layer, sizeof layer, "cost model");
+        ct_profile_apply_plan(p, &r->plan, c, &r->derived, layer);
+        if (!r->plan.realtime)
+            warn(r, "no weight format reaches RTF %.2f here: the fastest (%s/%s) is predicted at RTF %.2f", target,
+                 ct_wformat_name(r->plan.opt[c].talker_fmt), ct_wformat_name(r->plan.opt[c].pred_fmt),
+                 r->plan.opt[c].frame_ms / CT_FRAME_MS);
+        if (r->have_calibration[c]) {
             snprintf(layer, sizeof layer, "calibration %s", r->fingerprint);
-            ct_profile_apply_calibration(p, &r->cal, layer);
+            ct_profile_apply_calibration(p, &r->cal[c], layer);
         }
     }
     if (o->user_file) {
@@ -711,20 +766,100 @@ ct_status ct_profile_auto(const ct_auto_opts *o, ct_profile *p, ct_auto_report *
     return ct_profile_validate(p, err, errcap);
 }
 
-ct_status ct_profile_resolve(const char *spec, const ct_auto_opts *o, ct_profile *p, char *err,
-                             size_t errcap) {
+ct_status ct_profile_resolve(const char *spec, const ct_auto_opts *o, ct_profile *p, ct_auto_report *r,
+                             char *err, size_t errcap) {
     if (!spec || !strcmp(spec, "auto")) {
-        ct_auto_report *r = malloc(sizeof *r);
-        if (!r) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
-        ct_status st = ct_profile_auto(o, p, r, err, errcap);
-        free(r);
+        ct_auto_report *mine = r ? NULL : malloc(sizeof *mine);
+        if (!r && !mine) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
+        ct_status st = ct_profile_auto(o, p, r ? r : mine, err, errcap);
+        free(mine);
         return st;
     }
     ct_profile_defaults(p);
-    char layer[CT_PROFILE_LAYER_LEN];
-    snprintf(layer, sizeof layer, "user %.50s", base_name(spec));
-    ct_status st = ct_profile_load_file(p, spec, layer, err, errcap);
+    ct_status st = CT_OK;
+    if (strcmp(spec, "none") != 0) {
+        char layer[CT_PROFILE_LAYER_LEN];
+        snprintf(layer, sizeof layer, "user %.50s", base_name(spec));
+        st = ct_profile_load_file(p, spec, layer, err, errcap);
+    }
     if (st == CT_OK) st = apply_sets(p, o, err, errcap);
     if (st == CT_OK) st = ct_profile_validate(p, err, errcap);
     return st;
+}
+
+static ct_status cpus_of(const ct_pval *v, const char *key, int *cpus, int *n, char *err, size_t errcap) {
+    char e[256];
+    *n = 0;
+    if (v->s[0] && ct_cpu_range_parse(v->s, cpus, CT_HW_MAX_CPUS, n, e, sizeof e) != CT_OK)
+        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: %s", key, e);
+    return CT_OK;
+}
+
+ct_status ct_profile_apply(const ct_profile *p, ct_model_params *mp, ct_engine_params *ep, ct_stream_params *sp,
+                           ct_profile_bufs *b, char *err, size_t errcap) {
+    const ct_pval *v = p->v;
+    memset(b, 0, sizeof *b);
+    if (mp) {
+        snprintf(b->talker_weights, sizeof b->talker_weights, "%.7s", v[CT_PK_TALKER_WEIGHTS].s);
+        snprintf(b->predictor_weights, sizeof b->predictor_weights, "%.7s", v[CT_PK_PREDICTOR_WEIGHTS].s);
+        mp->talker_weights = b->talker_weights;
+        mp->predictor_weights = b->predictor_weights;
+    }
+    if (ep) {
+        ct_status st;
+        ep->max_streams = (int)v[CT_PK_ENGINE_MAX_STREAMS].i;
+        ep->queue_cap = (int)v[CT_PK_ENGINE_QUEUE_DEPTH].i;
+        if (ct_placement_parse(v[CT_PK_ENGINE_PLACEMENT].s, &ep->placement) != CT_OK)
+            return ct_errf(err, errcap, CT_ERR_FORMAT, "engine.placement '%s'", v[CT_PK_ENGINE_PLACEMENT].s);
+        ep->kv_budget_bytes = (uint64_t)v[CT_PK_ENGINE_KV_BUDGET].i;
+        ep->safety_margin_ms = (double)v[CT_PK_ENGINE_THROTTLE_MARGIN].i;
+        ep->max_defer_ms = (double)v[CT_PK_ENGINE_MAX_DEFER].i;
+        ep->warmup = (int)v[CT_PK_ENGINE_WARMUP].i;
+        ep->frame_ms_fixed = (double)v[CT_PK_ENGINE_FRAME_MS_FIXED].i;
+        ep->frame_ms_per_stream = (double)v[CT_PK_ENGINE_FRAME_MS_STREAM].i;
+        ep->talker_threads = (int)v[CT_PK_TALKER_THREADS].i;
+        ep->max_context = (int)v[CT_PK_TALKER_MAX_CONTEXT].i;
+        ep->prefill_chunk_tokens = (int)v[CT_PK_TALKER_PREFILL_CHUNK].i;
+        ep->codec_threads = (int)v[CT_PK_CODEC_THREADS].i;
+        if ((st = cpus_of(&v[CT_PK_TALKER_CPUS], "talker.cpus", b->talker_cpus, &b->n_talker_cpus, err, errcap)) !=
+                CT_OK ||
+            (st = cpus_of(&v[CT_PK_CODEC_CPUS], "codec.cpus", b->codec_cpus, &b->n_codec_cpus, err, errcap)) != CT_OK)
+            return st;
+        ep->talker_cpus = b->n_talker_cpus ? b->talker_cpus : NULL;
+        ep->n_talker_cpus = b->n_talker_cpus;
+        ep->codec_cpus = b->n_codec_cpus ? b->codec_cpus : NULL;
+        ep->n_codec_cpus = b->n_codec_cpus;
+    }
+    if (sp) {
+        ct_sched_params q = ct_sched_params_default();
+        char spec[160], e[256];
+        const char *pol = v[CT_PK_STREAM_POLICY].s;
+        int ic = (int)v[CT_PK_STREAM_FIRST_CHUNK].i;
+        if (!strcmp(pol, "fixed")) {
+            snprintf(spec, sizeof spec, "fixed:%d", ic);
+        } else if (!strcmp(pol, "ramp")) {
+            size_t u = (size_t)snprintf(spec, sizeof spec, "ramp:");
+            for (int i = 0; i < v[CT_PK_STREAM_RAMP].n && u + 8 < sizeof spec; i++)
+                u += (size_t)snprintf(spec + u, sizeof spec - u, i ? ",%d" : "%d", v[CT_PK_STREAM_RAMP].list[i]);
+        } else if (!strcmp(pol, "adaptive") && ic > 0) {
+            snprintf(spec, sizeof spec, "adaptive:%d", ic);
+        } else {
+            snprintf(spec, sizeof spec, "%.40s", pol);
+        }
+        if (ct_sched_parse(spec, &q, e, sizeof e) != CT_OK)
+            return ct_errf(err, errcap, CT_ERR_FORMAT, "streaming.*: %s", e);
+        q.steady = (int)v[CT_PK_STREAM_CHUNK_FRAMES].i;
+        q.min_frames = (int)v[CT_PK_STREAM_MIN_FRAMES].i;
+        q.margin_ms = (double)v[CT_PK_STREAM_MARGIN_MS].i;
+        if (ct_sched_params_check(&q, NULL, 0, e, sizeof e) != CT_OK)
+            return ct_errf(err, errcap, CT_ERR_FORMAT, "streaming.*: %s", e);
+        ct_sched_format(&q, b->schedule, sizeof b->schedule);
+        sp->schedule = b->schedule;
+        sp->windowed = (int)v[CT_PK_CODEC_WINDOWED].i;
+        sp->context_frames = (int)v[CT_PK_CODEC_LEFT_CONTEXT].i;
+        sp->utterance_bytes = (int)v[CT_PK_STREAM_UTTERANCE_BYTES].i;
+        sp->deadline_ms = (int)v[CT_PK_ENGINE_DEADLINE].i;
+        sp->first_audio_timeout_ms = (int)v[CT_PK_ENGINE_FIRST_AUDIO].i;
+    }
+    return CT_OK;
 }

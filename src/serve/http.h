@@ -27,6 +27,10 @@ typedef struct {
                                   max_chunk_frames; 0 (default) = not given (ct_speech_schedule) */
     const char *schedule;      /* chunk schedule when neither the request nor codec_chunk picks
                                   one (a profile's); NULL = "exact". Copied. */
+    const ct_stream_params *stream; /* every request's stream params before its own fields
+                                  (windowed decode, left context, deadlines, utterance size: the
+                                  deploy profile's); NULL = ct_stream_params_default(). Copied
+                                  (its schedule is not used: see schedule). */
     int header_timeout_s;      /* a complete request header within this, also between keep-alive
                                   requests (default 10) */
     int write_timeout_s;       /* a streaming client that takes no bytes for this long loses its

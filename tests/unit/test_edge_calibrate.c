@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ct_test.h"
+#include "codectalk.h"
 #include "edge/calibrate.h"
 #include "edge/probe.h"
 
@@ -128,42 +129,78 @@ static void test_timeline(void) {
 static void test_cache(void) {
     char dir[] = "/tmp/ct_edge_cal_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    char path[1024], err[256], warn[512];
-    CHECK(ct_cal_cache_path(dir, "0123456789abcdef", path, sizeof path, err, sizeof err) == CT_OK);
+    char path[1024], err[256], warn[1200];
+    CHECK(ct_cal_cache_path(dir, "0123456789abcdef", "int8", "int4", path, sizeof path, err, sizeof err) == CT_OK);
     char want[1024];
-    snprintf(want, sizeof want, "%s/calibration/0123456789abcdef.json", dir);
+    snprintf(want, sizeof want, "%s/calibration/0123456789abcdef-int8-int4.json", dir);
     CHECK(strcmp(path, want) == 0);
     setenv("XDG_CACHE_HOME", "/xdg", 1);
-    CHECK(ct_cal_cache_path(NULL, "ab", want, sizeof want, err, sizeof err) == CT_OK &&
-          strcmp(want, "/xdg/codectalk/calibration/ab.json") == 0);
+    CHECK(ct_cal_cache_path(NULL, "ab", "bf16", "bf16", want, sizeof want, err, sizeof err) == CT_OK &&
+          strcmp(want, "/xdg/codectalk/calibration/ab-bf16-bf16.json") == 0);
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", "/home/u", 1);
-    CHECK(ct_cal_cache_path(NULL, "ab", want, sizeof want, err, sizeof err) == CT_OK &&
-          strcmp(want, "/home/u/.cache/codectalk/calibration/ab.json") == 0);
+    CHECK(ct_cal_cache_path(NULL, "ab", "bf16", "bf16", want, sizeof want, err, sizeof err) == CT_OK &&
+          strcmp(want, "/home/u/.cache/codectalk/calibration/ab-bf16-bf16.json") == 0);
 
     ct_calibration c, back;
     int found = 1;
-    CHECK(ct_cal_load(path, &back, &found, warn, sizeof warn) == CT_OK && !found && !warn[0]);
+    CHECK(ct_cal_load(path, "model-x", ct_version(), &back, &found, warn, sizeof warn) == CT_OK && !found &&
+          !warn[0]);
     ct_cal_schedule(10, 420, &c);
+    snprintf(c.model_id, sizeof c.model_id, "model-x");
+    snprintf(c.engine_version, sizeof c.engine_version, "%s", ct_version());
+    snprintf(c.talker_weights, sizeof c.talker_weights, "int8");
+    snprintf(c.predictor_weights, sizeof c.predictor_weights, "int4");
+    c.n_runs = 2;
+    c.runs[0] = (ct_cal_run){1, 2, 0, 20.5, 40.25, 30, 95.5, 6.5};
+    c.runs[1] = (ct_cal_run){0, 1, 1, 22, 44, 55, 70.25, 7};
     CHECK(ct_cal_save(path, &c, "0123456789abcdef", "model-x", err, sizeof err) == CT_OK);
-    CHECK(ct_cal_load(path, &back, &found, warn, sizeof warn) == CT_OK && found && !warn[0]);
+    CHECK(ct_cal_load(path, "model-x", ct_version(), &back, &found, warn, sizeof warn) == CT_OK && found &&
+          !warn[0]);
     CHECK(back.measured == 1 && back.min_frames == 7 && back.n_ramp == 3 && back.ramp[2] == 25 &&
           back.adaptive == 1 && fabs(back.margin_ms - 140) < 1e-9 && fabs(back.rtf - 1.25) < 1e-12 &&
           back.ttfa_ms == 420);
+    CHECK(back.n_runs == 2 && back.runs[0].serial == 1 && back.runs[0].talker_threads == 2 &&
+          back.runs[1].codec_threads == 1 && back.runs[0].predictor_ms == 40.25 && back.runs[1].frame_ms == 70.25 &&
+          !strcmp(back.talker_weights, "int8") && !strcmp(back.predictor_weights, "int4"));
+    /* the fastest run decides */
+    CHECK(ct_cal_best_run(&back) == &back.runs[1] && ct_cal_best_run(NULL) == NULL);
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     CHECK(access(tmp, F_OK) != 0); /* temp file renamed away */
 
+    /* another model or engine version: ignored with a note naming both */
+    CHECK(ct_cal_load(path, "model-y", ct_version(), &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECKF(strstr(warn, "model-x") && strstr(warn, "model-y") && strstr(warn, path), "%s", warn);
+    CHECK(ct_cal_load(path, "model-x", "0.0.0-old", &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECKF(strstr(warn, "engine") && strstr(warn, "0.0.0-old"), "%s", warn);
+
     write_text(path, "{\"measured\": true, \"rate_frames_per_s\": \"fast\"");
-    CHECK(ct_cal_load(path, &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECK(ct_cal_load(path, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
     CHECKF(strstr(warn, "corrupt") && strstr(warn, path), "%s", warn);
-    write_text(path, "{\"measured\": true, \"rate_frames_per_s\": 1, \"rtf\": 1, \"codec_chunk_adaptive\": true,"
-          " \"codec_chunk_min_frames\": 0, \"codec_chunk_safety_margin_ms\": 1, \"codec_chunk_ramp\": [1]}");
-    CHECK(ct_cal_load(path, &back, &found, warn, sizeof warn) == CT_OK && !found);
+    /* schema 1 (no formats, runs or version): stale, ignored */
+    write_text(path, "{\"schema\": 1, \"measured\": true, \"rate_frames_per_s\": 1, \"rtf\": 1, "
+                     "\"codec_chunk_adaptive\": true, \"codec_chunk_min_frames\": 2, "
+                     "\"codec_chunk_safety_margin_ms\": 1, \"codec_chunk_ramp\": [1]}");
+    CHECK(ct_cal_load(path, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECKF(strstr(warn, "schema") != NULL, "%s", warn);
+    char *js = ct_cal_to_json(&c, "0123456789abcdef", "model-x");
+    CHECK(js != NULL);
+    char *mm = js ? strstr(js, "\"codec_chunk_min_frames\": 7") : NULL;
+    if (mm) mm[strlen("\"codec_chunk_min_frames\": ")] = '0';
+    write_text(path, js ? js : "");
+    CHECK(ct_cal_load(path, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
     CHECKF(strstr(warn, "codec_chunk_min_frames") != NULL, "%s", warn);
+    char *fm = js ? strstr(js, "\"frame_ms\": 95.5") : NULL;
+    if (mm) mm[strlen("\"codec_chunk_min_frames\": ")] = '7';
+    if (fm) memcpy(fm + strlen("\"frame_ms\": "), "-1.5", 4);
+    write_text(path, js ? js : "");
+    CHECK(ct_cal_load(path, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECKF(strstr(warn, "runs[]") != NULL, "%s", warn);
+    free(js);
     /* rewritten over the corrupt file */
     CHECK(ct_cal_save(path, &c, "0123456789abcdef", "model-x", err, sizeof err) == CT_OK);
-    CHECK(ct_cal_load(path, &back, &found, warn, sizeof warn) == CT_OK && found);
+    CHECK(ct_cal_load(path, "model-x", ct_version(), &back, &found, warn, sizeof warn) == CT_OK && found);
     remove(path);
     char sub[1100];
     snprintf(sub, sizeof sub, "%s/calibration", dir);

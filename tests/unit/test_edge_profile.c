@@ -1,6 +1,7 @@
-/* Layered deploy profiles (EDGE.md 5): the strict YAML loader and its error messages, the
-   writer's round trip, and the auto chain (base -> class overlay -> derived -> calibration ->
-   user file -> flags) including the RK3588 end state of EDGE.md 5. */
+/* Deploy profiles (docs/EDGE.md 4): the strict YAML loader and its error messages, the writer's
+   round trip, every key reaching the params it stands for (ct_profile_apply), and the auto
+   chain (base -> class overlay -> derived -> cost model / calibration -> calibrated schedule ->
+   user file -> flags) on snapshot machines with fixed machine rates. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,21 +43,22 @@ static int list_is(ct_pkey k, const int *v, int n) {
 static void test_loader(void) {
     ct_profile_defaults(&P);
     CHECK(ct_profile_validate(&P, err, sizeof err) == CT_OK);
-    CHECK(strcmp(P.v[CT_PK_TALKER_DTYPE].s, "bf16") == 0 && strcmp(P.v[CT_PK_TALKER_DTYPE].layer, "builtin") == 0);
+    CHECK(strcmp(P.v[CT_PK_TALKER_WEIGHTS].s, "bf16") == 0 && strcmp(P.v[CT_PK_TALKER_WEIGHTS].layer, "builtin") == 0);
 
     CHECK(load("") == CT_OK);
     CHECK(load("# only a comment\n") == CT_OK);
     CHECK(load("{}\n") == CT_OK);
-    CHECK(load("engine:\n  max_streams: 3\nstreaming:\n  chunk_ramp: [3, 6, 12]\n  adaptive: yes\n"
-               "talker:\n  cpus: \"0,1,2,3\"\n  kv_budget_bytes: 123456789012\n") == CT_OK);
+    CHECK(load("engine:\n  max_streams: 3\n  kv_budget_bytes: 123456789012\n  warmup: yes\nstreaming:\n"
+               "  chunk_ramp: [3, 6, 12]\n  policy: ramp\ntalker:\n  cpus: \"0,1,2,3\"\n") == CT_OK);
     static const int r3[] = {3, 6, 12};
     CHECK(P.v[CT_PK_ENGINE_MAX_STREAMS].i == 3 && strcmp(P.v[CT_PK_ENGINE_MAX_STREAMS].layer, "test") == 0);
-    CHECK(list_is(CT_PK_STREAM_RAMP, r3, 3) && P.v[CT_PK_STREAM_ADAPTIVE].i == 1);
-    CHECK(strcmp(P.v[CT_PK_TALKER_CPUS].s, "0-3") == 0 && P.v[CT_PK_TALKER_KV_BUDGET].i == 123456789012LL);
+    CHECK(list_is(CT_PK_STREAM_RAMP, r3, 3) && P.v[CT_PK_ENGINE_WARMUP].i == 1 &&
+          !strcmp(P.v[CT_PK_STREAM_POLICY].s, "ramp"));
+    CHECK(strcmp(P.v[CT_PK_TALKER_CPUS].s, "0-3") == 0 && P.v[CT_PK_ENGINE_KV_BUDGET].i == 123456789012LL);
     CHECK(load("streaming:\n  chunk_ramp:\n    - 2\n    - 25\n") == CT_OK && P.v[CT_PK_STREAM_RAMP].n == 2);
 
     /* errors name file, line and key */
-    CHECK(load("talker:\n  dtype: bf16\n  kv_budget: 5\n") == CT_ERR_FORMAT);
+    CHECK(load("talker:\n  weights: bf16\n  kv_budget: 5\n") == CT_ERR_FORMAT);
     CHECKF(strstr(err, "x.yaml:3:") && strstr(err, "unknown key 'talker.kv_budget'"), "%s", err);
     CHECK(load("turbo:\n  on: true\n") == CT_ERR_FORMAT);
     CHECKF(strstr(err, "x.yaml:1:") && strstr(err, "'turbo'"), "%s", err);
@@ -71,15 +73,22 @@ static void test_loader(void) {
     CHECK(load("engine:\n  max_streams: 0\n") == CT_ERR_FORMAT);
     CHECK(load("engine:\n  max_streams:\n") == CT_ERR_FORMAT);
     CHECKF(strstr(err, "has no value"), "%s", err);
-    CHECK(load("engine:\n  parallel_init: maybe\n") == CT_ERR_FORMAT);
+    CHECK(load("engine:\n  warmup: maybe\n") == CT_ERR_FORMAT);
+    /* keys of the seed framework with no meaning here are gone */
+    CHECK(load("engine:\n  parallel_init: true\n") == CT_ERR_FORMAT);
+    CHECK(load("talker:\n  eager: true\n") == CT_ERR_FORMAT);
+    CHECK(load("talker:\n  dtype: bf16\n") == CT_ERR_FORMAT);
+    CHECK(load("streaming:\n  decode_batch_max_size: 1\n") == CT_ERR_FORMAT);
+    CHECK(load("engine:\n  throttle_margin_ms: -2\n") == CT_ERR_FORMAT);
+    CHECK(load("engine:\n  throttle_margin_ms: -1\n") == CT_OK);
     CHECK(load("streaming:\n  chunk_ramp: 25\n") == CT_ERR_FORMAT);
     CHECK(load("engine:\n  max_streams: [1]\n") == CT_ERR_FORMAT);
     CHECK(load("streaming:\n  chunk_ramp: [1, x]\n") == CT_ERR_FORMAT);
-    CHECK(load("talker:\n  dtype: fp64\n") == CT_ERR_FORMAT);
-    CHECKF(strstr(err, "talker.dtype") && strstr(err, "f32 bf16"), "%s", err);
-    CHECK(load("codec:\n  dtype: bf16\n") == CT_ERR_FORMAT); /* codec is always f32 */
-    CHECK(load("talker:\n  device: gpu\n") == CT_ERR_FORMAT);
-    CHECK(load("talker:\n  device: cuda:1\n") == CT_OK);
+    CHECK(load("talker:\n  weights: fp64\n") == CT_ERR_FORMAT);
+    CHECKF(strstr(err, "talker.weights") && strstr(err, "bf16 int8 int4"), "%s", err);
+    CHECK(load("predictor:\n  weights: int3\n") == CT_ERR_FORMAT);
+    CHECK(load("streaming:\n  policy: sometimes\n") == CT_ERR_FORMAT);
+    CHECK(load("talker:\n  prefill_chunk_tokens: 5000\n") == CT_ERR_FORMAT);
     CHECK(load("talker:\n  cpus: 3-1\n") == CT_ERR_FORMAT);
     CHECK(load("engine: [\n") == CT_ERR_FORMAT);
     CHECKF(strstr(err, "section 'engine' must be a mapping"), "%s", err);
@@ -98,25 +107,28 @@ static void test_loader(void) {
           P.v[CT_PK_STREAM_RAMP].list[1] == 8);
     CHECK(ct_profile_set(&P, "streaming.chunk_ramp", "[4,8", "flag", err, sizeof err) == CT_ERR_FORMAT);
     CHECK(ct_profile_set(&P, "nope", "1", "flag", err, sizeof err) == CT_ERR_FORMAT);
-    CHECK(ct_profile_set(&P, "talker.kv_budget_bytes", "-1", "flag", err, sizeof err) == CT_ERR_FORMAT);
+    CHECK(ct_profile_set(&P, "engine.kv_budget_bytes", "-1", "flag", err, sizeof err) == CT_ERR_FORMAT);
+    /* cross-key checks */
+    ct_profile_defaults(&P);
+    CHECK(ct_profile_set(&P, "streaming.min_frames", "30", "f", err, sizeof err) == CT_OK &&
+          ct_profile_validate(&P, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "streaming.min_frames"));
+    ct_profile_defaults(&P);
+    CHECK(ct_profile_set(&P, "streaming.policy", "ramp", "f", err, sizeof err) == CT_OK &&
+          ct_profile_set(&P, "streaming.chunk_ramp", "[8, 4]", "f", err, sizeof err) == CT_OK &&
+          ct_profile_validate(&P, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "must not decrease"));
+    ct_profile_defaults(&P);
+    CHECK(ct_profile_set(&P, "streaming.utterance_bytes", "5", "f", err, sizeof err) == CT_OK &&
+          ct_profile_validate(&P, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "utterance_bytes"));
 }
 
 static void test_files(void) {
-    static const char *const F[] = {PDIR "/qwen3_tts.yaml", PDIR "/hardware/cuda_discrete.yaml",
-                                    PDIR "/hardware/jetson.yaml", PDIR "/hardware/x86_cpu.yaml",
-                                    PDIR "/hardware/arm64_cpu.yaml", PDIR "/hardware/npu_phone.yaml"};
-    for (size_t i = 0; i < sizeof F / sizeof F[0]; i++) {
-        ct_profile_defaults(&P);
-        CHECKF(ct_profile_load_file(&P, F[i], "f", err, sizeof err) == CT_OK, "%s: %s", F[i], err);
-    }
     ct_profile_defaults(&P);
     CHECK(ct_profile_load_file(&P, PDIR "/qwen3_tts.yaml", "base", err, sizeof err) == CT_OK);
     static const int ramp[] = {2, 4, 8, 16, 25};
-    CHECK(list_is(CT_PK_STREAM_RAMP, ramp, 5) && P.v[CT_PK_STREAM_LEFT_CONTEXT].i == 72 &&
-          P.v[CT_PK_STREAM_CHUNK_FRAMES].i == 25 && P.v[CT_PK_TALKER_PREFILL_CHUNK].i == 512 &&
-          P.v[CT_PK_ENGINE_MAX_STREAMS].i == 4 && P.v[CT_PK_ENGINE_PARALLEL_INIT].i == 1 &&
-          P.v[CT_PK_STREAM_FIRST_WAIT_MS].i == 3000 && P.v[CT_PK_STREAM_CHUNK_WAIT_MS].i == 300);
+    CHECK(list_is(CT_PK_STREAM_RAMP, ramp, 5) && P.v[CT_PK_STREAM_CHUNK_FRAMES].i == 25);
     CHECK(ct_profile_load_file(&P, "/nonexistent.yaml", "u", err, sizeof err) == CT_ERR_IO);
+    CHECK(ct_profile_set(&P, "talker.weights", "int4", "x", err, sizeof err) == CT_OK &&
+          ct_profile_set(&P, "engine.throttle_margin_ms", "-1", "x", err, sizeof err) == CT_OK);
 
     /* round trip through the writer, with and without comments */
     for (int explain = 0; explain < 2; explain++) {
@@ -142,6 +154,106 @@ static void test_files(void) {
     }
 }
 
+/* Every key reaches the params it stands for: set one key to a value other than the builtin,
+   apply, and the params differ from the builtin profile's (a key with no consumer fails). The
+   builtin profile gives the engine's plain defaults (`--profile none`). */
+static void test_apply(void) {
+    ct_profile_defaults(&P);
+    ct_profile_bufs b0, b1;
+    ct_model_params m0 = ct_model_params_default(), m1;
+    ct_engine_params e0 = ct_engine_params_default(), e1;
+    ct_stream_params s0 = ct_stream_params_default(), s1;
+    CHECKF(ct_profile_apply(&P, &m0, &e0, &s0, &b0, err, sizeof err) == CT_OK, "%s", err);
+    ct_engine_params ed = ct_engine_params_default();
+    ct_stream_params sd = ct_stream_params_default();
+    CHECK(e0.max_streams == ed.max_streams && e0.queue_cap == ed.queue_cap && e0.placement == ed.placement &&
+          e0.kv_budget_bytes == ed.kv_budget_bytes && e0.safety_margin_ms == ed.safety_margin_ms &&
+          e0.max_defer_ms == ed.max_defer_ms && e0.warmup == ed.warmup && e0.talker_threads == ed.talker_threads &&
+          e0.max_context == ed.max_context && e0.codec_threads == ed.codec_threads &&
+          e0.frame_ms_fixed == ed.frame_ms_fixed && e0.frame_ms_per_stream == ed.frame_ms_per_stream &&
+          (e0.prefill_chunk_tokens == ed.prefill_chunk_tokens || (ed.prefill_chunk_tokens == 0 && e0.prefill_chunk_tokens == 64)) &&
+          !e0.talker_cpus && !e0.codec_cpus);
+    CHECK(!strcmp(s0.schedule, "exact") && s0.windowed == sd.windowed && s0.context_frames == sd.context_frames &&
+          s0.utterance_bytes == sd.utterance_bytes && s0.deadline_ms == sd.deadline_ms &&
+          s0.first_audio_timeout_ms == sd.first_audio_timeout_ms);
+    CHECK(!strcmp(m0.talker_weights, "bf16") && !strcmp(m0.predictor_weights, "bf16"));
+    static const struct {
+        const char *key, *value;
+    } K[] = {{"engine.max_streams", "3"},
+             {"engine.queue_depth", "2"},
+             {"engine.placement", "serial"},
+             {"engine.kv_budget_bytes", "1000000"},
+             {"engine.throttle_margin_ms", "-1"},
+             {"engine.max_defer_ms", "10"},
+             {"engine.warmup", "true"},
+             {"engine.frame_ms_fixed", "30"},
+             {"engine.frame_ms_per_stream", "20"},
+             {"engine.request_deadline_ms", "9000"},
+             {"engine.first_audio_timeout_ms", "800"},
+             {"talker.weights", "int8"},
+             {"talker.threads", "3"},
+             {"talker.cpus", "0-1"},
+             {"talker.max_context", "1024"},
+             {"talker.prefill_chunk_tokens", "16"},
+             {"predictor.weights", "int4"},
+             {"codec.threads", "2"},
+             {"codec.cpus", "1"},
+             {"codec.windowed", "true"},
+             {"codec.left_context_frames", "30"},
+             {"streaming.policy", "adaptive"},
+             {"streaming.first_chunk_frames", "3"},
+             {"streaming.chunk_ramp", "[1, 2, 25]"},
+             {"streaming.chunk_frames", "20"},
+             {"streaming.min_frames", "4"},
+             {"streaming.safety_margin_ms", "90"},
+             {"streaming.utterance_bytes", "0"}};
+    int seen[CT_PK_COUNT] = {0};
+    seen[CT_PK_DESCRIPTION] = 1; /* a comment, no consumer by design */
+    for (size_t i = 0; i < sizeof K / sizeof K[0]; i++) {
+        ct_profile Q;
+        ct_profile_defaults(&Q);
+        /* keys that only act under another key's value get it too */
+        if (!strncmp(K[i].key, "streaming.", 10) && strcmp(K[i].key, "streaming.policy") &&
+            strcmp(K[i].key, "streaming.utterance_bytes"))
+            ct_profile_set(&Q, "streaming.policy", !strcmp(K[i].key, "streaming.chunk_ramp") ? "ramp" : "adaptive", "t",
+                           err, sizeof err);
+        ct_profile R = Q;
+        CHECKF(ct_profile_set(&Q, K[i].key, K[i].value, "t", err, sizeof err) == CT_OK, "%s: %s", K[i].key, err);
+        int k = ct_profile_find(K[i].key);
+        CHECK(k >= 0);
+        if (k >= 0) seen[k] = 1;
+        m0 = ct_model_params_default(), m1 = m0;
+        e0 = ct_engine_params_default(), e1 = e0;
+        s0 = ct_stream_params_default(), s1 = s0;
+        CHECKF(ct_profile_apply(&R, &m0, &e0, &s0, &b0, err, sizeof err) == CT_OK, "%s", err);
+        CHECKF(ct_profile_apply(&Q, &m1, &e1, &s1, &b1, err, sizeof err) == CT_OK, "%s: %s", K[i].key, err);
+        int differs = strcmp(m0.talker_weights, m1.talker_weights) || strcmp(m0.predictor_weights, m1.predictor_weights) ||
+                      strcmp(s0.schedule, s1.schedule) || b0.n_talker_cpus != b1.n_talker_cpus ||
+                      b0.n_codec_cpus != b1.n_codec_cpus;
+        e0.talker_cpus = e1.talker_cpus = e0.codec_cpus = e1.codec_cpus = NULL;
+        s0.schedule = s1.schedule = NULL;
+        differs |= memcmp(&e0, &e1, sizeof e0) != 0 || memcmp(&s0, &s1, sizeof s0) != 0;
+        CHECKF(differs, "key %s=%s changes no parameter", K[i].key, K[i].value);
+    }
+    for (int k = 0; k < CT_PK_COUNT; k++) CHECKF(seen[k], "key %s is not covered", ct_profile_key(k)->key);
+    /* the schedule string carries policy, ramp and the adaptive controller's parameters */
+    ct_profile_defaults(&P);
+    ct_profile_set(&P, "streaming.policy", "adaptive", "t", err, sizeof err);
+    ct_profile_set(&P, "streaming.min_frames", "3", "t", err, sizeof err);
+    ct_profile_set(&P, "streaming.safety_margin_ms", "160", "t", err, sizeof err);
+    CHECK(ct_profile_apply(&P, NULL, NULL, &s1, &b1, err, sizeof err) == CT_OK &&
+          !strcmp(s1.schedule, "adaptive;min=3;margin=160"));
+    ct_profile_set(&P, "streaming.policy", "ramp", "t", err, sizeof err);
+    ct_profile_set(&P, "streaming.chunk_ramp", "[1, 3, 9]", "t", err, sizeof err);
+    ct_profile_set(&P, "streaming.chunk_frames", "9", "t", err, sizeof err);
+    CHECK(ct_profile_apply(&P, NULL, NULL, &s1, &b1, err, sizeof err) == CT_OK &&
+          !strcmp(s1.schedule, "ramp:1,3,9;steady=9;min=3;margin=160"));
+    ct_profile_set(&P, "streaming.policy", "fixed", "t", err, sizeof err);
+    ct_profile_set(&P, "streaming.first_chunk_frames", "4", "t", err, sizeof err);
+    CHECK(ct_profile_apply(&P, NULL, NULL, &s1, &b1, err, sizeof err) == CT_OK &&
+          !strncmp(s1.schedule, "fixed:4,9", 9));
+}
+
 static ct_auto_opts opts_for(const char *root, const char *cache) {
     ct_auto_opts o;
     memset(&o, 0, sizeof o);
@@ -149,6 +261,20 @@ static ct_auto_opts opts_for(const char *root, const char *cache) {
     o.probe_root = root;
     o.cache_dir = cache;
     return o;
+}
+
+/* machine rates fixed for the test: read gbs GB/s at every size, FMA fma GFLOP/s per thread */
+static ct_machine rates(double gbs, double fma, int threads) {
+    ct_machine m;
+    memset(&m, 0, sizeof m);
+    m.n_sizes = 1;
+    m.bytes[0] = 512ull << 20;
+    m.gbs_1t[0] = m.gbs_nt[0] = gbs;
+    m.fma_1t = fma;
+    m.fma_nt = fma * threads;
+    m.n_threads = threads;
+    snprintf(m.source, sizeof m.source, "test");
+    return m;
 }
 
 static void test_auto(void) {
@@ -160,54 +286,91 @@ static void test_auto(void) {
     const char *model = ct_test_make("tiny", "edge_prof_tiny", 3);
     CHECK(model != NULL);
 
-    /* EDGE.md 5 RK3588 end state */
+    /* RK3588 (big cluster 4-7), a fast machine: the best quality is real time */
+    ct_machine fast = rates(20, 50, 4), slow = rates(0.01, 50, 4);
     ct_auto_opts o = opts_for(SNAP("rk3588"), cache);
     o.model_dir = model;
+    o.machine = &fast;
+    o.codec_macs = 1e6;
     CHECKF(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK, "%s", err);
-    static const int ramp[] = {2, 4, 8, 16, 25};
-    CHECK(r->derived.cls == CT_HW_ARM64_CPU && r->hw_overlay_found && !r->have_calibration);
-    CHECK(P.v[CT_PK_TALKER_EAGER].i == 1 && P.v[CT_PK_CODEC_EAGER].i == 1);
-    CHECK(P.v[CT_PK_ENGINE_MAX_STREAMS].i == 1);
-    CHECK(!strcmp(P.v[CT_PK_TALKER_DEVICE].s, "cpu") && !strcmp(P.v[CT_PK_CODEC_DEVICE].s, "cpu"));
-    CHECK(!strcmp(P.v[CT_PK_TALKER_CPUS].s, "4-6") && !strcmp(P.v[CT_PK_CODEC_CPUS].s, "7"));
-    CHECK(!strcmp(P.v[CT_PK_TALKER_DTYPE].s, "f32") && P.v[CT_PK_TALKER_KV_BUDGET].i > 0);
-    CHECK(P.v[CT_PK_STREAM_ADAPTIVE].i == 1 && list_is(CT_PK_STREAM_RAMP, ramp, 5));
-    CHECK(!strcmp(P.v[CT_PK_STREAM_RAMP].layer, "base qwen3_tts.yaml"));
-    CHECK(P.v[CT_PK_TALKER_PREFILL_CHUNK].i == 512 && !strcmp(P.v[CT_PK_TALKER_PREFILL_CHUNK].layer, "base qwen3_tts.yaml"));
-    CHECK(!strcmp(P.v[CT_PK_ENGINE_MAX_STREAMS].layer, "derived"));
-    CHECK(P.v[CT_PK_STREAM_MIN_FRAMES].i == 3 && P.v[CT_PK_STREAM_MARGIN_MS].i == 160);
+    CHECK(r->derived.cls == CT_HW_ARM64_CPU && !r->hw_overlay_found && r->have_plan);
+    CHECK(r->plan.realtime && r->plan.chosen == 0 && r->plan.n_cpus == 4);
+    CHECK(!strcmp(P.v[CT_PK_TALKER_WEIGHTS].s, "bf16") && !strcmp(P.v[CT_PK_TALKER_WEIGHTS].layer, "cost model"));
+    const ct_plan_option *c = &r->plan.opt[0];
+    CHECK(!strcmp(P.v[CT_PK_ENGINE_PLACEMENT].s, c->cfg.serial ? "serial" : "overlapped") &&
+          P.v[CT_PK_TALKER_THREADS].i == c->cfg.talker_threads);
+    /* CPU sets are cut from the usable (big) CPUs */
+    CHECK(!strncmp(P.v[CT_PK_TALKER_CPUS].s, "4", 1));
+    /* streams: memory and compute */
+    int want = c->max_streams < r->derived.max_streams_mem ? c->max_streams : r->derived.max_streams_mem;
+    CHECK(P.v[CT_PK_ENGINE_MAX_STREAMS].i == (want > 0 ? want : 1));
+    CHECK((uint64_t)P.v[CT_PK_ENGINE_KV_BUDGET].i == (uint64_t)P.v[CT_PK_ENGINE_MAX_STREAMS].i * r->derived.per_seq_bytes);
+    CHECK(!strcmp(P.v[CT_PK_STREAM_POLICY].s, "adaptive") && P.v[CT_PK_STREAM_MIN_FRAMES].i == 3 &&
+          P.v[CT_PK_STREAM_MARGIN_MS].i == 160 && !strcmp(P.v[CT_PK_STREAM_MIN_FRAMES].layer, "derived"));
+    CHECK(P.v[CT_PK_TALKER_MAX_CONTEXT].i == 2048 && !strcmp(P.v[CT_PK_TALKER_MAX_CONTEXT].layer, "derived"));
     CHECK(strstr(r->model_id, "qwen3-tts-12hz-") == r->model_id);
-    CHECK((uint64_t)P.v[CT_PK_TALKER_KV_BUDGET].i + (uint64_t)P.v[CT_PK_CODEC_MEMORY_BUDGET].i ==
-          r->derived.budget_bytes);
+    CHECK(P.v[CT_PK_ENGINE_FRAME_MS_FIXED].i + P.v[CT_PK_ENGINE_FRAME_MS_STREAM].i >= (int64_t)c->frame_ms);
 
-    /* layer 4: a cached calibration for this fingerprint */
+    /* a machine too slow for any format: the fastest, with a warning giving its RTF */
+    o.machine = &slow;
+    o.codec_macs = 1; /* the transformer decides */
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && !r->plan.realtime);
+    CHECKF(strstr(r->warnings, "no weight format reaches RTF 0.85") != NULL, "%s", r->warnings);
+    CHECK(!strcmp(P.v[CT_PK_TALKER_WEIGHTS].s, "int4") && P.v[CT_PK_ENGINE_MAX_STREAMS].i == 1);
+    o.target_rtf = 1e9; /* any target met: the best quality again */
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && r->plan.realtime &&
+          !strcmp(P.v[CT_PK_TALKER_WEIGHTS].s, "bf16"));
+    o.target_rtf = 0;
+    o.machine = &fast;
+    o.codec_macs = 1e6;
+
+    /* calibration: the measured figure wins, its placement is used, its schedule applies */
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && !r->have_calibration[0]);
     ct_calibration cal;
-    ct_cal_schedule(10, 500, &cal);
-    CHECK(ct_cal_save(r->cache_path, &cal, r->fingerprint, r->model_id, err, sizeof err) == CT_OK);
-    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && r->have_calibration);
-    static const int r10[] = {7, 14, 25};
-    CHECK(list_is(CT_PK_STREAM_RAMP, r10, 3) && P.v[CT_PK_STREAM_MIN_FRAMES].i == 7 &&
-          P.v[CT_PK_STREAM_MARGIN_MS].i == 140);
-    CHECK(strncmp(P.v[CT_PK_STREAM_RAMP].layer, "calibration ", 12) == 0);
-    ct_cal_schedule(150, 80, &cal); /* adaptive false does not switch the derived true off */
-    CHECK(ct_cal_save(r->cache_path, &cal, r->fingerprint, r->model_id, err, sizeof err) == CT_OK);
-    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK);
-    CHECK(P.v[CT_PK_STREAM_ADAPTIVE].i == 1 && !strcmp(P.v[CT_PK_STREAM_ADAPTIVE].layer, "derived") &&
-          P.v[CT_PK_STREAM_RAMP].list[0] == 1 && P.v[CT_PK_STREAM_MARGIN_MS].i == 47);
-    o.no_calibration = 1;
-    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && !r->have_calibration);
-    CHECK(r->cache_path[0] == 0);
-    o.no_calibration = 0;
-
-    /* corrupt cache: ignored with a warning */
-    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && r->cache_path[0]);
-    write_text(r->cache_path, "not json");
-    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && !r->have_calibration);
+    ct_cal_schedule(10, 500, &cal); /* adaptive, min 7, margin 140 */
+    snprintf(cal.model_id, sizeof cal.model_id, "%s", r->model_id);
+    snprintf(cal.engine_version, sizeof cal.engine_version, "%s", ct_version());
+    snprintf(cal.talker_weights, sizeof cal.talker_weights, "bf16");
+    snprintf(cal.predictor_weights, sizeof cal.predictor_weights, "bf16");
+    cal.n_runs = 2;
+    cal.runs[0] = (ct_cal_run){1, 4, 0, 10, 20, 5, 40, 1}; /* serial 4: 40 ms/frame */
+    cal.runs[1] = (ct_cal_run){0, 3, 1, 12, 22, 6, 60, 1};
+    CHECK(ct_cal_save(r->cache_path[0], &cal, r->fingerprint, r->model_id, err, sizeof err) == CT_OK);
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && r->have_calibration[0]);
+    CHECK(r->plan.opt[0].measured && r->plan.opt[0].frame_ms == 40 && r->plan.chosen == 0);
+    CHECK(!strcmp(P.v[CT_PK_ENGINE_PLACEMENT].s, "serial") && P.v[CT_PK_TALKER_THREADS].i == 4 &&
+          !strcmp(P.v[CT_PK_TALKER_CPUS].s, "4-7"));
+    CHECK(!strncmp(P.v[CT_PK_TALKER_WEIGHTS].layer, "calibration ", 12));
+    CHECK(P.v[CT_PK_STREAM_MIN_FRAMES].i == 7 && P.v[CT_PK_STREAM_MARGIN_MS].i == 140 &&
+          !strncmp(P.v[CT_PK_STREAM_MIN_FRAMES].layer, "calibration ", 12));
+    /* measured too slow for the target: the next format is chosen */
+    cal.runs[0].frame_ms = cal.runs[1].frame_ms = 500;
+    CHECK(ct_cal_save(r->cache_path[0], &cal, r->fingerprint, r->model_id, err, sizeof err) == CT_OK);
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && r->plan.chosen == 1 &&
+          !strcmp(P.v[CT_PK_TALKER_WEIGHTS].s, "int8"));
+    /* another engine version: ignored with a note */
+    snprintf(cal.engine_version, sizeof cal.engine_version, "0.0.0-old");
+    CHECK(ct_cal_save(r->cache_path[0], &cal, r->fingerprint, r->model_id, err, sizeof err) == CT_OK);
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && !r->have_calibration[0] && r->plan.chosen == 0);
+    CHECKF(strstr(r->warnings, "0.0.0-old") != NULL, "%s", r->warnings);
+    /* corrupt: ignored with a warning */
+    write_text(r->cache_path[0], "not json");
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && !r->have_calibration[0]);
     CHECKF(strstr(r->warnings, "corrupt") != NULL, "%s", r->warnings);
-    CHECK(list_is(CT_PK_STREAM_RAMP, ramp, 5));
-    remove(r->cache_path);
+    o.no_calibration = 1;
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && !r->have_calibration[0] && !r->cache_path[0][0]);
+    o.no_calibration = 0;
+    remove(r->cache_path[0]);
 
-    /* layers 5 and 6: user file, then --set flags */
+    /* the cost model without a machine record: measuring off gives the probe's estimate */
+    o.machine = NULL;
+    o.no_measure = 1;
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK);
+    CHECKF(strstr(r->machine.source, "estimate") && strstr(r->warnings, "probe's figures"), "%s", r->warnings);
+    o.no_measure = 0;
+    o.machine = &fast;
+
+    /* user file, then --set flags */
     char user[1100];
     snprintf(user, sizeof user, "%s/mine.yaml", cache);
     write_text(user, "streaming:\n  chunk_frames: 30\nengine:\n  max_streams: 2\n");
@@ -226,52 +389,36 @@ static void test_auto(void) {
     const char *badk[] = {"engine.turbo=1"};
     o.sets = badk;
     CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "engine.turbo"));
-    const char *small[] = {"streaming.chunk_frames=10"}; /* base ramp ends at 25 > 10 */
+    const char *small[] = {"streaming.min_frames=40"}; /* above chunk_frames 30 */
     o.sets = small;
-    o.user_file = NULL;
-    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "chunk_ramp"));
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "min_frames"));
     o.sets = NULL;
     o.n_sets = 0;
     write_text(user, "streaming:\n  chunk_frames: 30\n  typo_key: 1\n");
-    o.user_file = user;
     CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_ERR_FORMAT);
     CHECKF(strstr(err, "mine.yaml:3:") && strstr(err, "streaming.typo_key"), "%s", err);
     o.user_file = NULL;
 
-    /* a model dir that is not one fails; the probe root that is not one degrades */
+    /* a model dir that is not one fails */
     o.model_dir = "/nonexistent/model";
     CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) != CT_OK);
     o.model_dir = NULL;
 
-    /* Jetson: CUDA class, no CPU binding, small memory -> eager */
+    /* Jetson host: CPU settings (no GPU backend here), no cost model without a model dir */
     o = opts_for(SNAP("jetson_orin"), cache);
-    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && r->derived.cls == CT_HW_JETSON);
-    CHECK(P.v[CT_PK_TALKER_EAGER].i == 1 && P.v[CT_PK_CODEC_EAGER].i == 1 && P.v[CT_PK_TALKER_WARMUP].n == 0);
-    CHECK(!strcmp(P.v[CT_PK_TALKER_CPUS].layer, "builtin") && P.v[CT_PK_ENGINE_MAX_STREAMS].i == 2);
-    CHECK(!strcmp(P.v[CT_PK_TALKER_DTYPE].s, "bf16"));
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && r->derived.cls == CT_HW_ARM64_CPU && !r->have_plan);
+    CHECK(!strcmp(P.v[CT_PK_TALKER_WEIGHTS].layer, "builtin"));
 
-    /* discrete 24 GiB card via an explicit profile: warm-up sizes, not eager, 4 streams */
-    ct_hw_profile g;
-    ct_hw_profile_init(&g);
-    snprintf(g.arch, sizeof g.arch, "x86_64");
-    snprintf(g.accelerator, sizeof g.accelerator, "cuda_discrete");
-    g.gpu_mem_bytes = 24ull << 30;
-    g.ram_total_bytes = 64ull << 30;
-    g.supports_bf16 = 1;
-    o.hw = &g;
-    o.model_dir = model;
-    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && r->derived.cls == CT_HW_CUDA_DISCRETE);
-    static const int warm[] = {1, 2, 4};
-    CHECK(P.v[CT_PK_TALKER_EAGER].i == 0 && list_is(CT_PK_TALKER_WARMUP, warm, 3) &&
-          P.v[CT_PK_ENGINE_MAX_STREAMS].i == 4 && P.v[CT_PK_TALKER_MAX_CONTEXT].i == 4096);
-
-    /* --profile FILE: builtin + the file */
+    /* --profile FILE: builtin + the file; none: builtin */
     write_text(user, "streaming:\n  chunk_ramp: [5, 25]\n");
-    CHECK(ct_profile_resolve(user, NULL, &P, err, sizeof err) == CT_OK);
-    CHECK(P.v[CT_PK_STREAM_RAMP].n == 2 && !strcmp(P.v[CT_PK_TALKER_DEVICE].layer, "builtin"));
-    CHECK(ct_profile_resolve("/nonexistent.yaml", NULL, &P, err, sizeof err) == CT_ERR_IO);
+    CHECK(ct_profile_resolve(user, NULL, &P, NULL, err, sizeof err) == CT_OK);
+    CHECK(P.v[CT_PK_STREAM_RAMP].n == 2 && !strcmp(P.v[CT_PK_TALKER_WEIGHTS].layer, "builtin"));
+    CHECK(ct_profile_resolve("/nonexistent.yaml", NULL, &P, NULL, err, sizeof err) == CT_ERR_IO);
+    CHECK(ct_profile_resolve("none", NULL, &P, NULL, err, sizeof err) == CT_OK &&
+          !strcmp(P.v[CT_PK_STREAM_POLICY].layer, "builtin"));
     o = opts_for(SNAP("rpi5"), cache);
-    CHECK(ct_profile_resolve("auto", &o, &P, err, sizeof err) == CT_OK && !strcmp(P.v[CT_PK_TALKER_CPUS].s, "0-2"));
+    CHECK(ct_profile_resolve("auto", &o, &P, NULL, err, sizeof err) == CT_OK &&
+          !strcmp(P.v[CT_PK_STREAM_POLICY].s, "adaptive"));
 
     remove(user);
     char sub[1100];
@@ -284,6 +431,7 @@ static void test_auto(void) {
 int main(void) {
     test_loader();
     test_files();
+    test_apply();
     test_auto();
     return ct_test_finish();
 }

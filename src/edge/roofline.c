@@ -1,7 +1,9 @@
-/* Roofline probes: a streaming read over a large buffer and a register-resident FMA loop, on
-   1 and N threads of a pinned pool. Vector code is selected at run time by target attributes. */
-#include "cli/roofline.h"
+/* Roofline probes: a streaming read over a buffer (large: DRAM; smaller: the working sets that may
+   stay in cache) and a register-resident FMA loop, on 1 and N threads of a pool. Vector code is
+   selected at run time by target attributes. */
+#include "edge/roofline.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -137,6 +139,60 @@ static double run_fma(ct_pool *p, job *j, int nth) {
         if (gf > best) best = gf;
     }
     return best;
+}
+
+static int vec_width(void) {
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    return ct_isa_supported(CT_ISA_AVX512, &f) ? 2 : ct_isa_supported(CT_ISA_AVX2, &f) ? 1 : 0;
+}
+
+ct_status ct_roofline_machine(int n_threads, const uint64_t *sizes, int n_sizes, ct_machine *out, char *err,
+                              size_t errcap) {
+    memset(out, 0, sizeof *out);
+    if (n_threads < 1) n_threads = 1;
+    if (n_sizes < 1 || n_sizes > CT_COST_SIZES)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "roofline: 1..%d buffer sizes", CT_COST_SIZES);
+    job j;
+    memset(&j, 0, sizeof j);
+    j.wide = vec_width();
+    uint64_t big = sizes[n_sizes - 1];
+    float *buf = malloc((size_t)big);
+    ct_pool *p1 = NULL, *pn = NULL;
+    if (!buf || ct_pool_create(1, NULL, 0, &p1) != CT_OK || ct_pool_create(n_threads, NULL, 0, &pn) != CT_OK) {
+        free(buf);
+        ct_pool_free(p1);
+        ct_pool_free(pn);
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "roofline: cannot allocate a %llu-byte buffer and %d threads",
+                       (unsigned long long)big, n_threads);
+    }
+    for (size_t i = 0; i < big / sizeof(float); i++) buf[i] = (float)(i & 7);
+    j.buf = buf;
+    for (int k = 0; k < n_sizes; k++) {
+        j.n = (size_t)(sizes[k] / sizeof(float)) & ~(size_t)4095;
+        out->bytes[k] = sizes[k];
+        out->gbs_1t[k] = run_read(p1, &j);
+        out->gbs_nt[k] = run_read(pn, &j);
+    }
+    for (int k = 0; k < n_sizes; k++) /* a busy core can make n threads read slower than one: keep the better */
+        if (out->gbs_nt[k] < out->gbs_1t[k]) out->gbs_nt[k] = out->gbs_1t[k];
+    out->n_sizes = n_sizes;
+    out->n_threads = n_threads;
+    j.fma_iters = 4000000;
+    if (j.wide) {
+        out->fma_1t = run_fma(p1, &j, 1);
+        out->fma_nt = run_fma(pn, &j, n_threads);
+        if (out->fma_nt < out->fma_1t) out->fma_nt = out->fma_1t;
+    } else { /* no vector FMA: the scalar rate of one FMA per cycle is not measured; assume 2 GFLOP/s/thread */
+        out->fma_1t = 2.0;
+        out->fma_nt = 2.0 * n_threads;
+    }
+    snprintf(out->source, sizeof out->source, "measured (%s, %d threads)",
+             j.wide == 2 ? "avx512" : j.wide == 1 ? "avx2" : "scalar", n_threads);
+    ct_pool_free(p1);
+    ct_pool_free(pn);
+    free(buf);
+    return CT_OK;
 }
 
 void ct_roofline_measure(int n_threads, int buf_mib, ct_roofline *out) {

@@ -1,0 +1,159 @@
+/* Machine rates: the roofline cache per fingerprint and the probe-only estimate. */
+#include "edge/machine.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "edge/calibrate.h"
+#include "edge/roofline.h"
+
+void ct_machine_estimate(const ct_hw_profile *hw, int n_threads, const char *why, ct_machine *out) {
+    memset(out, 0, sizeof *out);
+    if (n_threads < 1) n_threads = 1;
+    int lanes = ct_hw_has(hw, CT_HWF_BIT(CT_HWF_AVX512)) ? 16 : ct_hw_has(hw, CT_HWF_BIT(CT_HWF_AVX2)) ? 8
+                : ct_hw_has(hw, CT_HWF_BIT(CT_HWF_NEON))                                               ? 4
+                                                                                                     : 1;
+    double ghz = hw->n_clusters > 0 && hw->clusters[0].max_khz ? hw->clusters[0].max_khz / 1e6 : 2.5;
+    double gbs = strcmp(hw->arch, "aarch64") == 0 ? 8.0 : 20.0;
+    out->n_sizes = 1;
+    out->bytes[0] = 512ull << 20;
+    out->gbs_1t[0] = out->gbs_nt[0] = gbs;
+    out->fma_1t = 2.0 * lanes * 2.0 * ghz;
+    out->fma_nt = out->fma_1t * n_threads;
+    out->n_threads = n_threads;
+    snprintf(out->source, sizeof out->source, "estimate: %s", why ? why : "not measured");
+}
+
+char *ct_machine_to_json(const ct_machine *m) {
+    json_t *o = json_object(), *a = json_array();
+    if (!o || !a) {
+        json_decref(o);
+        json_decref(a);
+        return NULL;
+    }
+    for (int i = 0; i < m->n_sizes; i++)
+        json_array_append_new(a, json_pack("{s:I, s:f, s:f}", "bytes", (json_int_t)m->bytes[i], "gbs_1t",
+                                           m->gbs_1t[i], "gbs_nt", m->gbs_nt[i]));
+    json_object_set_new(o, "schema", json_integer(CT_MACHINE_SCHEMA));
+    json_object_set_new(o, "n_threads", json_integer(m->n_threads));
+    json_object_set_new(o, "fma_gflops_1t", json_real(m->fma_1t));
+    json_object_set_new(o, "fma_gflops_nt", json_real(m->fma_nt));
+    json_object_set_new(o, "read", a);
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+static int num(json_t *o, const char *k, double lo, double hi, double *v) {
+    json_t *x = json_object_get(o, k);
+    if (!json_is_number(x) || !isfinite(json_number_value(x)) || json_number_value(x) < lo ||
+        json_number_value(x) > hi)
+        return 0;
+    *v = json_number_value(x);
+    return 1;
+}
+
+ct_status ct_machine_from_json(const char *text, size_t len, ct_machine *out, char *err, size_t errcap) {
+    json_error_t je;
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!o) return ct_errf(err, errcap, CT_ERR_FORMAT, "line %d:%d: %s", je.line, je.column, je.text);
+    ct_machine m;
+    memset(&m, 0, sizeof m);
+    const char *bad = NULL;
+    double d;
+    json_t *a = json_object_get(o, "read");
+    if (!json_is_object(o)) bad = "(root)";
+    else if (!num(o, "schema", CT_MACHINE_SCHEMA, CT_MACHINE_SCHEMA, &d)) bad = "schema";
+    else if (!num(o, "n_threads", 1, 4096, &d)) bad = "n_threads";
+    else if (m.n_threads = (int)d, !num(o, "fma_gflops_1t", 0.01, 1e7, &m.fma_1t)) bad = "fma_gflops_1t";
+    else if (!num(o, "fma_gflops_nt", 0.01, 1e7, &m.fma_nt)) bad = "fma_gflops_nt";
+    else if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > CT_COST_SIZES) bad = "read";
+    else
+        for (size_t i = 0; i < json_array_size(a) && !bad; i++) {
+            json_t *e = json_array_get(a, i);
+            double b;
+            if (!num(e, "bytes", 4096, 1e13, &b) || !num(e, "gbs_1t", 0.001, 1e5, &m.gbs_1t[i]) ||
+                !num(e, "gbs_nt", 0.001, 1e5, &m.gbs_nt[i]) || (i && (uint64_t)b <= m.bytes[i - 1]))
+                bad = "read[]";
+            m.bytes[i] = (uint64_t)b;
+            m.n_sizes = (int)i + 1;
+        }
+    json_decref(o);
+    if (bad) return ct_errf(err, errcap, CT_ERR_FORMAT, "key '%s' missing or invalid", bad);
+    *out = m;
+    return CT_OK;
+}
+
+static void mkdir_p(const char *path) { /* parents of path */
+    char d[1200];
+    snprintf(d, sizeof d, "%s", path);
+    for (char *p = d + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        mkdir(d, 0755);
+        *p = '/';
+    }
+}
+
+void ct_machine_get(const char *cache_dir, const char *fp, const ct_hw_profile *hw, int n_threads, int no_measure,
+                    ct_machine *out, char *note, size_t notecap) {
+    if (notecap) note[0] = 0;
+    if (n_threads < 1) n_threads = 1;
+    char root[1024], path[1200] = "", e[256];
+    int have_path = ct_cache_root(cache_dir, root, sizeof root, e, sizeof e) == CT_OK &&
+                    snprintf(path, sizeof path, "%s/roofline/%s.json", root, fp) < (int)sizeof path;
+    if (have_path && ct_file_exists(path)) {
+        char *buf = NULL;
+        size_t n = 0;
+        if (ct_read_file(path, 1u << 16, &buf, &n, e, sizeof e) == CT_OK &&
+            ct_machine_from_json(buf, n, out, e, sizeof e) == CT_OK) {
+            free(buf);
+            if (out->n_threads == n_threads) {
+                snprintf(out->source, sizeof out->source, "cache %.140s", path);
+                return;
+            }
+            snprintf(e, sizeof e, "measured for %d threads, not %d", out->n_threads, n_threads);
+        } else {
+            free(buf);
+        }
+        ct_errf(note, notecap, CT_OK, "roofline cache '%s' ignored (%s); ", path, e);
+    }
+    if (no_measure) {
+        ct_machine_estimate(hw, n_threads, "measuring switched off", out);
+        size_t u = strlen(note);
+        ct_errf(note + u, notecap - u, CT_OK, "cost model uses the probe's figures (measuring switched off)");
+        return;
+    }
+    static const uint64_t sizes[CT_COST_SIZES] = {8ull << 20, 32ull << 20, 128ull << 20, 512ull << 20};
+    if (ct_roofline_machine(n_threads, sizes, CT_COST_SIZES, out, e, sizeof e) != CT_OK) {
+        char why[300];
+        snprintf(why, sizeof why, "the roofline could not run: %s", e);
+        ct_machine_estimate(hw, n_threads, why, out);
+        size_t u = strlen(note);
+        ct_errf(note + u, notecap - u, CT_OK, "cost model uses the probe's figures (%s)", why);
+        return;
+    }
+    char *js = have_path ? ct_machine_to_json(out) : NULL;
+    if (js) {
+        mkdir_p(path);
+        char tmp[1300];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+        FILE *f = fopen(tmp, "wb");
+        int ok = f && fputs(js, f) != EOF;
+        if (f) ok = fclose(f) == 0 && ok;
+        if (!ok || rename(tmp, path) != 0) {
+            remove(tmp);
+            size_t u = strlen(note);
+            ct_errf(note + u, notecap - u, CT_OK, "roofline measured but not cached ('%s': %s)", path,
+                    strerror(errno));
+        }
+    }
+    free(js);
+}
