@@ -367,9 +367,10 @@ static double frames_left_locked(const ct_slot *sl, const ct_stream *s) {
     return cur + rest;
 }
 
-/* The compute rule (docs/STREAMING.md 5): with one more stream the predicted frame period keeps
-   up with playback, or every admitted stream's slack absorbs the deficit over the frames it
-   shares with the newcomer s while staying at or above safety_margin_ms. 1 when unknown. */
+/* The compute rule (docs/STREAMING.md 5): with one more stream the frame period (measured, else
+   predicted) keeps up with playback, or every admitted stream's slack absorbs the deficit over
+   the frames it shares with the newcomer s while staying at or above safety_margin_ms. 1 when
+   no cost was predicted. */
 static int compute_fits_locked(ct_engine *e, const ct_stream *s, double now) {
     if (!predicted(e)) return 1;
     double cost = frame_period_locked(e, e->n_active + 1), deficit = cost - e->frame_ms;
@@ -411,7 +412,7 @@ static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
         return NULL;
     }
     if (e->n_active > 0 && !s->internal && e->p.safety_margin_ms >= 0 && !compute_fits_locked(e, s, now)) {
-        held_locked(s, CT_HELD_COMPUTE, &e->k.deferred_compute); /* never forced: it waits for a finish */
+        held_locked(s, CT_HELD_COMPUTE, &e->k.deferred_compute); /* max_defer_ms does not force it */
         e->holding = 1;
         e->defer_since = NAN;
         return NULL;
