@@ -483,7 +483,10 @@ int ct_cli_calibrate(int argc, char **argv) {
                 chunks = NULL;
             }
             ct_model_free(m);
+            ct_calibration runs = cal; /* the schedule fill starts from zero: keep the runs */
             ct_cal_from_timeline(best_chunks, best_nc, sr, &cal);
+            cal.n_runs = runs.n_runs;
+            memcpy(cal.runs, runs.runs, sizeof cal.runs);
             free(best_chunks);
         }
         free(chunks);

@@ -1,8 +1,10 @@
 # Shared prelude of the CLI test scripts: a work directory removed on exit, pass/fail counters,
 # expect_rc (exit code of a command, bounded to 60 s; stdout/stderr in $WORK/out and $WORK/err),
 # has (a case-insensitive pattern in a file) and finish (the "N passed, N failed" line).
-# Source it after setting BIN (and SRC where used).
+# Source it after setting BIN (and SRC where used). The deploy profile's caches (machine rates,
+# calibrations) go to one directory in the build tree shared by the CLI tests, never the user's.
 WORK="$(mktemp -d)"
+export XDG_CACHE_HOME="$PWD/test-cache"
 trap 'rm -rf "$WORK"' EXIT
 pass=0; fail=0
 ok()   { pass=$((pass+1)); }

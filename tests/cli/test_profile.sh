@@ -1,0 +1,81 @@
+#!/bin/bash
+# The deploy profile as the engine's contract at the CLI (docs/EDGE.md): auto by default, the
+# cost model's choice from the cached machine rates, --profile none, keys that change what runs,
+# explicit flags over the profile whatever their value, calibration read back and a stale one
+# ignored, and the thread sweep over every placement.
+BIN="$1"; SRC="$2"
+. "$SRC/tests/cli/lib.sh"
+M="$WORK/m"
+"$BIN" make-model --preset tiny --seed 4 --out "$M" >/dev/null 2>&1 || { echo "make-model failed"; exit 1; }
+export XDG_CACHE_HOME="$WORK/cache" # this test writes its own machine rates and calibrations
+T="Hello there. How are you? Fine thanks."
+
+# auto by default, with the machine's rates cached per fingerprint after the first run
+expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 -o "$WORK/a.wav"
+has "^profile auto: weights bf16/bf16" "$WORK/err"; has "weights bf16/bf16, 1 prefill pass" "$WORK/err"
+ls "$XDG_CACHE_HOME"/codectalk/roofline/*.json >/dev/null 2>&1 && ok || bad "no machine rates cached"
+expect_rc 0 "$BIN" profile --auto -m "$M" --explain
+has "^# | bf16/bf16 | " "$WORK/out"; has "cost model: machine cache " "$WORK/out"
+FP=$(sed -n 's/.*fingerprint \([0-9a-f]\{16\}\).*/\1/p' "$WORK/out" | head -1)
+[ -n "$FP" ] && ok || bad "no fingerprint in the --explain header"
+NT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['n_threads'])" "$XDG_CACHE_HOME/codectalk/roofline/$FP.json")
+# a machine with almost no memory bandwidth: no format is real time, the fastest (int4) runs
+python3 - "$XDG_CACHE_HOME/codectalk/roofline/$FP.json" "$NT" <<'PY' && ok || bad "write slow rates"
+import json, sys
+json.dump({"schema": 1, "n_threads": int(sys.argv[2]), "fma_gflops_1t": 50.0, "fma_gflops_nt": 100.0,
+           "read": [{"bytes": 536870912, "gbs_1t": 0.001, "gbs_nt": 0.001}]}, open(sys.argv[1], "w"))
+PY
+expect_rc 0 "$BIN" synth -m "$M" -t "Hi." -s vivian --max-frames 2 -o "$WORK/b.wav"
+has "no weight format reaches RTF 0.85" "$WORK/err"; has "weights int4/int4, 1 prefill" "$WORK/err"
+# an explicit flag beats the profile
+expect_rc 0 "$BIN" synth -m "$M" -t "Hi." -s vivian --max-frames 2 --weights bf16 -o "$WORK/b.wav"
+has "weights bf16/bf16, 1 prefill" "$WORK/err"
+# --profile none: the plain defaults
+expect_rc 0 "$BIN" synth -m "$M" -t "Hi." -s vivian --max-frames 2 --profile none -o "$WORK/n.wav"
+has "^profile none: weights bf16/bf16, placement auto" "$WORK/err"; has "weights bf16/bf16" "$WORK/err"
+rm -f "$XDG_CACHE_HOME"/codectalk/roofline/*.json
+
+# keys that change what runs (a user profile: builtin + the file)
+P="$WORK/p.yaml"
+printf 'talker:\n  weights: int8\n  prefill_chunk_tokens: 4\npredictor:\n  weights: int4\nstreaming:\n  utterance_bytes: 16\n' > "$P"
+expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$P" -o "$WORK/c.wav"
+has "weights int8/int4" "$WORK/err"; has " 3 utterance(s)" "$WORK/err"
+grep -q " [0-9]* prefill pass(es)" "$WORK/err" && ! grep -q " 3 prefill pass(es)" "$WORK/err" && ok || bad "prefill passes: $(cat "$WORK/err")"
+# a flag given at its default value still beats the profile
+expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$P" --utterance-bytes 300 -o "$WORK/c.wav"
+has " 1 utterance(s)" "$WORK/err"
+printf 'engine:\n  request_deadline_ms: 1\n' > "$P"
+expect_rc 1 "$BIN" synth -m "$M" -t "$T" -s vivian --profile "$P" -o "$WORK/d.wav"
+has "deadline_ms 1 passed" "$WORK/err"
+[ ! -e "$WORK/d.wav" ] && ok || bad "a timed-out synth left a WAV"
+printf 'engine:\n  turbo: true\n' > "$P"
+expect_rc 1 "$BIN" synth -m "$M" -t "Hi." -s vivian --profile "$P" -o "$WORK/d.wav"
+has "p.yaml:2:.*engine.turbo" "$WORK/err"
+
+# calibration: measured, cached per formats, preferred by the next auto profile
+expect_rc 0 "$BIN" calibrate -m "$M" --frames 8
+has "| bf16/bf16 | serial " "$WORK/out"; has "cached: " "$WORK/out"
+CAL=$(ls "$XDG_CACHE_HOME"/codectalk/calibration/*-bf16-bf16.json 2>/dev/null | head -1)
+[ -n "$CAL" ] && ok || bad "no calibration file"
+expect_rc 0 "$BIN" profile --auto -m "$M" --explain
+has "| bf16/bf16 measured | " "$WORK/out"; has "# calibration [0-9a-f]* | " "$WORK/out"
+sed -i 's/"engine_version": "[^"]*"/"engine_version": "0.0.0-old"/' "$CAL"
+expect_rc 0 "$BIN" profile --auto -m "$M" --explain
+has "measured by engine 0.0.0-old" "$WORK/err"; has "| predicted <- chosen |" "$WORK/out"
+expect_rc 2 "$BIN" calibrate -m "$M" --formats int2/int8
+has "is not one of" "$WORK/err"
+
+# bench threads: every placement and split, one oversubscribed thread included
+printf 'Hello.\n' > "$WORK/p1.txt"
+expect_rc 0 "$BIN" bench threads -m "$M" --prompts "$WORK/p1.txt" --warmup 0 --max-frames 2 -o "$WORK/bt"
+python3 - "$WORK/bt/threads_sweep.json" <<'PY' && ok || bad "threads_sweep.json"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+n = d["usable_cpus"]
+rows = [(r["placement"], r["talker_threads"], r["codec_threads"]) for r in d["sweep"]]
+want = [("serial", t, 0) for t in range(1, n + 2)]
+want += [("overlapped", t, c) for t in range(1, n + 1) for c in range(1, n + 2 - t)]
+assert rows == want, (rows, want)
+assert any(r["oversubscribed"] for r in d["sweep"]) and all("frame_budget" in r for r in d["sweep"])
+PY
+finish test_profile
