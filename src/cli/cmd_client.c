@@ -1,6 +1,8 @@
 /* `codectalk client`: asks a codectalk server for a codes stream (response_format "codes",
-   docs/CODES_WIRE.md) and decodes the frames locally as each HTTP piece arrives, with the exact
-   stateful decoder of the codec in -m DIR; writes WAV (PCM16) or raw s16le like synth and
+   docs/CODES_WIRE.md) and decodes the frames locally as they arrive: with the exact stateful
+   decoder of the codec in -m DIR (native), or as the exported codec programs of a manifest
+   compute them (windowed: the seed's ramp, one window per chunk, left context zero-padded while
+   history is short, on our windowed decoder); writes WAV (PCM16) or raw s16le like synth and
    reports time to first audio and the client decode time per chunk. */
 #include <errno.h>
 #include <math.h>
@@ -18,6 +20,8 @@
 #include "codectalk.h"
 #include "core/clock.h"
 #include "core/sha256.h"
+#include "codec/codec.h"
+#include "export/codec_manifest.h"
 #include "serve/client.h"
 #include "serve/codes_wire.h"
 
@@ -38,9 +42,12 @@ typedef struct {
     int checked;              /* the status and content type were looked at */
     int is_codes;             /* 200 with the codes media type */
     int G, spf;
+    const ct_codec_manifest *man; /* windowed: the programs' context and ramp (NULL: native) */
+    int32_t *hist;            /* windowed: the last n_hist frames of the utterance, zeros before it */
+    int n_hist, ramp_i;       /* [n_hist][G]; the next chunk's ramp index */
     int32_t *pend;            /* frames received, not yet decoded: [n_pend][G] */
     int n_pend, cap_pend;
-    float *pcm;               /* [MAX_PUSH * spf] */
+    float *pcm;               /* [max(MAX_PUSH, largest program) * spf] */
     double t0, ttfa_ms;
     uint64_t samples;
     int chunks;
@@ -84,35 +91,85 @@ static int on_frame(void *ud, uint32_t index, const int32_t *codes, int n, char 
     return 0;
 }
 
-/* Decodes and writes every pending frame (one timed chunk). 0, or -1 with c->err / c->werr. */
-static int decode_pending(client_ctx *c) {
-    if (!c->n_pend) return 0;
-    double t = ct_now_ms();
-    int frames = c->n_pend;
-    for (int off = 0; off < c->n_pend;) {
-        int n = c->n_pend - off < MAX_PUSH ? c->n_pend - off : MAX_PUSH;
-        char e[512];
-        if (ct_codec_stream_push(c->cs, c->pend + (size_t)off * (size_t)c->G, n, c->pcm, e, sizeof e) != CT_OK) {
-            snprintf(c->err, sizeof c->err, "decode: %s", e);
-            return -1;
-        }
-        errno = 0;
-        if (ct_wav_write(c->w, c->pcm, (size_t)n * (size_t)c->spf) != CT_OK ||
-            (c->samples == 0 && fflush(c->w->f) != 0)) {
-            c->werr = errno ? errno : EIO;
-            return -1;
-        }
-        c->samples += (uint64_t)n * (uint64_t)c->spf;
-        off += n;
+/* Writes n decoded frames of c->pcm. 0, or -1 with c->werr. */
+static int put_pcm(client_ctx *c, int n) {
+    errno = 0;
+    if (ct_wav_write(c->w, c->pcm, (size_t)n * (size_t)c->spf) != CT_OK || (c->samples == 0 && fflush(c->w->f) != 0)) {
+        c->werr = errno ? errno : EIO;
+        return -1;
     }
-    double now = ct_now_ms(), ms = now - t;
+    c->samples += (uint64_t)n * (uint64_t)c->spf;
+    return 0;
+}
+
+/* One decoded chunk of frames that took since t0: time to first audio, decode ms, timeline. */
+static void chunk_done(client_ctx *c, int frames, double t0) {
+    double now = ct_now_ms(), ms = now - t0;
     if (!c->chunks) c->ttfa_ms = now - c->t0;
     c->chunks++;
     c->dec_sum += ms;
     if (ms > c->dec_max) c->dec_max = ms;
     if (c->timeline) fprintf(c->timeline, "{\"t_ms\":%.3f,\"frames\":%d,\"decode_ms\":%.3f}\n", now - c->t0, frames, ms);
-    c->n_pend = 0;
+}
+
+/* Windowed: n frames at f as the program of the smallest chunk >= n computes them: the window
+   is the last context + chunk frames of the utterance (zeros before its start) ending at f's
+   last frame; its last n frames' samples are kept. */
+static int decode_window(client_ctx *c, const int32_t *f, int n) {
+    const ct_manifest_program *p = ct_codec_manifest_program(c->man, n);
+    const int G = c->G, H = c->n_hist, nctx = c->man->context_frames + p->chunk_frames - n;
+    char e[512];
+    if (ct_codec_decode_window(c->codec, c->hist + (size_t)(H - nctx) * G, nctx, f, n, c->pcm, e, sizeof e) != CT_OK) {
+        snprintf(c->err, sizeof c->err, "decode: %s", e);
+        return -1;
+    }
+    memmove(c->hist, c->hist + (size_t)n * G, sizeof(int32_t) * (size_t)(H - n) * G);
+    memcpy(c->hist + (size_t)(H - n) * G, f, sizeof(int32_t) * (size_t)n * G);
+    return put_pcm(c, n);
+}
+
+/* Decodes and writes the pending frames: native, all of them as one timed chunk; windowed, each
+   complete ramp chunk, and with flush (the utterance or stream ended) the rest as a last chunk.
+   0, or -1 with c->err / c->werr. */
+static int decode_pending(client_ctx *c, int flush) {
+    int off = 0;
+    while (off < c->n_pend) {
+        double t = ct_now_ms();
+        int n = c->n_pend - off;
+        if (c->man) {
+            int target = c->man->ramp[c->ramp_i < c->man->n_ramp ? c->ramp_i : c->man->n_ramp - 1];
+            if (n < target && !flush) break;
+            if (n > target) n = target;
+            if (decode_window(c, c->pend + (size_t)off * c->G, n)) return -1;
+            c->ramp_i++;
+        } else {
+            for (int k = 0; k < n;) {
+                int m = n - k < MAX_PUSH ? n - k : MAX_PUSH;
+                char e[512];
+                if (ct_codec_stream_push(c->cs, c->pend + (size_t)(off + k) * c->G, m, c->pcm, e, sizeof e) != CT_OK) {
+                    snprintf(c->err, sizeof c->err, "decode: %s", e);
+                    return -1;
+                }
+                if (put_pcm(c, m)) return -1;
+                k += m;
+            }
+        }
+        chunk_done(c, n, t);
+        off += n;
+    }
+    c->n_pend -= off;
+    memmove(c->pend, c->pend + (size_t)off * c->G, sizeof(int32_t) * (size_t)c->n_pend * c->G);
     return 0;
+}
+
+/* Back to the start-of-utterance state of the decoder. */
+static void decoder_reset(client_ctx *c) {
+    if (c->man) {
+        memset(c->hist, 0, sizeof(int32_t) * (size_t)c->n_hist * c->G);
+        c->ramp_i = 0;
+    } else {
+        ct_codec_stream_reset(c->cs);
+    }
 }
 
 /* Utterance index starts: the frames so far are decoded, then the decoder starts afresh (the
@@ -120,11 +177,11 @@ static int decode_pending(client_ctx *c) {
 static int on_utterance(void *ud, uint32_t index, char *msg, size_t cap) {
     client_ctx *c = ud;
     (void)index;
-    if (decode_pending(c)) {
+    if (decode_pending(c, 1)) {
         snprintf(msg, cap, "%s", c->err[0] ? c->err : "write failed");
         return 1;
     }
-    ct_codec_stream_reset(c->cs);
+    decoder_reset(c);
     return 0;
 }
 
@@ -144,7 +201,7 @@ static int on_data(void *ud, const unsigned char *p, size_t n) {
     }
     if (!c->is_codes) return 0; /* an error body: read whole, reported after */
     if (ct_codes_feed(c->rd, p, n, c->err, sizeof c->err) != CT_OK) return 1;
-    return decode_pending(c) ? 1 : 0;
+    return decode_pending(c, 0) ? 1 : 0;
 }
 
 /* The request body: the text and the flags a server request carries. NULL on OOM. */
@@ -180,7 +237,7 @@ int ct_cli_client(int argc, char **argv) {
     ct_cli_gen a;
     ct_cli_gen_init(&a);
     const char *url = NULL, *backend = "native", *manifest = NULL, *out = NULL, *api_key = NULL, *timeline = NULL;
-    int timeout_s = 60;
+    int timeout_s = 60, use_float = 0;
     ct_opt all[64], opts[64];
     int na = ct_cli_gen_opts(&a, all, 48), n = 0;
     for (int i = 0; i < na; i++) {
@@ -194,18 +251,20 @@ int ct_cli_client(int argc, char **argv) {
     const ct_opt extra[] = {
         {"url", 0, CT_OPT_STR, &url, "URL", "server, http://HOST:PORT (required)"},
         {"decoder-backend", 0, CT_OPT_STR, &backend, "NAME",
-         "native (the exact stateful decoder, default) | onnx (the exported programs: python/codectalk/client.py)"},
-        {"manifest", 0, CT_OPT_STR, &manifest, "DIR", "onnx: the export codec directory (manifest.json)"},
+         "native (the exact stateful decoder, default) | windowed (what the exported programs compute, on our "
+         "windowed decoder) | onnx (the programs in ONNX Runtime: python/codectalk/client.py)"},
+        {"manifest", 0, CT_OPT_STR, &manifest, "DIR", "windowed: the `export codec` directory (manifest.json: context, ramp, hashes)"},
         {"api-key", 0, CT_OPT_STR, &api_key, "KEY", "sent as Authorization: Bearer KEY"},
         {"output", 'o', CT_OPT_STR, &out, "FILE", "output WAV file, or '-' for raw s16le on stdout"},
+        {"float", 0, CT_OPT_FLAG, &use_float, NULL, "write 32-bit float WAV instead of 16-bit PCM"},
         {"timeline", 0, CT_OPT_STR, &timeline, "FILE", "one JSON line per decoded chunk: t_ms, frames, decode_ms"},
         {"timeout", 0, CT_OPT_INT, &timeout_s, "S", "longest wait for the next bytes from the server, 1..3600 (default 60)"},
         {NULL, 0, 0, NULL, NULL, NULL}};
     for (int i = 0; extra[i].name; i++) opts[n++] = extra[i];
     opts[n] = (ct_opt){NULL, 0, 0, NULL, NULL, NULL};
     int r = ct_args_parse(argc, argv, opts,
-                          "usage: codectalk client --url URL --decoder-backend native -m DIR [--text TEXT | -f FILE]\n"
-                          "                        [options] -o out.wav\n"
+                          "usage: codectalk client --url URL [--decoder-backend native|windowed --manifest DIR] -m DIR\n"
+                          "                        [--text TEXT | -f FILE] [options] -o out.wav\n"
                           "Streams codec frames from a codectalk server (response_format codes) and decodes them here.");
     if (r) return r < 0 ? 2 : 0;
     if (ct_cli_gen_check(&a) != 0) return 2;
@@ -219,12 +278,17 @@ int ct_cli_client(int argc, char **argv) {
                         "(docs/CODES_WIRE.md)\n", url, manifest ? manifest : "DIR");
         return 2;
     }
-    if (strcmp(backend, "native") != 0) {
-        fprintf(stderr, "error: --decoder-backend must be native or onnx, got '%s'\n", backend);
+    int windowed = strcmp(backend, "windowed") == 0;
+    if (!windowed && strcmp(backend, "native") != 0) {
+        fprintf(stderr, "error: --decoder-backend must be native, windowed or onnx, got '%s'\n", backend);
         return 2;
     }
-    if (manifest) {
-        fprintf(stderr, "error: --manifest is for --decoder-backend onnx; native decodes with -m DIR's codec\n");
+    if (!windowed && manifest) {
+        fprintf(stderr, "error: --manifest is for --decoder-backend windowed; native decodes with -m DIR's codec\n");
+        return 2;
+    }
+    if (windowed && !manifest) {
+        fprintf(stderr, "error: --decoder-backend windowed needs --manifest DIR (an `export codec` directory)\n");
         return 2;
     }
     if (!a.model) {
@@ -240,6 +304,10 @@ int ct_cli_client(int argc, char **argv) {
         return 2;
     }
     int raw = strcmp(out, "-") == 0;
+    if (raw && use_float) {
+        fprintf(stderr, "error: --float writes a WAV file; -o - is raw s16le\n");
+        return 2;
+    }
     if (raw && isatty(1)) {
         fprintf(stderr, "error: refusing to write raw audio to a terminal (pipe it: | aplay -f S16_LE -r 24000)\n");
         return 2;
@@ -253,6 +321,7 @@ int ct_cli_client(int argc, char **argv) {
     client_ctx c;
     memset(&c, 0, sizeof c);
     ct_codec *codec = NULL;
+    ct_codec_manifest *man = NULL;
     char *text = NULL, *body = NULL;
     FILE *f = NULL;
     ct_http_resp resp;
@@ -261,6 +330,30 @@ int ct_cli_client(int argc, char **argv) {
     if (ct_codec_load(a.model, &codec, err, sizeof err) != CT_OK || ct_codec_id(a.model, codec_id, sizeof codec_id, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
+    }
+    if (windowed) { /* the manifest must be valid, its programs unchanged, and for this codec */
+        man = malloc(sizeof *man);
+        if (!man || ct_codec_manifest_read(manifest, 1, man, err, sizeof err) != CT_OK) {
+            fprintf(stderr, "error: %s\n", man ? err : "out of memory");
+            goto done;
+        }
+        if (strcmp(man->codec_id, codec_id) != 0 || man->hop != ct_codec_samples_per_frame(codec) ||
+            man->sample_rate != ct_codec_sample_rate(codec) || man->num_quantizers != ct_codec_n_groups(codec)) {
+            fprintf(stderr, "error: the manifest in '%s' is for another codec (%s) than -m (%s)\n", manifest,
+                    man->codec_id, codec_id);
+            goto done;
+        }
+        c.man = man;
+        int pmax = 0;
+        for (int i = 0; i < man->n_programs; i++)
+            if (man->programs[i].chunk_frames > pmax) pmax = man->programs[i].chunk_frames;
+        c.n_hist = man->context_frames + pmax;
+        c.hist = calloc((size_t)c.n_hist * (size_t)ct_codec_n_groups(codec), sizeof(int32_t));
+        c.pcm = malloc(sizeof(float) * (size_t)(pmax > MAX_PUSH ? pmax : MAX_PUSH) * (size_t)ct_codec_samples_per_frame(codec));
+        if (!c.hist || !c.pcm) {
+            fprintf(stderr, "error: out of memory\n");
+            goto done;
+        }
     }
     text = ct_cli_get_text(a.text, a.file, 1);
     if (!text) goto done;
@@ -271,7 +364,7 @@ int ct_cli_client(int argc, char **argv) {
     body = request_json(&a, text);
     c.G = ct_codec_n_groups(codec);
     c.spf = ct_codec_samples_per_frame(codec);
-    c.pcm = malloc(sizeof(float) * MAX_PUSH * (size_t)c.spf);
+    if (!c.pcm) c.pcm = malloc(sizeof(float) * MAX_PUSH * (size_t)c.spf);
     ct_codes_cb cb = {&c, on_header, on_frame, on_utterance};
     c.rd = ct_codes_reader_new(&cb);
     if (!body || !c.pcm || !c.rd || ct_codec_stream_create(codec, MAX_PUSH, &c.cs, err, sizeof err) != CT_OK) {
@@ -301,7 +394,7 @@ int ct_cli_client(int argc, char **argv) {
     }
     ct_wav_writer w;
     errno = 0;
-    if (ct_wav_begin(&w, f, ct_codec_sample_rate(codec), raw ? CT_WAV_RAW_S16LE : CT_WAV_PCM16) != CT_OK) {
+    if (ct_wav_begin(&w, f, ct_codec_sample_rate(codec), raw ? CT_WAV_RAW_S16LE : use_float ? CT_WAV_FLOAT32 : CT_WAV_PCM16) != CT_OK) {
         rc = ct_cli_write_error(f, raw ? "stdout" : out, errno ? errno : EIO, 0);
         goto done;
     }
@@ -344,6 +437,11 @@ int ct_cli_client(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", c.err);
         goto done;
     }
+    if (decode_pending(&c, 1)) { /* windowed: the last, partial chunk */
+        if (c.werr) rc = ct_cli_write_error(f, raw ? "stdout" : out, c.werr, 0);
+        else fprintf(stderr, "error: %s\n", c.err);
+        goto done;
+    }
     errno = 0;
     int fin = ct_wav_end(&w) == CT_OK ? 0 : (errno ? errno : EIO);
     if (!fin && f != stdout) {
@@ -365,9 +463,9 @@ int ct_cli_client(int argc, char **argv) {
         size_t wire = resp.body_len;
         fprintf(stderr,
                 "%s: %.2f s of audio in %.2f s, time to first audio %.3f s; %d frames in %zu bytes on the wire "
-                "(%.0f B per audio second); native decode: %d chunks, %.2f ms per chunk (max %.2f), stop: %s\n",
+                "(%.0f B per audio second); %s decode: %d chunks, %.2f ms per chunk (max %.2f), stop: %s\n",
                 raw ? "stdout" : out, audio, wall, c.chunks ? c.ttfa_ms / 1e3 : 0.0, ct_codes_reader_frames(c.rd), wire,
-                audio > 0 ? wire / audio : 0.0, c.chunks, c.chunks ? c.dec_sum / c.chunks : 0.0, c.dec_max,
+                audio > 0 ? wire / audio : 0.0, backend, c.chunks, c.chunks ? c.dec_sum / c.chunks : 0.0, c.dec_max,
                 ct_stop_reason_str((ct_stop_reason)ct_codes_reader_stop(c.rd)));
     }
     rc = 0;
@@ -383,6 +481,8 @@ done:
     ct_codec_stream_free(c.cs);
     free(c.pend);
     free(c.pcm);
+    free(c.hist);
+    free(man);
     free(body);
     free(text);
     ct_codec_free(codec);

@@ -46,7 +46,8 @@ typedef struct {
 } ct_export_codec_opts;
 
 /* Writes <out_dir>/code2wav_c<chunk>_ctx<context>.onnx for each distinct ramp size plus
-   <out_dir>/manifest.json (context, hop, sample rate, programs with window frames and bytes).
+   <out_dir>/manifest.json (export/codec_manifest.h: version, codec id, context, hop, sample
+   rate, the ramp, programs with shapes, bytes and SHA-256).
    The graph: codes int64 [1, n_q, context+chunk] -> wav float [1, chunk*hop], equal to
    ct_codec_decode_window on the same frames. res[] (n_ramp entries, may be NULL) receives
    per-program results. Errors: CT_ERR_INVALID_ARG (bad sizes, before any work), codec load

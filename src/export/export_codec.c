@@ -5,13 +5,14 @@
    the precomputed SnakeBeta factors come from the loaded ct_codec; conv / linear weights are
    read from speech_tokenizer/model.safetensors in their PyTorch layouts. Conv stages run
    channels-first [1, C, T]; the transformer runs time-major [1, T, C]. */
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec/codec_internal.h"
+#include "core/sha256.h"
+#include "export/codec_manifest.h"
 #include "export/export.h"
 #include "export/export_graph_ops.h"
 #include "io/safetensors.h"
@@ -295,15 +296,19 @@ ct_status ct_export_codec(const char *model_dir, const ct_export_codec_opts *o, 
         ct_codec_free(c);
         return s;
     }
-    json_t *man = json_object(), *progs = json_object();
-    json_object_set_new(man, "model", json_string(model_dir));
-    json_object_set_new(man, "backend", json_string("onnx"));
-    json_object_set_new(man, "partitioner", json_null());
-    json_object_set_new(man, "opset", json_integer(18));
-    json_object_set_new(man, "context_frames", json_integer(o->context));
-    json_object_set_new(man, "num_quantizers", json_integer(c->n_q));
-    json_object_set_new(man, "hop", json_integer(c->spf));
-    json_object_set_new(man, "sample_rate", json_integer(c->sample_rate));
+    ct_codec_manifest *man = calloc(1, sizeof *man);
+    if (!man) s = ct_errf(err, errcap, CT_ERR_NOMEM, "export codec: out of memory");
+    if (s == CT_OK) s = ct_codec_id(model_dir, man->codec_id, sizeof man->codec_id, err, errcap);
+    if (man) {
+        snprintf(man->model, sizeof man->model, "%s", model_dir);
+        man->context_frames = o->context;
+        man->num_quantizers = c->n_q;
+        man->codebook_size = c->codebook_size;
+        man->hop = c->spf;
+        man->sample_rate = c->sample_rate;
+        man->n_ramp = o->n_ramp;
+        memcpy(man->ramp, o->ramp, sizeof(int) * (size_t)o->n_ramp);
+    }
     for (int i = 0; i < o->n_ramp && s == CT_OK; i++) {
         const int chunk = o->ramp[i];
         ct_og g;
@@ -324,25 +329,18 @@ ct_status ct_export_codec(const char *model_dir, const ct_export_codec_opts *o, 
         ct_og_free(&g);
         if (s != CT_OK) break;
         if (res) res[i] = r;
-        json_t *p = json_object();
-        char key[16], fn[160];
-        snprintf(key, sizeof key, "%d", chunk);
-        snprintf(fn, sizeof fn, "%s.onnx", name);
-        json_object_set_new(p, "chunk_frames", json_integer(chunk));
-        json_object_set_new(p, "window_frames", json_integer(o->context + chunk));
-        json_object_set_new(p, "out_samples", json_integer((json_int_t)chunk * c->spf));
-        json_object_set_new(p, "path", json_string(fn));
-        json_object_set_new(p, "external_data", r.external ? json_true() : json_false());
-        json_object_set_new(p, "bytes", json_integer((json_int_t)r.file_bytes));
-        json_object_set_new(p, "weight_bytes", json_integer((json_int_t)r.weight_bytes));
-        json_object_set_new(progs, key, p);
+        ct_manifest_program *p = &man->programs[man->n_programs++];
+        p->chunk_frames = chunk;
+        p->window_frames = o->context + chunk;
+        p->out_samples = chunk * c->spf;
+        snprintf(p->path, sizeof p->path, "%s.onnx", name);
+        p->external = r.external;
+        if (r.external) snprintf(p->data_path, sizeof p->data_path, "%s.onnx.data", name);
+        p->bytes = r.file_bytes;
+        p->weight_bytes = r.weight_bytes;
     }
-    json_object_set_new(man, "programs", progs);
-    if (s == CT_OK) {
-        snprintf(path, sizeof path, "%s/manifest.json", out_dir);
-        if (json_dump_file(man, path, JSON_INDENT(2)) != 0) s = ct_errf(err, errcap, CT_ERR_IO, "%s: cannot write", path);
-    }
-    json_decref(man);
+    if (s == CT_OK) s = ct_codec_manifest_write(out_dir, man, err, errcap); /* hashes the programs */
+    free(man);
     ct_st_close(st);
     ct_codec_free(c);
     return s;

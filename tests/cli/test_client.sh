@@ -66,6 +66,17 @@ has "time to first audio" "$WORK/client.log"
 has "ms per chunk" "$WORK/client.log"
 timeout 60 "$BIN" "${CL[@]}" -q -o - > "$WORK/client.pcm" 2>"$WORK/err"
 if [ $? = 0 ] && cmp -s "$WORK/client.pcm" "$WORK/server.pcm"; then ok; else bad "client -o - differs from the server's PCM: $(head -c 300 "$WORK/err")"; fi
+# --float: a float32 WAV of the same samples (format 3, 32 bits, twice the data)
+expect_rc 0 "$BIN" "${CL[@]}" -q --float -o "$WORK/client_f.wav"
+"$PY" - "$WORK/client_f.wav" "$WORK/server.pcm" <<'PY' >"$WORK/f.out" 2>&1
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+fmt, bits = struct.unpack_from("<H", b, 20)[0], struct.unpack_from("<H", b, 34)[0]
+n = (len(b) - 44) // 4
+pcm = open(sys.argv[2], "rb").read()
+print("float ok" if fmt == 3 and bits == 32 and n * 2 == len(pcm) else "float bad: fmt %d bits %d n %d" % (fmt, bits, n))
+PY
+has "float ok" "$WORK/f.out"
 # the timeline: one JSON line per decoded chunk, as many as the summary counts, every frame once
 "$PY" - "$WORK/tl.jsonl" "$WORK/client.log" "$(stat -c %s "$WORK/server.pcm")" <<'PY' >"$WORK/tl.out" 2>&1
 import json, re, sys
@@ -154,7 +165,9 @@ fake version "wire version 2; this reader knows version 1"
 expect_rc 2 "$BIN" client --url "$URL" --decoder-backend onnx --manifest "$WORK" -t hi -o "$WORK/x.wav"
 has "python/codectalk/client.py" "$WORK/err"
 expect_rc 2 "$BIN" client --url "$URL" --decoder-backend tflite -m "$M" -t hi -o "$WORK/x.wav"
-has "native or onnx" "$WORK/err"
+has "native, windowed or onnx" "$WORK/err"
+expect_rc 2 "$BIN" "${CL[@]}" --float -o -
+has "float writes a WAV file" "$WORK/err"
 expect_rc 2 "$BIN" client -m "$M" -t hi -o "$WORK/x.wav"
 has "--url" "$WORK/err"
 expect_rc 2 "$BIN" client --url "$URL" -t hi -o "$WORK/x.wav"
