@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "core/fileio.h"
 #include "core/sha256.h"
 
 static json_t *shape2(int a, int b) { return json_pack("[i, i]", a, b); }
@@ -147,16 +148,25 @@ static ct_status check_hash(const char *dir, const char *where, const char *file
 
 ct_status ct_codec_manifest_read(const char *dir, int check_files, ct_codec_manifest *m, char *err, size_t errcap) {
     memset(m, 0, sizeof *m);
+    char path[2048], e2[512];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    char *text = NULL;
+    size_t n = 0;
+    if (ct_read_file(path, 1u << 20, &text, &n, e2, sizeof e2) != CT_OK)
+        return ct_errf(err, errcap, CT_ERR_IO, "manifest %s cannot be opened (not an `export codec` directory?): %s", path, e2);
+    ct_status st = ct_codec_manifest_parse(text, n, dir, check_files, m, err, errcap);
+    free(text);
+    return st;
+}
+
+ct_status ct_codec_manifest_parse(const char *text, size_t len, const char *dir, int check_files, ct_codec_manifest *m,
+                                  char *err, size_t errcap) {
+    memset(m, 0, sizeof *m);
     char path[2048];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
     json_error_t je;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!j) {
-        FILE *f = fopen(path, "rb");
-        if (f) fclose(f);
-        return ct_errf(err, errcap, f ? CT_ERR_FORMAT : CT_ERR_IO, "manifest %s: %s", path,
-                       f ? je.text : "cannot be opened (not an `export codec` directory?)");
-    }
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!j) return ct_errf(err, errcap, CT_ERR_FORMAT, "manifest %s: %s (line %d)", path, je.text, je.line);
     ct_status st = CT_ERR_FORMAT;
     long long v;
     json_t *ver = json_object_get(j, "manifest_version");

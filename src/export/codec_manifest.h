@@ -46,6 +46,11 @@ ct_status ct_codec_manifest_write(const char *dir, ct_codec_manifest *m, char *e
    manifest version). */
 ct_status ct_codec_manifest_read(const char *dir, int check_files, ct_codec_manifest *m, char *err, size_t errcap);
 
+/* The same on manifest text[len] (need not be NUL-terminated) of directory dir, whose program
+   files are checked when check_files is set (a fuzzer passes 0). */
+ct_status ct_codec_manifest_parse(const char *text, size_t len, const char *dir, int check_files, ct_codec_manifest *m,
+                                  char *err, size_t errcap);
+
 /* The program that decodes n new frames: the smallest chunk size >= n; NULL when none is. */
 const ct_manifest_program *ct_codec_manifest_program(const ct_codec_manifest *m, int n);
 

@@ -161,6 +161,42 @@ fake reordered "frame 1 at byte .* out of order (expected frame 0)"
 fake range "code 4000 outside \[0, 2048)"
 fake version "wire version 2; this reader knows version 1"
 
+# 3b. the Python client's decoder (python/codectalk/client.py) on the fuzz corpus and on the
+# altered bodies: the same verdicts as the C decoder
+"$PY" - "$SRC/python" "$SRC/fuzz/corpus/codes_wire" "$WORK" <<'PY' >"$WORK/pywire" 2>&1
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from codectalk.client import CodesReader, Refused
+def run(path):
+    seen = []
+    r = CodesReader(lambda h: seen.append("h"), lambda i, c: seen.append(i), lambda u: seen.append("u%d" % u))
+    try:
+        data = open(path, "rb").read()
+        for k in range(0, len(data), 7):
+            r.feed(data[k:k + 7])
+        r.finish()
+        return "ok %d" % sum(1 for x in seen if isinstance(x, int))
+    except Refused as e:
+        return str(e)
+want = {
+    "valid.bin": "ok 4", "empty_stream.bin": "ok 0", "truncated.bin": "truncated: it ends inside the record",
+    "no_end.bin": "no end record after 4 frames", "reordered.bin": "frame 1 at byte",
+    "out_of_range.bin": "code 2048 outside [0, 2048)", "version2.bin": "wire version 2; this reader knows version 1",
+    "error_record.bin": "failed at the server: utterance 1: out of memory", "huge_length.bin": "declares",
+    "bad_frame_rate.bin": "inconsistent", "after_end.bin": "after the end record", "two_headers.bin": "a second header",
+}
+corpus = sys.argv[2]
+for f, w in sorted(want.items()):
+    got = run(os.path.join(corpus, f))
+    print(("pyok " if w in got else "PYBAD ") + f + ": " + got)
+for f, w in (("truncated.bin", "truncated: it ends inside"), ("reordered.bin", "out of order (expected frame 0)"),
+             ("range.bin", "code 4000 outside [0, 2048)"), ("version.bin", "wire version 2")):
+    got = run(os.path.join(sys.argv[3], f))
+    print(("pyok " if w in got else "PYBAD ") + f + ": " + got)
+print("codes files in the corpus: %d" % len(os.listdir(corpus)))
+PY
+if [ "$(grep -c '^pyok' "$WORK/pywire")" = 16 ] && ! grep -q PYBAD "$WORK/pywire"; then ok; else bad "python decoder: $(cat "$WORK/pywire")"; fi
+
 # 4. usage errors (exit 2)
 expect_rc 2 "$BIN" client --url "$URL" --decoder-backend onnx --manifest "$WORK" -t hi -o "$WORK/x.wav"
 has "python/codectalk/client.py" "$WORK/err"
