@@ -31,7 +31,7 @@ static const char *default_prompts[] = {
 
 typedef struct {
     const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language, *weights, *placement;
-    int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, ctx;
+    int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, ctx, concurrency;
     uint64_t seed;
 } bench_args;
 
@@ -383,6 +383,9 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         {"seed", 0, CT_OPT_U64, &a->seed, "N", "base seed"},
         {"max-frames", 0, CT_OPT_INT, &a->max_frames, "N", "cap frames per request"},
         {"step-stats", 0, CT_OPT_FLAG, &a->step_stats, NULL, "collect per-step attribution"},
+        {"concurrency", 'c', CT_OPT_INT, &a->concurrency, "N",
+         "submit N requests at once to an engine with the profile's streams and queue: which were admitted, "
+         "queued or refused, and the stalls of each after its playback start"},
         {"weights", 0, CT_OPT_STR, &a->weights, "FMT", "bf16 | int8 | int4 | mixed (converted at load)"},
         {"tag", 0, CT_OPT_STR, &a->tag, "NAME", "suffix for the result file name"},
         {"output", 'o', CT_OPT_STR, &a->out, "DIR", "results directory (default results/)"},
@@ -396,6 +399,10 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
     if (r) return r < 0 ? 2 : 1;
     if (!a->model) {
         fprintf(stderr, "error: --model DIR is required\n");
+        return 2;
+    }
+    if (a->concurrency < 0 || a->concurrency > 256) {
+        fprintf(stderr, "error: --concurrency must be in [1, 256]\n");
         return 2;
     }
     if (a->warmup < 0 || a->warmup > 100 || a->repeat < 1 || a->repeat > 1000) {
@@ -434,8 +441,10 @@ static int setup(const bench_args *a, ct_cli_deploy *prof, ct_engine_params *ep,
     if (a->schedule) sp->schedule = a->schedule;
     if (ct_args_given(&a->windowed)) sp->windowed = a->windowed;
     if (ct_args_given(&a->context)) sp->context_frames = a->context;
-    ep->max_streams = 1; /* one request at a time */
-    ep->kv_budget_bytes = 0;
+    if (!a->concurrency) { /* one request at a time */
+        ep->max_streams = 1;
+        ep->kv_budget_bytes = 0;
+    }
     sp->utterance_bytes = 0; /* each prompt is one utterance, however long */
     *m = ct_cli_load_model_p(a->model, &mp);
     if (!*m) {
@@ -558,6 +567,122 @@ static int compare_runs(const bench_args *a, const place_entry *runs, const run_
     return rc;
 }
 
+/* --concurrency N: N requests submitted at once (prompts in turn); every stream drained as its
+   audio comes, as N listeners would. Per stream: admitted at once, queued (and for how long) or
+   refused (queue full), TTFA, and the player stalls after its playback start (the engine's
+   ring-buffer player, starting at TTFA). Writes <out>/concurrency_<N>.json. */
+static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const ct_engine_params *ep,
+                          const ct_stream_params *sp) {
+    char err[1024];
+    char **prompts = NULL;
+    int n_prompts = 0, own = 0, n = a->concurrency, rc = 1;
+    if (a->prompts) {
+        if ((n_prompts = load_prompts(a->prompts, &prompts)) < 0) return 1;
+        own = 1;
+    } else {
+        prompts = (char **)default_prompts;
+        while (default_prompts[n_prompts]) n_prompts++;
+    }
+    ct_engine *e = NULL;
+    ct_stream **st = calloc((size_t)n, sizeof *st);
+    ct_status *sub = calloc((size_t)n, sizeof *sub);
+    int *done = calloc((size_t)n, sizeof *done);
+    float *pcm = malloc(sizeof(float) * 8192);
+    json_t *rows = json_array();
+    if (!st || !sub || !done || !pcm || !rows) goto out;
+    if (ct_engine_create(m, c, ep, &e, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        goto out;
+    }
+    while (ct_engine_ready(e, err, sizeof err) == 0) nanosleep(&(struct timespec){0, 5000000}, NULL);
+    ct_engine_limits lim = ct_engine_get_limits(e);
+    for (int i = 0; i < n; i++) {
+        ct_gen_params g = ct_gen_params_default();
+        g.text = prompts[i % n_prompts];
+        g.speaker = a->speaker;
+        g.language = a->language;
+        g.seed = a->seed + (uint64_t)i;
+        if (a->max_frames > 0) g.max_frames = a->max_frames;
+        sub[i] = ct_engine_submit(e, &g, sp, &st[i], err, sizeof err);
+        if (sub[i] != CT_OK && sub[i] != CT_ERR_LIMIT) {
+            fprintf(stderr, "error: request %d: %s\n", i, err);
+            goto out;
+        }
+        if (sub[i] != CT_OK) done[i] = 1;
+    }
+    int left = 0;
+    for (int i = 0; i < n; i++) left += !done[i];
+    while (left > 0) { /* every listener drains its stream */
+        int got = 0;
+        for (int i = 0; i < n; i++) {
+            if (done[i]) continue;
+            int fin = 0;
+            got += ct_stream_read(st[i], pcm, 8192, 0, &fin) > 0;
+            if (fin) {
+                done[i] = 1;
+                left--;
+            }
+        }
+        if (!got) nanosleep(&(struct timespec){0, 2000000}, NULL);
+    }
+    printf("concurrency %d on %d stream(s), queue %d:\n| request | outcome | queued ms | TTFA ms | frames | "
+           "stalls after playback start | stall ms | RTF |\n|---|---|---|---|---|---|---|---|\n",
+           n, lim.max_streams, lim.queue_cap);
+    int admitted_stalls = 0, n_admitted = 0, n_queued = 0, n_refused = 0;
+    for (int i = 0; i < n; i++) {
+        if (sub[i] != CT_OK) {
+            n_refused++;
+            printf("| %d | refused (queue full) | | | | | | |\n", i);
+            json_array_append_new(rows, json_pack("{s:i,s:s}", "request", i, "outcome", "refused"));
+            continue;
+        }
+        ct_stream_info in = ct_stream_get_info(st[i]);
+        int queued = in.queue_ms > 1000; /* waited for another stream to finish, not just for its prefill turn */
+        const char *outcome = in.state == CT_STREAM_FAILED ? "failed" : queued ? "queued, then admitted" : "admitted";
+        n_queued += queued;
+        n_admitted++;
+        admitted_stalls += in.stalls;
+        double audio = (double)in.samples / ct_codec_sample_rate(c), rtf = audio > 0 ? (in.done_ms - in.queue_ms) / 1e3 / audio : 0;
+        printf("| %d | %s | %.0f | %.0f | %d | %d | %.0f | %.3f |\n", i, outcome, in.queue_ms, in.ttfa_ms, in.frames,
+               in.stalls, in.stall_ms, rtf);
+        json_array_append_new(rows, json_pack("{s:i,s:s,s:f,s:f,s:i,s:i,s:f,s:f}", "request", i, "outcome", outcome,
+                                              "queue_ms", in.queue_ms, "ttfa_ms", in.ttfa_ms, "frames", in.frames,
+                                              "stalls", in.stalls, "stall_ms", in.stall_ms, "rtf", rtf));
+    }
+    ct_engine_counters k = ct_engine_get_counters(e);
+    printf("%d admitted (%d of them queued over 1 s first), %d refused; %d stall(s) after playback start; engine: %llu "
+           "deferred for compute, %llu for KV, %llu held by the throttle, %llu rejected\n",
+           n_admitted, n_queued, n_refused, admitted_stalls, (unsigned long long)k.deferred_compute,
+           (unsigned long long)k.deferred_kv, (unsigned long long)k.deferrals, (unsigned long long)k.rejected);
+    char path[1400];
+    snprintf(path, sizeof path, "%s/concurrency_%d%s%s.json", a->out, n, a->tag ? "_" : "", a->tag ? a->tag : "");
+    json_t *doc = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:o}", "model", a->model, "kind", "concurrency",
+                            "concurrency", n, "max_streams", lim.max_streams, "queue", lim.queue_cap, "talker_weights",
+                            ct_model_get_info(m).talker_weights, "predictor_weights",
+                            ct_model_get_info(m).predictor_weights, "requests", rows);
+    rows = NULL;
+    if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+    } else {
+        printf("written to %s\n", path);
+        rc = 0;
+    }
+    json_decref(doc);
+out:
+    for (int i = 0; st && i < n; i++) ct_stream_release(st[i]);
+    ct_engine_free(e);
+    json_decref(rows);
+    free(st);
+    free(sub);
+    free(done);
+    free(pcm);
+    if (own) {
+        for (int i = 0; i < n_prompts; i++) free(prompts[i]);
+        free(prompts);
+    }
+    return rc;
+}
+
 int ct_cli_bench_stream(int argc, char **argv) {
     bench_args a;
     int r = parse_common(argc, argv, &a, "usage: codectalk bench stream -m DIR [--prompts FILE] [--warmup N --repeat N] "
@@ -579,6 +704,16 @@ int ct_cli_bench_stream(int argc, char **argv) {
         goto out;
     }
     const char *tag = a.profile ? (strcmp(a.profile, "auto") == 0 ? "profile_auto" : a.profile) : "profile_auto";
+    if (a.concurrency) {
+        if (n_runs > 1) {
+            fprintf(stderr, "error: --concurrency runs one placement\n");
+            rc = 2;
+            goto out;
+        }
+        ep.placement = runs[0].placement;
+        rc = run_concurrent(&a, m, c, &ep, &sp);
+        goto out;
+    }
     if (n_runs == 1) {
         ep.placement = runs[0].placement;
         ep.talker_threads = runs[0].threads;

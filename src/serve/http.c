@@ -445,6 +445,8 @@ static enum MHD_Result speech_full(ct_http *h, struct MHD_Connection *c, ct_stre
     ct_stream_info si = ct_stream_get_info(st);
     ct_api_error e;
     if (!finished) ct_api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+    else if (si.state == CT_STREAM_FAILED && si.status == CT_ERR_TIMEOUT) /* a deadline of the profile */
+        ct_api_error_set(&e, 504, "server_error", NULL, "timeout", "%s", ct_stream_errmsg(st));
     else if (si.state == CT_STREAM_FAILED)
         ct_api_error_set(&e, 500, "server_error", NULL, "generation_failed", "%s", ct_stream_errmsg(st));
     stream_done(h, st);
@@ -679,9 +681,10 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
     CT_STATS_ADD_SINCE("serve.admission_wait_ms", t1);
     if (js == CT_STREAM_FAILED) { /* refused at prefill (validation) or shut down */
         ct_status fs = ct_stream_get_info(st).status;
-        int code = fs == CT_ERR_INVALID_ARG || fs == CT_ERR_LIMIT ? 400 : 500;
+        int code = fs == CT_ERR_INVALID_ARG || fs == CT_ERR_LIMIT ? 400 : fs == CT_ERR_TIMEOUT ? 504 : 500;
         ct_api_error_set(&e, code, code == 400 ? "invalid_request_error" : "server_error", NULL,
-                         code == 400 ? "invalid_request" : "generation_failed", "%s", ct_stream_errmsg(st));
+                         code == 400 ? "invalid_request" : code == 504 ? "timeout" : "generation_failed", "%s",
+                         ct_stream_errmsg(st));
         stream_done(h, st);
         if (cs) stream_free(cs);
         return send_error(h, c, &e, NULL);

@@ -52,6 +52,24 @@ printf 'engine:\n  turbo: true\n' > "$P"
 expect_rc 1 "$BIN" synth -m "$M" -t "Hi." -s vivian --profile "$P" -o "$WORK/d.wav"
 has "p.yaml:2:.*engine.turbo" "$WORK/err"
 
+# the server runs by the profile too: its deadline ends a request with 504
+printf 'engine:\n  request_deadline_ms: 1\n' > "$P"
+"$BIN" serve -m "$M" --host 127.0.0.1 --port 0 --profile "$P" > /dev/null 2>"$WORK/srv.log" &
+SRV=$!
+PORT=""
+for _ in $(seq 1 600); do
+  PORT="$(sed -n 's|.*on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$WORK/srv.log" | head -1)"
+  { [ -n "$PORT" ] && grep -q '^ready' "$WORK/srv.log"; } && break
+  kill -0 $SRV 2>/dev/null || break
+  sleep 0.1
+done
+has "^profile .*p.yaml: weights bf16/bf16" "$WORK/srv.log"
+code="$(curl -sS --max-time 60 -o "$WORK/resp" -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary '{"model":"qwen3-tts-12hz-0b6-custom_voice","input":"Hello there.","voice":"vivian"}' "http://127.0.0.1:$PORT/v1/audio/speech")"
+[ "$code" = 504 ] && ok || bad "deadline over HTTP: $code $(head -c 300 "$WORK/resp")"
+has "deadline_ms 1 passed" "$WORK/resp"
+kill -TERM $SRV; wait $SRV
+
 # calibration: measured, cached per formats, preferred by the next auto profile
 expect_rc 0 "$BIN" calibrate -m "$M" --frames 8
 has "| bf16/bf16 | serial " "$WORK/out"; has "cached: " "$WORK/out"
@@ -78,4 +96,19 @@ want += [("overlapped", t, c) for t in range(1, n + 1) for c in range(1, n + 2 -
 assert rows == want, (rows, want)
 assert any(r["oversubscribed"] for r in d["sweep"]) and all("frame_budget" in r for r in d["sweep"])
 PY
+# bench stream --concurrency: one stream and a queue of one: the third request is refused, the
+# queued one waits for the first, nobody stalls
+printf 'engine:\n  max_streams: 1\n  queue_depth: 1\n' > "$P"
+expect_rc 0 "$BIN" bench stream -m "$M" --profile "$P" --concurrency 3 --max-frames 6 -o "$WORK/bc"
+python3 - "$WORK/bc/concurrency_3.json" <<'PY' && ok || bad "concurrency_3.json: $(cat "$WORK/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+out = [r["outcome"] for r in d["requests"]]
+assert d["max_streams"] == 1 and d["queue"] == 1, d
+assert out.count("refused") == 1 and out[2] == "refused", out
+ok = [r for r in d["requests"] if r["outcome"] != "refused"]
+assert len(ok) == 2 and all(r["frames"] == 6 and r["stalls"] == 0 for r in ok), ok
+assert ok[1]["queue_ms"] >= ok[0]["queue_ms"], ok
+PY
+expect_rc 2 "$BIN" bench stream -m "$M" --concurrency 300 -o "$WORK/bc"
 finish test_profile
