@@ -81,7 +81,8 @@ typedef struct {
     char *utt_text;      /* utterance utt of rq.input, NUL-terminated */
     int n_utts, utt;
     ct_stream_info sum;  /* text_tokens, frames of the utterance streams so far; stop of the last */
-    int failed;          /* the codes stream ended with an error record (fail_msg) */
+    int failed;          /* the codes stream ended with an error record (fail_msg, fail_status) */
+    ct_status fail_status;
     char fail_msg[600];
 } stream_ctx;
 
@@ -275,6 +276,7 @@ static int pend_codes_end(stream_ctx *s) {
         s->sum.stop = si.stop;
         if (si.state == CT_STREAM_FAILED && !s->failed) {
             s->failed = 1;
+            s->fail_status = si.status;
             if (s->n_utts > 1) snprintf(s->fail_msg, sizeof s->fail_msg, "utterance %d: %s", s->utt + 1, ct_stream_errmsg(s->st));
             else snprintf(s->fail_msg, sizeof s->fail_msg, "%s", ct_stream_errmsg(s->st));
         }
@@ -509,7 +511,8 @@ static void codes_utt_text(stream_ctx *s) {
 static stream_ctx *codes_new(ct_http *h, struct MHD_Connection *c, ct_speech_request *rq) {
     stream_ctx *s = stream_new(h, c, rq->mode == CT_MODE_FULL ? CT_MODE_AUDIO : rq->mode, CT_RESP_CODES);
     size_t len = strlen(rq->input);
-    size_t max = (size_t)h->stream.utterance_bytes, ns = ct_split_utterances(rq->input, len, max, NULL, 0);
+    size_t max = h->stream.utterance_bytes > 0 ? (size_t)h->stream.utterance_bytes : len + 1; /* 0: one utterance */
+    size_t ns = ct_split_utterances(rq->input, len, max, NULL, 0);
     if (s) {
         s->rq = *rq;
         memset(rq, 0, sizeof *rq);
@@ -553,8 +556,10 @@ static int codes_next(stream_ctx *s) {
     ct_api_error e;
     int retry = 1;
     ct_stream *st = NULL;
-    if (submit(s->h, &s->rq, s->utt_text, s->utt, &st, &e, &retry) != CT_OK) {
+    ct_status ss = submit(s->h, &s->rq, s->utt_text, s->utt, &st, &e, &retry);
+    if (ss != CT_OK) {
         s->failed = 1;
+        s->fail_status = ss;
         snprintf(s->fail_msg, sizeof s->fail_msg, "utterance %d: %s", s->utt + 1, e.message);
         return 0;
     }
@@ -592,6 +597,8 @@ static enum MHD_Result speech_full_codes(ct_http *h, struct MHD_Connection *c, s
         return MHD_NO;
     }
     if (r < 0) ct_api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+    else if (s->failed && s->fail_status == CT_ERR_TIMEOUT) /* a deadline of the profile, as for audio */
+        ct_api_error_set(&e, 504, "server_error", NULL, "timeout", "%s", s->fail_msg);
     else if (s->failed) ct_api_error_set(&e, 500, "server_error", NULL, "generation_failed", "%s", s->fail_msg);
     ct_stream_info si = s->sum;
     uint32_t frames = s->frames;

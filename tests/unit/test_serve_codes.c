@@ -124,7 +124,7 @@ static int session_frames(uint64_t seed, int mnt, const char *voice, int32_t *ou
     return n;
 }
 
-static ct_http *serve(const ct_codec *codec, ct_engine **E) {
+static ct_http *serve(const ct_codec *codec, ct_engine **E, int utterance_bytes) {
     char err[1024];
     ct_engine_params ep = ct_engine_params_default();
     ep.max_context = 512;
@@ -135,6 +135,9 @@ static ct_http *serve(const ct_codec *codec, ct_engine **E) {
     hp.port = 0;
     hp.model_id = "tiny-codes";
     hp.codec_id = CODEC_ID;
+    ct_stream_params sp = ct_stream_params_default();
+    sp.utterance_bytes = utterance_bytes;
+    hp.stream = &sp;
     ct_http *H = NULL;
     CHECKF(*E && ct_http_start(*E, M, &hp, &H, err, sizeof err) == CT_OK, "%s", err);
     return H;
@@ -146,7 +149,7 @@ int main(void) {
     if (!M || !C) return ct_test_finish();
     const char *voice = ct_model_speaker(M, 0);
     ct_engine *E = NULL;
-    ct_http *H = serve(C, &E);
+    ct_http *H = serve(C, &E, 300);
     if (!H) return ct_test_finish();
     int port = ct_http_port(H);
     const int MNT = 24;
@@ -267,7 +270,7 @@ int main(void) {
     ct_engine_free(E);
 
     /* 5. a codes-only engine (no codec at all): codes are served, wav is refused */
-    H = serve(NULL, &E);
+    H = serve(NULL, &E, 300);
     if (H) {
         port = ct_http_port(H);
         snprintf(body, sizeof body,
@@ -285,6 +288,30 @@ int main(void) {
         snprintf(body, sizeof body, "{\"input\":\"%s\",\"response_format\":\"flac\"}", TEXT);
         CHECK(post(port, body, &r) == CT_OK && r.status == 400 && strstr((const char *)r.body, "'codes'"));
         ct_http_resp_free(&r);
+        ct_http_stop(H);
+    }
+    ct_engine_free(E);
+
+    /* 5b. a server whose utterance size is 0 (no split): one utterance, no utterance record,
+       still the server's own WAV */
+    H = serve(C, &E, 0);
+    if (H) {
+        port = ct_http_port(H);
+        ct_http_resp cr, wr;
+        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":12,\"response_format\":\"codes\"}",
+                 LONG_TEXT, voice);
+        CHECK(post(port, body, &cr) == CT_OK && cr.status == 200);
+        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":12,\"response_format\":\"wav\"}",
+                 LONG_TEXT, voice);
+        CHECK(post(port, body, &wr) == CT_OK && wr.status == 200);
+        CHECKF(decode_body(cr.body, cr.body_len, f, err, sizeof err) == CT_OK, "%s", err);
+        CHECK(f->n_utts == 1 && f->n > 8);
+        size_t n = 0;
+        unsigned char *b = frames_wav(f, 1, &n);
+        CHECK(b && n == wr.body_len && memcmp(b, wr.body, n) == 0);
+        free(b);
+        ct_http_resp_free(&cr);
+        ct_http_resp_free(&wr);
         ct_http_stop(H);
     }
     ct_engine_free(E);
