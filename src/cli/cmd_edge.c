@@ -22,7 +22,8 @@ static double gib(uint64_t b) { return (double)b / (double)CT_GIB; }
 
 static void print_hw(const ct_hw_profile *p) {
     printf("source:        %s\n", p->source);
-    printf("class:         %s\n", ct_hw_class_name(ct_hw_classify(p)));
+    printf("class:         %s (engine class %s: the settings this CPU engine derives)\n",
+           ct_hw_class_name(ct_hw_classify(p)), ct_hw_class_name(ct_hw_engine_class(p)));
     printf("arch:          %s (%s)\n", p->arch, p->host_os);
     printf("cpu:           %s\n", p->cpu_model[0] ? p->cpu_model : "(unknown)");
     printf("flags:        ");
@@ -38,6 +39,13 @@ static void print_hw(const ct_hw_profile *p) {
     }
     printf("memory:        %.2f GiB total, %.2f GiB available\n", gib(p->ram_total_bytes),
            gib(p->ram_available_bytes));
+    char al[512] = "all";
+    if (p->n_allowed_cpus) ct_cpu_range_str(p->allowed_cpus, p->n_allowed_cpus, al, sizeof al);
+    printf("container:     cpus allowed %s; cgroup quota ", al);
+    if (p->cgroup_cpus > 0) printf("%.2f CPUs", p->cgroup_cpus);
+    else printf("none");
+    if (p->cgroup_mem_limit_bytes) printf(", memory limit %.2f GiB", gib(p->cgroup_mem_limit_bytes));
+    printf("; usable RAM %.2f GiB\n", gib(ct_hw_usable_ram(p)));
     printf("accelerator:   %s", p->accelerator);
     if (p->gpu_name[0] || p->gpu_mem_bytes)
         printf(" (%s, %.2f GiB, %d SMs, cc %d.%d)", p->gpu_name[0] ? p->gpu_name : "?",

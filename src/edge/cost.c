@@ -93,7 +93,7 @@ uint64_t ct_cost_pred_bytes(const ct_model_shape *s, int fp) {
 ct_cost_eff ct_cost_eff_default(void) {
     /* fitted on the reference machine of docs/EDGE.md 3 (AVX-512 BF16/VNNI, no AMX, 2 vCPUs);
        calibration replaces the predictions with measurements wherever it has run */
-    ct_cost_eff e = {{0.70, 0.85, 0.70}, {0.75, 0.85, 0.70}, 1.0, 0.30, 0.75};
+    ct_cost_eff e = {{0.70, 0.85, 0.70}, {0.75, 0.85, 0.70}, 1.0, 0.60, 0.75};
     return e;
 }
 

@@ -112,6 +112,12 @@ assert len(ok) == 2 and all(r["frames"] == 6 and r["stalls"] >= 0 and r["ttfa_ms
 assert ok[1]["queue_ms"] >= ok[0]["queue_ms"], ok
 PY
 expect_rc 2 "$BIN" bench stream -m "$M" --concurrency 300 -o "$WORK/bc"
+# the probe reports what the hardware is and what the engine derives from it
+expect_rc 0 "$BIN" probe --root "$SRC/tests/data/probe/container_cgroup2"
+has "cgroup quota 1.50 CPUs, memory limit 2.00 GiB" "$WORK/out"
+expect_rc 0 "$BIN" probe --root "$SRC/tests/data/probe/x86_nvidia_host"
+has "^class: *cuda_discrete (engine class x86_cpu" "$WORK/out"
+
 # bench emulate: the child runs the emulated class's auto profile exactly as synth applies it
 # (arm64 rules: adaptive chunks, min 3 frames, margin 160 ms), and the table shows what it ran
 expect_rc 0 "$BIN" bench emulate -m "$M" --case arm64_cpu_logic --max-frames 2 -o "$WORK/emu"
