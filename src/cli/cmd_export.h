@@ -1,4 +1,4 @@
-/* `codectalk export step|codec|sanitize`: on-device ONNX exports (EDGE.md 8). */
+/* `codectalk export step|codec|sanitize`: on-device ONNX exports (docs/EXPORT.md). */
 #ifndef CT_CMD_EXPORT_H
 #define CT_CMD_EXPORT_H
 

@@ -1,4 +1,4 @@
-/* Presets, tensor inventories (MODEL.md 1.8-1.10) and the counter-based weight generator
+/* Presets, tensor inventories (docs/MAKE_MODEL.md) and the counter-based weight generator
  * behind ct_make_model. */
 #include <math.h>
 #include <stdarg.h>
@@ -242,7 +242,7 @@ static void build_main(builder *b, const ct_mm_preset *p) {
         LIN(b, 1.0f, p->cp_vocab, p->cp_hidden, "talker.code_predictor.lm_head.%d.weight", g);
 
     if (p->spk_enc_dim > 0) {
-        /* ECAPA-TDNN with the class-default channel layout (MODEL.md 1.9). */
+        /* ECAPA-TDNN with the class-default channel layout (docs/MAKE_MODEL.md). */
         const int C = 512, mel = 128, att = 128, se = 128, scale = 8, sub = C / scale;
         CONV(b, 1.0f, C, mel, 5, "speaker_encoder.blocks.0.conv.weight");
         BIAS(b, C, "speaker_encoder.blocks.0.conv.bias");

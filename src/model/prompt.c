@@ -1,4 +1,4 @@
-/* Prompt builder: the talker prefill layouts of MODEL.md 2.5-2.6 (CustomVoice, VoiceDesign,
+/* Prompt builder: the talker prefill layouts of docs/MODEL_PATH.md "Prompt" (CustomVoice, VoiceDesign,
    Base x-vector; streaming-text and non-streaming bodies). */
 #include <math.h>
 #include <stdio.h>

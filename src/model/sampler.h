@@ -1,5 +1,5 @@
 /* Token sampler: the Hugging Face (transformers 4.57 `generate`) logits-processor chain
- * used by Qwen3-TTS, plus the multinomial draw on a counter-based RNG (MODEL.md section 4). */
+ * used by Qwen3-TTS, plus the multinomial draw on a counter-based RNG (docs/MODEL_PATH.md). */
 #ifndef CT_SAMPLER_H
 #define CT_SAMPLER_H
 

@@ -1,4 +1,4 @@
-/* POST /v1/audio/speech request body (EDGE.md 9.4): strict JSON parsing and validation into a
+/* POST /v1/audio/speech request body (docs/SERVE.md): strict JSON parsing and validation into a
    ct_speech_request, and the OpenAI error object {"error":{message,type,param,code}} used for
    every 4xx/5xx the server sends. Pure functions (jansson), no I/O. */
 #ifndef CT_SERVE_REQUEST_H

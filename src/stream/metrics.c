@@ -1,5 +1,5 @@
-/* Stream latency metrics of EDGE.md 7.1 over a chunk timeline, percentiles and summaries, and
-   the schema-1 bench JSON of EDGE.md 7.2. */
+/* Stream latency metrics of docs/STREAMING.md 2 over a chunk timeline, percentiles and summaries, and
+   the schema-1 bench JSON of docs/BENCH.md. */
 #include "core/fileio.h"
 #include "stream/metrics.h"
 

@@ -1,7 +1,7 @@
-/* Stream latency metrics (EDGE.md 7.1, 3.1): score a recorded chunk timeline by what a listener
+/* Stream latency metrics (docs/STREAMING.md 2): score a recorded chunk timeline by what a listener
    hears (TTFA, prefix audio C_i, earliest never-underrunning playback start, ring-buffer stalls
    for a given start, RTFs, inter-chunk gaps), nearest-rank percentiles, the summary over
-   requests, and the bench JSON document of EDGE.md 7.2 (schema 1, CPU build: GPU fields null).
+   requests, and the bench JSON document of docs/BENCH.md (schema 1, CPU build: GPU fields null).
    Pure functions: no threads, no clocks; only the summary and JSON paths allocate. */
 #ifndef CT_STREAM_METRICS_H
 #define CT_STREAM_METRICS_H
@@ -68,7 +68,7 @@ int ct_stream_prefix_ms(const ct_chunk_rec *chunks, int n, int sample_rate, doub
    the number of gaps (n_audio - 1, or 0). */
 int ct_stream_gaps(const ct_chunk_rec *chunks, int n, double *gaps, int cap);
 
-/* Playback slack (EDGE.md 3.1) at now_ms: audio ms arrived by now minus audio already played,
+/* Playback slack (docs/STREAMING.md 5) at now_ms: audio ms arrived by now minus audio already played,
    max(0, now - start). start_ms NAN = the first audio chunk's arrival. Negative = the player
    has underrun; 0 for an empty timeline. */
 double ct_playback_slack_ms(const ct_chunk_rec *chunks, int n, int sample_rate, double now_ms,
@@ -131,7 +131,7 @@ typedef struct {
 } ct_bench_meta;
 
 /* Builds the schema-1 document {schema, meta, init, step_stats, resources, requests, summary}
-   (EDGE.md 7.2) with meta.engine_version and meta.git_sha; gpu_name, cuda_visible_devices,
+   (docs/BENCH.md) with meta.engine_version and meta.git_sha; gpu_name, cuda_visible_devices,
    peak_gpu_mem_mib and gpu_mem_samples are null, gpu_mem_mode "none". step_stats is borrowed
    (NULL = null); the result holds its own reference. Non-finite numbers are written as null.
    Returns a new reference, or NULL with err set (CT_ERR_NOMEM / CT_ERR_INVALID_ARG). */

@@ -1,4 +1,4 @@
-/* Chunk-size schedules of EDGE.md 9.3 as a per-request state machine: policy parsing and
+/* Chunk-size schedules of docs/STREAMING.md 1 as a per-request state machine: policy parsing and
    validation, the dynamic first chunk, the ramp table, and the adaptive EWMA controller. */
 #include "stream/schedule.h"
 
@@ -310,7 +310,7 @@ ct_status ct_sched_init(ct_sched *s, const ct_sched_params *p, char *err, size_t
     return CT_OK;
 }
 
-/* ADAPTIVE target for chunk >= 1 (9.3 rule 4). */
+/* ADAPTIVE target for chunk >= 1 (docs/STREAMING.md 1, rule 4). */
 static int adaptive_target(ct_sched *s, const ct_sched_obs *o) {
     const ct_sched_params *p = &s->p;
     double buffer = o->use_buffer ? o->buffer_ms

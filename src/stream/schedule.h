@@ -1,4 +1,4 @@
-/* Chunk-size schedules (EDGE.md 9.3): when the codec decoder should emit audio, as a pure
+/* Chunk-size schedules (docs/STREAMING.md 1): when the codec decoder should emit audio, as a pure
    per-request state machine re-evaluated on every new codec frame. No threads, no clocks and no
    allocation: the caller passes the frame count and its own clock in a ct_sched_obs.
 
@@ -17,7 +17,7 @@
 
 typedef enum {
     CT_SCHED_EXACT = 0, /* one chunk per frame (stateful decoder) */
-    CT_SCHED_FIXED,     /* first chunk `initial` frames, then `steady` (9.3 rule 1) */
+    CT_SCHED_FIXED,     /* first chunk `initial` frames, then `steady` (docs/STREAMING.md 1, rule 1) */
     CT_SCHED_RAMP,      /* chunk k holds ramp[k] frames, past the table `steady` (rule 3) */
     CT_SCHED_DYNAMIC,   /* first chunk from active/max streams, then `steady` (rule 2) */
     CT_SCHED_ADAPTIVE   /* IC logic for chunk 0, then the EWMA controller (rule 4) */
@@ -99,7 +99,7 @@ void ct_sched_reset(ct_sched *s);
    obs is invalid (NULL, frames_total below what was already emitted). Never allocates. */
 int ct_sched_next_chunk(ct_sched *s, const ct_sched_obs *obs);
 
-/* Dynamic first chunk (9.3 rule 2): steps 2,4,..,largest power of two < steady; load =
+/* Dynamic first chunk (docs/STREAMING.md 1, rule 2): steps 2,4,..,largest power of two < steady; load =
    min(active/max_streams, 1); returns steps[round_half_even(load * (n_steps - 1))], or 1 when
    steady <= 2. active < 0 counts as 0; max_streams < 1 as 1. */
 int ct_sched_dynamic_ic(int steady, int active_streams, int max_streams);
