@@ -91,9 +91,12 @@ uint64_t ct_cost_pred_bytes(const ct_model_shape *s, int fp) {
 }
 
 ct_cost_eff ct_cost_eff_default(void) {
-    /* fitted on the reference machine of docs/EDGE.md 3 (AVX-512 BF16/VNNI, no AMX, 2 vCPUs);
-       calibration replaces the predictions with measurements wherever it has run */
-    ct_cost_eff e = {{0.70, 0.85, 0.70}, {0.75, 0.85, 0.70}, 1.0, 0.60, 0.75};
+    /* fitted to the stage costs measured on the reference machine of docs/EDGE.md 3 (AVX-512
+       BF16/VNNI, no AMX, 2 vCPUs; docs/STREAMING.md's serial 2 and overlapped 1+1 tables): one
+       token is bound by the dequantise + dot rate there, the predictor's weights read faster
+       than DRAM (cache), the codec's chunked convolutions beat the simple FMA loop. Calibration
+       replaces the predictions wherever it has run. */
+    ct_cost_eff e = {{0.95, 0.95, 0.95}, {2.0, 2.0, 2.0}, {0.10, 0.19, 0.27}, {0.125, 0.365, 0.51}, 0.60, 1.2};
     return e;
 }
 
@@ -113,14 +116,14 @@ void ct_cost_predict(const ct_machine *m, const ct_model_shape *s, const ct_cost
     uint64_t tb = ct_cost_talker_bytes(s, ft);
     double t_read = ms((double)tb, ct_machine_read_gbs(m, tb, tt) * 1e9 * e->talker_read[ft]);
     double t_flops = 2.0 * (double)(s->talker.elems + s->talker_head.elems);
-    double t_comp = ms(n * t_flops, ct_machine_fma(m, tt) * 1e9 * e->matvec_fma);
+    double t_comp = ms(n * t_flops, ct_machine_fma(m, tt) * 1e9 * e->talker_fma[ft]);
     double kv = (double)n * (c->context > 0 ? c->context : 0) * (double)s->kv_bytes_per_token;
     o->talker_ms = (t_read > t_comp ? t_read : t_comp) + ms(kv, ct_machine_read_gbs(m, dram, tt) * 1e9);
     /* predictor: n_groups-1 passes over its stack (its working set may stay in cache) */
     uint64_t pb = ct_cost_pred_bytes(s, fp), pass = ct_matset_bytes(s->pred, fp, 0);
     double p_read = ms((double)pb, ct_machine_read_gbs(m, pass, tt) * 1e9 * e->pred_read[fp]);
     double p_flops = 2.0 * (double)(s->n_groups - 1) * (double)(s->pred.elems + s->pred_head.elems);
-    double p_comp = ms(n * p_flops, ct_machine_fma(m, tt) * 1e9 * e->matvec_fma);
+    double p_comp = ms(n * p_flops, ct_machine_fma(m, tt) * 1e9 * e->pred_fma[fp]);
     o->predictor_ms = p_read > p_comp ? p_read : p_comp;
     /* codec: compute bound, not batched across streams */
     o->codec_ms = s->codec_macs > 0 ? ms(n * 2.0 * s->codec_macs, ct_machine_fma(m, ct) * 1e9 * e->codec_fma) : 0;

@@ -82,8 +82,9 @@ typedef struct {
 
 /* Efficiency constants: the share of the roofline each kernel reaches (docs/EDGE.md 3). */
 typedef struct {
-    double talker_read[CT_WF_COUNT], pred_read[CT_WF_COUNT];
-    double matvec_fma;  /* batched matvec share of the FMA peak (compute bound at large n) */
+    double talker_read[CT_WF_COUNT], pred_read[CT_WF_COUNT]; /* share of the read bandwidth */
+    double talker_fma[CT_WF_COUNT], pred_fma[CT_WF_COUNT];   /* one-token matvec (dequantise +
+                                                                dot) share of the FMA peak */
     double prefill_fma; /* prompt GEMM share of the FMA peak */
     double codec_fma;   /* codec share of the FMA peak (chunked schedules) */
 } ct_cost_eff;

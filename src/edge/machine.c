@@ -140,6 +140,10 @@ void ct_machine_get(const char *cache_dir, const char *fp, const ct_hw_profile *
         ct_errf(note + u, notecap - u, CT_OK, "cost model uses the probe's figures (%s)", why);
         return;
     }
+    /* FMA throughput is a per-core constant: another process busy on a core while this measured
+       must not make n threads look no faster than one */
+    int cores = hw->n_physical > 0 && hw->n_physical < n_threads ? hw->n_physical : n_threads;
+    if (out->fma_nt < out->fma_1t * cores) out->fma_nt = out->fma_1t * cores;
     char *js = have_path ? ct_machine_to_json(out) : NULL;
     if (js) {
         mkdir_p(path);

@@ -15,7 +15,8 @@
 void ct_machine_estimate(const ct_hw_profile *hw, int n_threads, const char *why, ct_machine *out);
 
 /* The rates for this machine: <cache root>/roofline/<fingerprint>.json when it holds a valid
-   record for n_threads; else measured (unless no_measure) and written there; else (no_measure,
+   record for n_threads; else measured (unless no_measure; the n-thread FMA rate is at least the
+   one-thread rate times the physical cores used) and written there; else (no_measure,
    a failed measurement) the estimate. A corrupt or mismatching cache file is replaced, with a
    note. note[notecap] says what happened when it is not a plain cache hit. Never fails. */
 void ct_machine_get(const char *cache_dir, const char *fingerprint, const ct_hw_profile *hw, int n_threads,

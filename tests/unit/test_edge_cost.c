@@ -106,7 +106,7 @@ static ct_model_shape shape(void) {
 static void test_predict(void) {
     ct_machine m = rates(20, 50, 4);
     ct_model_shape s = shape();
-    ct_cost_eff e = {{1, 1, 1}, {1, 1, 1}, 1, 1, 1};
+    ct_cost_eff e = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1};
     ct_cost c;
     ct_cost_cfg cfg = {CT_WF_BF16, CT_WF_BF16, 1, 1, 0, 1, 0};
     ct_cost_predict(&m, &s, &e, &cfg, &c);
