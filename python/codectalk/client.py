@@ -279,7 +279,7 @@ def wav_header(rate, samples, use_float):
             struct.pack("<IHHIIHH", 16, fmt, 1, rate, rate * bits // 8, bits // 8, bits) + b"data" + struct.pack("<I", data))
 
 
-def main(argv=None):
+def parser():
     ap = argparse.ArgumentParser(description="codes stream -> audio with the exported codec programs (ONNX Runtime)")
     ap.add_argument("--url", required=True)
     ap.add_argument("--manifest", required=True, help="`codectalk export codec` directory")
@@ -297,6 +297,25 @@ def main(argv=None):
     ap.add_argument("--float", action="store_true", help="32-bit float WAV")
     ap.add_argument("--timeline", help="one JSON line per decoded chunk: t_ms, frames, decode_ms")
     ap.add_argument("-o", "--output", required=True, help="out.wav, or - for raw s16le on stdout")
+    return ap
+
+
+def request(a):
+    """The POST /v1/audio/speech body and headers of parsed arguments a."""
+    body = {"input": a.text, "response_format": "codes", "stream": True, "stream_format": "audio", "seed": a.seed}
+    for k, v in (("voice", a.speaker), ("language", a.language), ("instructions", a.instruct),
+                 ("temperature", a.temperature), ("top_k", a.top_k), ("top_p", a.top_p),
+                 ("repetition_penalty", a.repetition_penalty), ("max_new_tokens", a.max_new_tokens)):
+        if v is not None:
+            body[k] = v
+    hdrs = {"Content-Type": "application/json"}
+    if a.api_key:
+        hdrs["Authorization"] = "Bearer " + a.api_key
+    return body, hdrs
+
+
+def main(argv=None):
+    ap = parser()
     a = ap.parse_args(argv)
     raw = a.output == "-"
     if raw and a.float:
@@ -312,12 +331,7 @@ def main(argv=None):
         u = urllib.parse.urlparse(a.url if "://" in a.url else "http://" + a.url)
         if u.scheme != "http" or not u.hostname:
             raise Refused("--url %r: expected http://HOST:PORT" % a.url)
-        body = {"input": a.text, "response_format": "codes", "stream": True, "stream_format": "audio", "seed": a.seed}
-        for k, v in (("voice", a.speaker), ("language", a.language), ("instructions", a.instruct),
-                     ("temperature", a.temperature), ("top_k", a.top_k), ("top_p", a.top_p),
-                     ("repetition_penalty", a.repetition_penalty), ("max_new_tokens", a.max_new_tokens)):
-            if v is not None:
-                body[k] = v
+        body, hdrs = request(a)
         if raw:
             out = sys.stdout.buffer
         else:
@@ -365,9 +379,6 @@ def main(argv=None):
 
         rd = CodesReader(on_header, lambda i, c: st["pend"].append(c), on_utterance)
         conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=120)
-        hdrs = {"Content-Type": "application/json"}
-        if a.api_key:
-            hdrs["Authorization"] = "Bearer " + a.api_key
         try:
             conn.request("POST", "/v1/audio/speech", json.dumps(body), hdrs)
             resp = conn.getresponse()

@@ -21,7 +21,7 @@ typedef struct {
     int fd, timeout_ms;
     unsigned char buf[65536];
     size_t n, off;
-    int eof;
+    int eof, timed_out; /* timed_out: a wait for data ran out (the error names the timeout) */
 } rd;
 
 /* Ensures at least one unread byte (returns 0), 1 at EOF, -1 on error/timeout. */
@@ -30,6 +30,7 @@ static int fill(rd *r) {
     if (r->eof) return 1;
     struct pollfd pf = {r->fd, POLLIN, 0};
     int pr = poll(&pf, 1, r->timeout_ms);
+    if (pr == 0) r->timed_out = 1;
     if (pr <= 0) return -1;
     ssize_t k = recv(r->fd, r->buf, sizeof r->buf, 0);
     if (k < 0) return -1;
@@ -199,8 +200,10 @@ ct_status ct_http_request(const char *host, int port, const char *method, const 
     }
     if (!hb || !done) {
         free(hb);
+        int to = r->timed_out;
         free(r);
         close(fd);
+        if (hb && to) return ct_errf(err, errcap, CT_ERR_IO, "http client: no response header within %d ms", timeout_ms);
         return ct_errf(err, errcap, hb ? CT_ERR_IO : CT_ERR_NOMEM, "http client: no complete response header");
     }
     hb[hl] = 0;
@@ -284,6 +287,8 @@ ct_status ct_http_request(const char *host, int port, const char *method, const 
     }
     out->t_total_ms = ct_now_ms() - t0;
 fail:
+    if (st == CT_ERR_IO && r->timed_out)
+        st = ct_errf(err, errcap, CT_ERR_IO, "http client: the server sent nothing for %d ms (timeout)", timeout_ms);
     free(r);
     close(fd);
     if (st != CT_OK) ct_http_resp_free(out);

@@ -5,8 +5,10 @@
 # chunk; the bytes on the wire per audio second for codes vs PCM are printed. Refusals leave no
 # output file: another model's codec (codec id mismatch), a server error (unknown voice), and a
 # served stream that is truncated, reordered or holds a code out of range (a fake server replays
-# altered bodies); usage errors exit 2 (onnx names the Python client, a removed generation
-# flag is an unknown option). Every wait is bounded.
+# altered bodies), a server that stops sending (--timeout); the fake server also shows every
+# request flag (and --api-key) reaching the request, the same as the Python client builds; the
+# Python client's wire decoder gives the C decoder's verdicts; usage errors exit 2 (onnx names
+# the Python client, a removed generation flag is an unknown option). Every wait is bounded.
 # usage: test_client.sh CODECTALK SRC_DIR
 set -u
 BIN="$1"; SRC="$2"
@@ -128,31 +130,34 @@ w("version.bin", bytes(v2) + b"".join(frames) + end)
 PY
 FAKE_PORT_FILE="$WORK/fake.port"
 "$PY" - "$WORK" "$FAKE_PORT_FILE" <<'PY' 2>"$WORK/fake.log" &
-import http.server, sys
+import http.server, json, sys, time
 d = sys.argv[1]
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        body = open("%s/%s.bin" % (d, self.path.strip("/").split("/")[0]), "rb").read()
+        req = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        json.dump({"body": json.loads(req), "auth": self.headers.get("Authorization")}, open(d + "/req.json", "w"))
+        case = open(d + "/case").read().strip()
+        body = open("%s/%s.bin" % (d, "codes" if case == "stall" else case), "rb").read()
         self.send_response(200)
         self.send_header("Content-Type", "application/vnd.codectalk.codes")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if case == "stall":  # the header record, then nothing for 5 s
+            self.wfile.write(body[:60]); self.wfile.flush(); time.sleep(5)
         self.wfile.write(body)
     def log_message(self, *a): pass
 s = http.server.HTTPServer(("127.0.0.1", 0), H)
 open(sys.argv[2], "w").write(str(s.server_address[1]))
 s.timeout = 60
-for _ in range(8): s.handle_request()
+for _ in range(12): s.handle_request()
 PY
 FAKE_PID=$!
 for _ in $(seq 1 100); do [ -s "$FAKE_PORT_FILE" ] && break; sleep 0.1; done
 FP="$(cat "$FAKE_PORT_FILE" 2>/dev/null)"
-# the fake server routes by the first path segment; the client always posts /v1/audio/speech,
-# so each case gets its own copy of the body under v1.bin, served one at a time
+# the fake server answers with the body named in $WORK/case and keeps the request in req.json
 fake() {  # fake CASE EXPECTED-MESSAGE
-  cp "$WORK/$1.bin" "$WORK/v1.bin"
-  expect_rc 1 "$BIN" "${CL[@]}" --url "http://127.0.0.1:$FP" -o "$WORK/f.wav"
+  echo "$1" > "$WORK/case"
+  expect_rc 1 "$BIN" "${CL[@]}" --url "http://127.0.0.1:$FP" "${@:3}" -o "$WORK/f.wav"
   has "$2" "$WORK/err"
   [ ! -e "$WORK/f.wav" ] && [ ! -e "$WORK/f.wav.partial" ] && ok || bad "$1: a refused stream left a file"
 }
@@ -160,6 +165,50 @@ fake truncated "truncated: it ends inside the record"
 fake reordered "frame 1 at byte .* out of order (expected frame 0)"
 fake range "code 4000 outside \[0, 2048)"
 fake version "wire version 2; this reader knows version 1"
+# --timeout: a server that stops sending is given up after that long, with no output file
+t0=$(date +%s)
+fake stall "the server sent nothing for 1000 ms (timeout)" --timeout 1
+if [ $(( $(date +%s) - t0 )) -le 4 ]; then ok; else bad "--timeout 1 waited $(( $(date +%s) - t0 )) s"; fi
+# every request flag reaches the request body (the fake server keeps it), --api-key its header
+echo codes > "$WORK/case"
+printf '  %s\n' "$TEXT" > "$WORK/text.txt"
+FL=(client --url "http://127.0.0.1:$FP" -m "$M" -f "$WORK/text.txt" -s "$VOICE" -l english -i calm --seed 9
+    --temperature 0.7 --top-k 30 --top-p 0.9 --repetition-penalty 1.1 --max-new-tokens 7 --api-key k3y -q)
+expect_rc 0 "$BIN" "${FL[@]}" --streaming-text -o "$WORK/fl.wav"
+[ ! -s "$WORK/err" ] && ok || bad "-q printed: $(cat "$WORK/err")"
+cp "$WORK/req.json" "$WORK/req1.json"
+expect_rc 0 "$BIN" "${FL[@]}" --greedy --non-streaming-text -o "$WORK/fl.wav"
+"$PY" - "$WORK/req1.json" "$WORK/req.json" "$TEXT" "$VOICE" <<'PY' >"$WORK/req.out" 2>&1
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+want = {"input": sys.argv[3], "voice": sys.argv[4], "language": "english", "instructions": "calm", "seed": 9,
+        "top_k": 30, "max_new_tokens": 7, "response_format": "codes", "stream": True, "stream_format": "audio",
+        "non_streaming_mode": False}
+near = {"temperature": 0.7, "top_p": 0.9, "repetition_penalty": 1.1}
+x = a["body"]
+bad = [k for k, v in want.items() if x.get(k) != v] + [k for k, v in near.items() if abs(x.get(k, -9) - v) > 1e-6]
+bad += [k for k in x if k not in want and k not in near]
+if a["auth"] != "Bearer k3y": bad.append("auth")
+y = b["body"]
+if y.get("temperature") != 0 or y.get("non_streaming_mode") is not True: bad.append("greedy/non-streaming")
+print("request ok" if not bad else "request bad: %s in %s / %s" % (bad, x, y))
+PY
+has "request ok" "$WORK/req.out"
+# the Python client builds the same request from the same flags
+"$PY" - "$SRC/python" "$WORK/req1.json" "$VOICE" <<'PY' >"$WORK/pyreq.out" 2>&1
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from codectalk import client
+want = json.load(open(sys.argv[2]))
+a = client.parser().parse_args(["--url", "http://x:1", "--manifest", "m", "-t", want["body"]["input"], "-s", sys.argv[3],
+    "-l", "english", "-i", "calm", "--seed", "9", "--temperature", "0.7", "--top-k", "30", "--top-p", "0.9",
+    "--repetition-penalty", "1.1", "--max-new-tokens", "7", "--api-key", "k3y", "-o", "x.wav"])
+body, hdrs = client.request(a)
+w = dict(want["body"]); w.pop("non_streaming_mode")
+same = body.keys() == w.keys() and all(abs(body[k] - w[k]) < 1e-6 if isinstance(w[k], float) else body[k] == w[k] for k in w)
+print("pyrequest ok" if same and hdrs.get("Authorization") == want["auth"] else "pyrequest bad: %s %s vs %s" % (body, hdrs, want))
+PY
+has "pyrequest ok" "$WORK/pyreq.out"
 
 # 3b. the Python client's decoder (python/codectalk/client.py) on the fuzz corpus and on the
 # altered bodies: the same verdicts as the C decoder
