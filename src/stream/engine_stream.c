@@ -99,18 +99,20 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
     s->g = ct_gen_params_default();
     ct_status st = ct_params_take(&s->g, sizeof s->g, g, g->size, "ct_gen_params", err, errcap);
     if (st != CT_OK) return st;
-    s->text = dup_or_null(g->text, &oom);
-    s->speaker = dup_or_null(g->speaker, &oom);
-    s->language = dup_or_null(g->language, &oom);
-    s->instruct = dup_or_null(g->instruct, &oom);
-    if (g->xvector) {
-        if (g->xvector_len <= 0 || g->xvector_len > 1 << 20)
-            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "stream: xvector_len %d is out of range", g->xvector_len);
-        s->xvector = malloc(sizeof(float) * (size_t)g->xvector_len);
-        if (s->xvector) memcpy(s->xvector, g->xvector, sizeof(float) * (size_t)g->xvector_len);
+    const ct_gen_params *q = &s->g; /* the size-checked copy: fields past the caller's size are defaults */
+    if (!q->text) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: the request has no text");
+    s->text = dup_or_null(q->text, &oom);
+    s->speaker = dup_or_null(q->speaker, &oom);
+    s->language = dup_or_null(q->language, &oom);
+    s->instruct = dup_or_null(q->instruct, &oom);
+    if (q->xvector) {
+        if (q->xvector_len <= 0 || q->xvector_len > 1 << 20)
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "stream: xvector_len %d is out of range", q->xvector_len);
+        s->xvector = malloc(sizeof(float) * (size_t)q->xvector_len);
+        if (s->xvector) memcpy(s->xvector, q->xvector, sizeof(float) * (size_t)q->xvector_len);
         else oom = 1;
     }
-    size_t len = strlen(g->text);
+    size_t len = strlen(s->text ? s->text : "");
     s->utt_text = malloc(len + 1);
     if (oom || !s->utt_text) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
     s->g.text = s->text;
@@ -159,7 +161,6 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
                            char *err, size_t errcap) {
     if (out) *out = NULL;
     if (!e || !g || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: NULL argument");
-    if (!g->text) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: the request has no text");
     ct_stream_params p = ct_stream_params_default();
     if (sp && ct_params_take(&p, sizeof p, sp, sp->size, "ct_stream_params", err, errcap) != CT_OK)
         return CT_ERR_INVALID_ARG;

@@ -378,6 +378,13 @@ int main(void) {
         CHECK(ct_engine_submit(e, &g, &bad, &b, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "sometimes"));
         ct_gen_params empty = gen("  \n ", 1, 5);
         CHECK(ct_engine_submit(e, &empty, NULL, &b, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "empty"));
+        /* the request is read through its size: an older, shorter struct gets defaults (no text) */
+        ct_gen_params shortg = g;
+        shortg.size = offsetof(ct_gen_params, text);
+        CHECK(ct_engine_submit(e, &shortg, NULL, &b, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "no text"));
+        shortg = g;
+        shortg.text = NULL;
+        CHECK(ct_engine_submit(e, &shortg, NULL, &b, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "no text"));
         /* freeing the engine under a held stream: the stream reads as finished, release is safe */
         ct_engine_free(e);
         int fin = 0;
