@@ -36,19 +36,20 @@ typedef struct {
     const ct_cv_gemm_args *ph; /* [nph] phases (same W, n) */
     int nph;
     int by_panels;
+    ct_pool_range r; /* panels or rows */
 } gemm_job;
 
 static void gemm_job_run(void *ctx, int ith, int nth) {
-    const gemm_job *j = ctx;
+    (void)ith;
+    (void)nth;
+    gemm_job *j = ctx;
     const int nb = j->ph[0].W->nb, n = j->ph[0].n;
     int lo, hi;
-    if (j->by_panels) ct_pool_split(nb, ith, nth, 1, &lo, &hi);
-    else ct_pool_split(n, ith, nth, 8, &lo, &hi);
-    if (lo >= hi) return;
-    for (int p = 0; p < j->nph; p++) {
-        if (j->by_panels) j->ex->gemm(&j->ph[p], lo, hi, 0, n);
-        else j->ex->gemm(&j->ph[p], 0, nb, lo, hi);
-    }
+    while (ct_pool_range_next(&j->r, &lo, &hi))
+        for (int p = 0; p < j->nph; p++) {
+            if (j->by_panels) j->ex->gemm(&j->ph[p], lo, hi, 0, n);
+            else j->ex->gemm(&j->ph[p], 0, nb, lo, hi);
+        }
 }
 
 static void gemm_run(const ct_cv_exec *ex, const ct_cv_gemm_args *ph, int nph) {
@@ -61,10 +62,13 @@ static void gemm_run(const ct_cv_exec *ex, const ct_cv_gemm_args *ph, int nph) {
         for (int p = 0; p < nph; p++) ex->gemm(&ph[p], 0, W->nb, 0, n);
         return;
     }
-    /* Panels when there are enough of them (each thread then streams only its share of the
-     * weights); rows otherwise. Either way every element is computed as on one thread. */
-    gemm_job j = {ex, ph, nph, W->nb >= 4 * nth || n < 8 * nth};
-    ct_pool_run(ex->pool, gemm_job_run, &j);
+    /* Panels when there are enough of them (each chunk then streams only its share of the
+     * weights; groups of 4 panels as the kernels tile them); rows otherwise. Chunks go to
+     * whichever thread is free; every element is computed as on one thread. */
+    gemm_job j = {ex, ph, nph, W->nb >= 4 * nth || n < 8 * nth, {0}};
+    if (j.by_panels) ct_pool_range_init(&j.r, W->nb, 4, ct_pool_chunk(ex->pool, W->nb, 4));
+    else ct_pool_range_init(&j.r, n, 8, ct_pool_chunk(ex->pool, n, 8));
+    ct_pool_run_dyn(ex->pool, gemm_job_run, &j);
 }
 
 static ct_cv_exec default_exec(void) {
@@ -151,20 +155,26 @@ typedef struct {
     const float *x;
     int n, c;
     const float *ea, *ib;
+    ct_pool_range r; /* rows */
 } snake_job;
 
 static void snake_job_run(void *ctx, int ith, int nth) {
-    const snake_job *j = ctx;
+    (void)ith;
+    (void)nth;
+    snake_job *j = ctx;
     int lo, hi;
-    ct_pool_split(j->n, ith, nth, 1, &lo, &hi);
-    if (lo < hi) j->ex->snake(j->y, j->x, lo, hi, j->c, j->ea, j->ib);
+    while (ct_pool_range_next(&j->r, &lo, &hi)) j->ex->snake(j->y, j->x, lo, hi, j->c, j->ea, j->ib);
 }
 
 void ct_cv_snake_ex(const ct_cv_exec *ex, float *y, const float *x, int n, int c, const float *ealpha,
                     const float *inv_beta) {
-    snake_job j = {ex, y, x, n, c, ealpha, inv_beta};
-    if (ct_pool_threads(ex->pool) <= 1 || (size_t)n * (size_t)c < 16384) ex->snake(y, x, 0, n, c, ealpha, inv_beta);
-    else ct_pool_run(ex->pool, snake_job_run, &j);
+    if (ct_pool_threads(ex->pool) <= 1 || (size_t)n * (size_t)c < 16384) {
+        ex->snake(y, x, 0, n, c, ealpha, inv_beta);
+        return;
+    }
+    snake_job j = {ex, y, x, n, c, ealpha, inv_beta, {0}};
+    ct_pool_range_init(&j.r, n, 1, ct_pool_chunk(ex->pool, n, 1));
+    ct_pool_run_dyn(ex->pool, snake_job_run, &j);
 }
 
 void ct_cv_snake(float *y, const float *x, int n, int c, const float *ealpha,

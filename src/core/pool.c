@@ -1,4 +1,5 @@
-/* Worker pool with a generation counter: workers spin briefly, then sleep on a futex. */
+/* Worker pool: a generation counter starts a run, a join word counts the workers inside it;
+   idle workers and the waiting caller spin briefly, then sleep on a futex. */
 #define _GNU_SOURCE
 #include "core/pool.h"
 
@@ -6,17 +7,34 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Idle workers spin this many pauses (about 0.6 ms at 30 ns each) before sleeping on gen. */
 #define SPIN_ITERS 20000
+/* The caller waiting for chunks in flight spins this many before sleeping on `done`: long
+   enough for a running worker to finish a chunk, short enough to hand the core to a
+   descheduled one. */
+#define WAIT_SPINS 2000
+
+/* act: the join word of the current run. Bits 32..63: the run's generation; bit 31: closed
+   (no more joins); bit 30: the caller sleeps on `done`; bits 16..29: workers that joined;
+   bits 0..15: workers inside the job. */
+#define ACT_CLOSED (1ull << 31)
+#define ACT_WAITER (1ull << 30)
+#define ACT_JOIN ((1ull << 16) + 1ull) /* one more joined and one more inside */
+#define ACT_INSIDE(a) ((int)((a) & 0xffffu))
+#define ACT_JOINED(a) ((int)(((a) >> 16) & 0x3fffu))
+#define ACT_GEN(a) ((unsigned)((a) >> 32))
 
 struct ct_pool {
     int n;
     pthread_t *threads;
-    _Atomic unsigned gen;     /* bumped to start a run */
-    _Atomic int pending;      /* workers still running the current job */
+    _Atomic unsigned gen;     /* bumped to start a run; idle workers sleep on it */
+    _Atomic uint64_t act;     /* join word of the current run (ACT_*) */
+    _Atomic unsigned done;    /* bumped when the last worker inside leaves while the caller sleeps */
     _Atomic int quit;
     _Atomic int sleepers;     /* workers inside futex_wait (or about to be) */
     ct_pool_job job;
@@ -55,6 +73,24 @@ static int pin_self(const int *cpus, int n_cpus, int ith) {
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
+/* Joins run g: 1 when this worker is now counted inside it, 0 when the run is closed or a
+   later run has started (the worker was late and is not waited for). */
+static int join_run(ct_pool *p, unsigned g) {
+    uint64_t a = atomic_load(&p->act);
+    for (;;) {
+        if (ACT_GEN(a) != g || (a & ACT_CLOSED)) return 0;
+        if (atomic_compare_exchange_weak(&p->act, &a, a + ACT_JOIN)) return 1;
+    }
+}
+
+static void leave_run(ct_pool *p) {
+    uint64_t prev = atomic_fetch_sub(&p->act, 1);
+    if ((prev & ACT_WAITER) && ACT_INSIDE(prev) == 1) {
+        atomic_fetch_add(&p->done, 1);
+        futex_wake(&p->done);
+    }
+}
+
 static void *worker(void *arg) {
     worker_arg a = *(worker_arg *)arg;
     free(arg);
@@ -64,7 +100,7 @@ static void *worker(void *arg) {
     for (;;) {
         unsigned g;
         int spins = 0;
-        while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
+        while ((g = atomic_load(&p->gen)) == seen) {
             if (atomic_load(&p->quit)) return NULL;
             if (++spins < SPIN_ITERS) cpu_relax();
             else {
@@ -73,11 +109,40 @@ static void *worker(void *arg) {
                 atomic_fetch_sub(&p->sleepers, 1);
             }
         }
-        seen = g;
         if (atomic_load(&p->quit)) return NULL;
+        seen = g;
+        /* Joining checks the run's generation, so a worker that slept through runs never
+           runs an old job, nor the current one twice. */
+        if (!join_run(p, g)) continue;
         p->job(p->ctx, a.ith, p->n);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+        leave_run(p);
     }
+}
+
+/* Caller: spins, then sleeps on `done`, until no worker is inside and, when all is set,
+   every worker has joined. */
+static void wait_workers(ct_pool *p, int all) {
+    for (int spins = 0;; spins++) {
+        unsigned d = atomic_load(&p->done);
+        uint64_t a = atomic_load(&p->act);
+        if (ACT_INSIDE(a) == 0 && (!all || ACT_JOINED(a) == p->n - 1)) return;
+        if (spins < WAIT_SPINS) {
+            cpu_relax();
+            continue;
+        }
+        if (!(a & ACT_WAITER) && !atomic_compare_exchange_strong(&p->act, &a, a | ACT_WAITER)) continue;
+        futex_wait(&p->done, d);
+    }
+}
+
+/* Publishes job and ctx as run gen + 1, open for joining, and wakes sleeping workers. */
+static void start_run(ct_pool *p, ct_pool_job job, void *ctx) {
+    p->job = job;
+    p->ctx = ctx;
+    unsigned g = atomic_load(&p->gen) + 1;
+    atomic_store(&p->act, (uint64_t)g << 32);
+    atomic_store(&p->gen, g);
+    if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen);
 }
 
 ct_status ct_pool_create(int n_threads, const int *cpus, int n_cpus, ct_pool **out) {
@@ -134,17 +199,22 @@ void ct_pool_run(ct_pool *p, ct_pool_job job, void *ctx) {
         job(ctx, 0, 1);
         return;
     }
-    p->job = job;
-    p->ctx = ctx;
-    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1);
-    if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen);
+    start_run(p, job, ctx);
     job(ctx, 0, p->n);
-    /* spin briefly, then yield so an oversubscribed machine still makes progress */
-    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
-        if (spins < SPIN_ITERS) cpu_relax();
-        else sched_yield();
+    wait_workers(p, 1);
+}
+
+void ct_pool_run_dyn(ct_pool *p, ct_pool_job job, void *ctx) {
+    if (!p || p->n == 1) {
+        job(ctx, 0, 1);
+        return;
     }
+    start_run(p, job, ctx);
+    job(ctx, 0, p->n);
+    /* Every chunk is taken: close the run so late workers skip it, then wait only for the
+       chunks in flight. */
+    atomic_fetch_or(&p->act, ACT_CLOSED);
+    wait_workers(p, 0);
 }
 
 int ct_pool_pin_caller(ct_pool *p) {
@@ -161,4 +231,35 @@ void ct_pool_split(int n, int ith, int nth, int align, int *lo, int *hi) {
     int b1 = b0 + per + (ith < extra ? 1 : 0);
     *lo = b0 * align < n ? b0 * align : n;
     *hi = b1 * align < n ? b1 * align : n;
+}
+
+int ct_pool_chunk(const ct_pool *p, int n, int align) {
+    if (align < 1) align = 1;
+    const int parts = ct_pool_threads(p) * CT_POOL_CHUNKS_PER_THREAD;
+    int blocks = (n + align - 1) / align;
+    int per = (blocks + parts - 1) / parts;
+    return (per > 0 ? per : 1) * align;
+}
+
+void ct_pool_range_init(ct_pool_range *r, int n, int align, int chunk) {
+    if (align < 1) align = 1;
+    if (chunk < 1) chunk = 1;
+    atomic_init(&r->next, 0);
+    r->n = n > 0 ? n : 0;
+    r->chunk = (chunk + align - 1) / align * align;
+}
+
+int ct_pool_range_next(ct_pool_range *r, int *lo, int *hi) {
+    int b = atomic_load_explicit(&r->next, memory_order_relaxed);
+    for (;;) {
+        if (b >= r->n) return 0;
+        int e = r->n - b > r->chunk ? b + r->chunk : r->n;
+        /* relaxed: the chunk's results reach the caller through the run's join word */
+        if (atomic_compare_exchange_weak_explicit(&r->next, &b, e, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *lo = b;
+            *hi = e;
+            return 1;
+        }
+    }
 }

@@ -1,5 +1,7 @@
-/* Persistent worker pool: the caller runs job(ctx, ith, nth) on nth threads (itself = 0) and
-   returns when all finished. Static partitioning is the job's business; no allocation per run. */
+/* Persistent worker pool: the caller runs a job on itself (thread 0) and the workers. Two kinds
+   of run: ct_pool_run (every thread runs the job once; static partitioning with ct_pool_split)
+   and ct_pool_run_dyn (threads take chunks of shared ranges, docs/KERNELS.md "Pool").
+   No allocation per run. */
 #ifndef CT_POOL_H
 #define CT_POOL_H
 
@@ -20,11 +22,37 @@ int ct_pool_pin_caller(ct_pool *p);
 /* Number of threads that were pinned successfully. */
 int ct_pool_pinned(const ct_pool *p);
 
-/* Runs job on every thread and waits. p may be NULL (runs job(ctx, 0, 1) inline). Not
-   re-entrant: one run at a time per pool. */
+/* Runs job on every thread and waits for all of them. p may be NULL (runs job(ctx, 0, 1)
+   inline). Not re-entrant: one run at a time per pool. */
 void ct_pool_run(ct_pool *p, ct_pool_job job, void *ctx);
 
 /* Splits [0, n) into nth contiguous parts aligned to `align`; part ith is [*lo, *hi). */
 void ct_pool_split(int n, int ith, int nth, int align, int *lo, int *hi);
+
+/* A range [0, n) handed out in chunks to whichever threads ask first. */
+typedef struct {
+    _Atomic int next; /* start of the next chunk not yet taken */
+    int n, chunk;
+} ct_pool_range;
+
+/* Chunk size for splitting [0, n) over p: a multiple of align giving each thread about
+   CT_POOL_CHUNKS_PER_THREAD chunks (n rounded up to align on a single thread). */
+#define CT_POOL_CHUNKS_PER_THREAD 4
+int ct_pool_chunk(const ct_pool *p, int n, int align);
+/* Prepares r to hand out [0, n) as [0, c), [c, 2c), ... with c = chunk rounded up to a
+   multiple of align (chunk < 1 counts as 1; the last chunk ends at n). */
+void ct_pool_range_init(ct_pool_range *r, int n, int align, int chunk);
+/* Takes the next chunk: returns 1 with [*lo, *hi), or 0 once every chunk has been taken.
+   Each chunk goes to exactly one caller. */
+int ct_pool_range_next(ct_pool_range *r, int *lo, int *hi);
+
+/* Runs job on the calling thread and on every worker that starts before the caller's job
+   returns; returns when each started call has returned. The job must take all of its work
+   from ct_pool_range_next on ranges in ctx (prepared before the run) and keep taking until
+   they are empty: then the work is done whoever takes part, and a worker that was descheduled
+   (or never woke) delays nothing but a chunk it holds. ith is unique among the calls of one
+   run (per-thread scratch may be indexed by it), nth = ct_pool_threads(p). p may be NULL.
+   Results must not depend on which thread takes a chunk. Not re-entrant. */
+void ct_pool_run_dyn(ct_pool *p, ct_pool_job job, void *ctx);
 
 #endif

@@ -105,8 +105,9 @@ static void attend(const ct_stack_cfg *c, const float *kc, const float *vc, int 
            out + (size_t)j * group * hd, pos + 1, group, scores);
 }
 
-/* Up to three independent matmuls in one pool dispatch, each split by rows (aligned to CT_ROW_ALIGN so
-   the SIMD kernels' row grouping, and so the arithmetic, is the same for any thread count). */
+/* Up to three independent matmuls in one pool dispatch, each handed out in row chunks (aligned
+   to CT_ROW_ALIGN so the SIMD kernels' row grouping, and so the arithmetic, is the same
+   whichever thread takes a chunk and for any thread count). */
 typedef struct {
     int k;
     const ct_mat *w[3];
@@ -114,7 +115,13 @@ typedef struct {
     float *y[3];
     int n;
     int cap; /* tokens per kernel call (0 = all n at once) */
+    ct_pool_range r[3]; /* rows of w[i] */
 } mm_job;
+
+/* Row chunks of w over pool. */
+static void rows_range(ct_pool_range *r, ct_pool *pool, const ct_mat *w) {
+    ct_pool_range_init(r, w->rows, CT_ROW_ALIGN, ct_pool_chunk(pool, w->rows, CT_ROW_ALIGN));
+}
 
 /* Rows [lo, hi) of w for n tokens, in calls of at most cap tokens. With cap below the kernels'
    GEMM thresholds every token takes the same arithmetic as a lone token (batched decode). */
@@ -132,11 +139,13 @@ static void rows_capped(const ct_mat *w, const float *b, const float *x, float *
 }
 
 static void mm_run(void *ctx, int ith, int nth) {
-    const mm_job *j = ctx;
+    (void)ith;
+    (void)nth;
+    mm_job *j = ctx;
     for (int i = 0; i < j->k; i++) {
         int lo, hi;
-        ct_pool_split(j->w[i]->rows, ith, nth, CT_ROW_ALIGN, &lo, &hi);
-        if (lo < hi) rows_capped(j->w[i], NULL, j->x[i], j->y[i], j->n, j->cap, lo, hi);
+        while (ct_pool_range_next(&j->r[i], &lo, &hi))
+            rows_capped(j->w[i], NULL, j->x[i], j->y[i], j->n, j->cap, lo, hi);
     }
 }
 
@@ -145,13 +154,15 @@ typedef struct {
     const float *b, *x;
     float *y;
     int n, cap;
+    ct_pool_range r;
 } mm1_job;
 
 static void mm1_run(void *ctx, int ith, int nth) {
-    const mm1_job *j = ctx;
+    (void)ith;
+    (void)nth;
+    mm1_job *j = ctx;
     int lo, hi;
-    ct_pool_split(j->w->rows, ith, nth, CT_ROW_ALIGN, &lo, &hi);
-    if (lo < hi) rows_capped(j->w, j->b, j->x, j->y, j->n, j->cap, lo, hi);
+    while (ct_pool_range_next(&j->r, &lo, &hi)) rows_capped(j->w, j->b, j->x, j->y, j->n, j->cap, lo, hi);
 }
 
 void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
@@ -161,36 +172,41 @@ void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const flo
 
 void ct_matmul_pool_capped(ct_pool *pool, const ct_mat *w, const float *bias, const float *x,
                            float *y, int n, int cap) {
-    mm1_job j = {w, bias, x, y, n, cap};
-    ct_pool_run(pool, mm1_run, &j);
+    mm1_job j = {w, bias, x, y, n, cap, {0}};
+    rows_range(&j.r, pool, w);
+    ct_pool_run_dyn(pool, mm1_run, &j);
 }
 
-/* gate and up rows of one thread (the same split for both), then SiLU(gate) * up on those
-   rows for every token: the MLP's elementwise step runs in parallel without another
-   dispatch. */
+/* gate and up rows of one chunk (the same rows of both), then SiLU(gate) * up on those rows
+   for every token: the MLP's elementwise step runs in parallel without another dispatch. */
 typedef struct {
     const ct_mat *gate, *up;
     const float *x;
     float *g, *u;
     int n, cap;
+    ct_pool_range r; /* rows of gate and up */
 } mlp_job;
 
 static void mlp_run(void *ctx, int ith, int nth) {
-    const mlp_job *j = ctx;
+    (void)ith;
+    (void)nth;
+    mlp_job *j = ctx;
     const int F = j->gate->rows;
     int lo, hi;
-    ct_pool_split(F, ith, nth, CT_ROW_ALIGN, &lo, &hi);
-    if (lo >= hi) return;
-    rows_capped(j->gate, NULL, j->x, j->g, j->n, j->cap, lo, hi);
-    rows_capped(j->up, NULL, j->x, j->u, j->n, j->cap, lo, hi);
-    for (int t = 0; t < j->n; t++)
-        ct_swiglu(j->g + (size_t)t * F + lo, j->g + (size_t)t * F + lo, j->u + (size_t)t * F + lo, hi - lo);
+    while (ct_pool_range_next(&j->r, &lo, &hi)) {
+        rows_capped(j->gate, NULL, j->x, j->g, j->n, j->cap, lo, hi);
+        rows_capped(j->up, NULL, j->x, j->u, j->n, j->cap, lo, hi);
+        for (int t = 0; t < j->n; t++)
+            ct_swiglu(j->g + (size_t)t * F + lo, j->g + (size_t)t * F + lo, j->u + (size_t)t * F + lo,
+                      hi - lo);
+    }
 }
 
 static void matmuls(ct_stack_scratch *s, int n, int k, const ct_mat *w0, float *x0, float *y0,
                     const ct_mat *w1, float *x1, float *y1, const ct_mat *w2, float *x2, float *y2) {
-    mm_job j = {k, {w0, w1, w2}, {x0, x1, x2}, {y0, y1, y2}, n, s->tok_cap};
-    ct_pool_run(s->pool, mm_run, &j);
+    mm_job j = {k, {w0, w1, w2}, {x0, x1, x2}, {y0, y1, y2}, n, s->tok_cap, {{0}}};
+    for (int i = 0; i < k; i++) rows_range(&j.r[i], s->pool, j.w[i]);
+    ct_pool_run_dyn(s->pool, mm_run, &j);
 }
 
 typedef struct {
@@ -200,20 +216,17 @@ typedef struct {
     int layer, n;
     const ct_layer_w *L;
     ct_stack_scratch *s;
+    ct_pool_range r; /* KV heads */
 } att_job;
 
-/* Per thread, for its KV heads [lo, hi) and every token: QK-norm and RoPE on those KV heads
-   and their query heads, the K/V append at the token's position in its own cache (layer l),
-   then attention. Heads are independent, so the split changes nothing but who computes. */
-static void att_run(void *ctx, int ith, int nth) {
-    const att_job *j = ctx;
+/* KV heads [lo, hi), every token: QK-norm and RoPE on those KV heads and their query heads,
+   the K/V append at the token's position in its own cache (layer l), then attention. Heads
+   are independent, so how they are chunked changes nothing but who computes. */
+static void att_heads(const att_job *j, int lo, int hi, float *scores) {
     const ct_stack_cfg *c = j->c;
     const ct_layer_w *L = j->L;
     const int hd = c->head_dim, half = hd / 2, qd = c->heads * hd, kd = c->kv_heads * hd,
               group = c->heads / c->kv_heads;
-    int lo, hi;
-    ct_pool_split(c->kv_heads, ith, nth, 1, &lo, &hi);
-    float *scores = j->s->scores + (size_t)ith * j->s->cap * (size_t)group;
     for (int t = 0; t < j->n; t++) {
         const float *cs = j->s->cosv + (size_t)t * half, *sn = j->s->sinv + (size_t)t * half;
         float *q = j->s->q + (size_t)t * qd, *k = j->s->k + (size_t)t * kd;
@@ -240,6 +253,16 @@ static void att_run(void *ctx, int ith, int nth) {
     }
 }
 
+/* Chunks of KV heads; the scores scratch is the taking thread's own. */
+static void att_run(void *ctx, int ith, int nth) {
+    (void)nth;
+    att_job *j = ctx;
+    const int group = j->c->heads / j->c->kv_heads;
+    float *scores = j->s->scores + (size_t)ith * j->s->cap * (size_t)group;
+    int lo, hi;
+    while (ct_pool_range_next(&j->r, &lo, &hi)) att_heads(j, lo, hi, scores);
+}
+
 void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
                       float *x) {
     for (int t = 0; t < n; t++) {
@@ -261,14 +284,16 @@ void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *p
         for (int t = 0; t < n; t++)
             ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->in_norm, H, c->eps);
         matmuls(s, n, 3, &L->q, s->h, s->q, &L->k, s->h, s->k, &L->v, s->h, s->v);
-        att_job aj = {c, kvs, pos, l, n, L, s};
-        ct_pool_run(s->pool, att_run, &aj);
+        att_job aj = {c, kvs, pos, l, n, L, s, {0}};
+        ct_pool_range_init(&aj.r, c->kv_heads, 1, ct_pool_chunk(s->pool, c->kv_heads, 1));
+        ct_pool_run_dyn(s->pool, att_run, &aj);
         matmuls(s, n, 1, &L->o, s->att, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
         for (int t = 0; t < n; t++)
             ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->post_norm, H, c->eps);
-        mlp_job mj = {&L->gate, &L->up, s->h, s->g, s->u, n, s->tok_cap};
-        ct_pool_run(s->pool, mlp_run, &mj);
+        mlp_job mj = {&L->gate, &L->up, s->h, s->g, s->u, n, s->tok_cap, {0}};
+        rows_range(&mj.r, s->pool, &L->gate);
+        ct_pool_run_dyn(s->pool, mlp_run, &mj);
         matmuls(s, n, 1, &L->down, s->g, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
     }
