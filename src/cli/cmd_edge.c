@@ -152,8 +152,8 @@ static void explain_plan(const ct_auto_report *r, char *out, size_t cap) {
         if (o->measured && u < cap) {
             const ct_cal_run *k = &o->run;
             u += (size_t)snprintf(out + u, cap - u,
-                                  "| %s/%s measured | %s %d%s%d | %.1f (%+.0f%%) | %.1f (%+.0f%%) | %.1f (%+.0f%%) | "
-                                  "%.1f (%+.0f%%) | %.2f | | measured |\n",
+                                  "| %s/%s measured | %s %d%s%d | %.1f (pred %+.0f%%) | %.1f (pred %+.0f%%) | %.1f (pred "
+                                  "%+.0f%%) | %.1f (pred %+.0f%%) | %.2f | | measured |\n",
                                   ct_wformat_name(o->talker_fmt), ct_wformat_name(o->pred_fmt),
                                   k->serial ? "serial" : "overlapped", k->talker_threads, k->serial ? "" : "+",
                                   k->serial ? 0 : k->codec_threads, k->talker_ms,
