@@ -2,9 +2,12 @@
    machine's measured limits (read bandwidth for the talker and code predictor, FMA rate for
    the codec), and matmul throughput per weight format, shape and token count. */
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli_common.h"
@@ -76,9 +79,71 @@ static double codec_stream_ms(const ct_codec *c, ct_pool *pool, const int32_t *c
     return ms;
 }
 
+/* Best-of-reps stage times of a session run (ms; codec[0] 1-frame pushes, codec[1] the ramp). */
+typedef struct {
+    double prefill, talk, pred, codec[2];
+    int prompt_len, nf;
+} model_times;
+
+/* Runs reps repetitions of `frames` frames on s (and the codec on its pool); 0, or -1 with the
+   error printed. */
+static int measure_model(ct_session *s, const ct_codec *codec, const ct_gen_params *g, int frames,
+                         int reps, int32_t *codes, model_times *o) {
+    *o = (model_times){1e30, 1e30, 1e30, {1e30, 1e30}, 0, 0};
+    for (int rep = 0; rep < reps; rep++) {
+        double t0 = ct_now_ms();
+        if (ct_session_start(s, g) != CT_OK) {
+            fprintf(stderr, "error: %s\n", ct_session_errmsg(s));
+            return -1;
+        }
+        double tp = ct_now_ms() - t0;
+        o->prompt_len = ct_session_run_info(s).prompt_len;
+        int got = 1, nf = 0;
+        while (got && nf < frames && ct_session_next_frame(s, codes + 16 * nf, &got) == CT_OK && got) nf++;
+        o->nf = nf;
+        if (tp < o->prefill) o->prefill = tp;
+        if (nf && s->t_talker_ms / nf < o->talk) o->talk = s->t_talker_ms / nf;
+        if (nf && s->t_pred_ms / nf < o->pred) o->pred = s->t_pred_ms / nf;
+        if (codec && nf) { /* the codec on the session's pool: 1-frame pushes and the seed ramp */
+            for (int mode = 0; mode < 2; mode++) {
+                double ms = codec_stream_ms(codec, s->pool, codes, nf, mode);
+                if (ms > 0 && ms < o->codec[mode]) o->codec[mode] = ms;
+            }
+        }
+    }
+    return 0;
+}
+
+/* --compete: n busy-loop child processes (a competing load of n cores), killed and reaped by
+   compete_stop; they also die with this process (PR_SET_PDEATHSIG). Returns how many started. */
+static int compete_start(int n, pid_t *pids) {
+    const pid_t parent = getpid();
+    int k = 0;
+    for (; k < n; k++) {
+        fflush(NULL); /* no buffered output duplicated into a child */
+        pid_t c = fork();
+        if (c < 0) break;
+        if (c == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent) _exit(0);
+            for (volatile unsigned long spin = 0;; spin++) {
+            }
+        }
+        pids[k] = c;
+    }
+    return k;
+}
+
+static void compete_stop(const pid_t *pids, int n) {
+    for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+    for (int i = 0; i < n; i++) waitpid(pids[i], NULL, 0);
+}
+
+#define COMPETE_MAX 64
+
 static int cmd_model(int argc, char **argv) {
     const char *model = NULL, *json_out = NULL, *weights = NULL;
-    int threads = 0, frames = 50, reps = 3, no_codec = 0;
+    int threads = 0, frames = 50, reps = 3, no_codec = 0, compete = 0;
     ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
         {"weights", 0, CT_OPT_STR, &weights, "FMT", "bf16 (as stored), int8, int4 or mixed"},
@@ -86,13 +151,19 @@ static int cmd_model(int argc, char **argv) {
         {"frames", 0, CT_OPT_INT, &frames, "N", "frames per repetition (default 50)"},
         {"repeat", 0, CT_OPT_INT, &reps, "N", "repetitions, best kept (default 3)"},
         {"no-codec", 0, CT_OPT_FLAG, &no_codec, NULL, "skip the codec decoder"},
+        {"compete", 0, CT_OPT_INT, &compete, "N",
+         "measure again with N busy-loop processes running and print the throughput kept"},
         {"json", 0, CT_OPT_STR, &json_out, "FILE", "also write the results as JSON"},
         {NULL, 0, 0, NULL, NULL, NULL}};
-    int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench model -m DIR [--weights FMT] [--threads N] [--frames N]\n"
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench model -m DIR [--weights FMT] [--threads N] [--frames N] [--compete N]\n"
                                             "Per-stage ms/frame, bytes/frame, GB/s and % of the measured roofline.");
     if (r) return r < 0 ? 2 : 0;
     if (frames < 2 || frames > 4000 || reps < 1 || reps > 100) {
         fprintf(stderr, "error: --frames must be in [2, 4000] and --repeat in [1, 100]\n");
+        return 2;
+    }
+    if (compete < 0 || compete > COMPETE_MAX) {
+        fprintf(stderr, "error: --compete must be in [0, %d]\n", COMPETE_MAX);
         return 2;
     }
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -138,30 +209,35 @@ static int cmd_model(int argc, char **argv) {
     g.max_frames = frames;
     g.min_new_tokens = frames; /* measure exactly `frames` frames */
     g.seed = 1;
-    double best_prefill = 1e30, best_talk = 1e30, best_pred = 1e30, best_codec[2] = {1e30, 1e30};
-    int prompt_len = 0, nf = 0;
     int32_t *codes = malloc(sizeof(int32_t) * 16 * (size_t)frames);
-    for (int rep = 0; rep < reps; rep++) {
-        double t0 = ct_now_ms();
-        if (ct_session_start(s, &g) != CT_OK) {
-            fprintf(stderr, "error: %s\n", ct_session_errmsg(s));
-            break;
+    model_times mt, ct = {0};
+    pid_t pids[COMPETE_MAX];
+    if (!codes) fprintf(stderr, "error: out of memory\n");
+    int rc = !codes || measure_model(s, codec, &g, frames, reps, codes, &mt) != 0;
+    if (!rc && compete > 0) {
+        int started = compete_start(compete, pids);
+        printf("compete: %d busy-loop process(es) started, pids", started);
+        for (int i = 0; i < started; i++) printf(" %d", (int)pids[i]);
+        printf("\n");
+        fflush(stdout);
+        if (started < compete) {
+            fprintf(stderr, "error: could only start %d of %d competing processes\n", started, compete);
+            rc = 1;
+        } else {
+            rc = measure_model(s, codec, &g, frames, reps, codes, &ct) != 0;
         }
-        double tp = ct_now_ms() - t0;
-        prompt_len = ct_session_run_info(s).prompt_len;
-        int got = 1;
-        nf = 0;
-        while (got && nf < frames && ct_session_next_frame(s, codes + 16 * nf, &got) == CT_OK && got) nf++;
-        if (tp < best_prefill) best_prefill = tp;
-        if (nf && s->t_talker_ms / nf < best_talk) best_talk = s->t_talker_ms / nf;
-        if (nf && s->t_pred_ms / nf < best_pred) best_pred = s->t_pred_ms / nf;
-        if (codec && nf) { /* the codec on the session's pool: 1-frame pushes and the seed ramp */
-            for (int mode = 0; mode < 2; mode++) {
-                double ms = codec_stream_ms(codec, s->pool, codes, nf, mode);
-                if (ms > 0 && ms < best_codec[mode]) best_codec[mode] = ms;
-            }
-        }
+        compete_stop(pids, started);
     }
+    if (rc) {
+        free(codes);
+        ct_session_free(s);
+        ct_codec_free(codec);
+        ct_model_free(m);
+        return 1;
+    }
+    const double best_prefill = mt.prefill, best_talk = mt.talk, best_pred = mt.pred;
+    const double *best_codec = mt.codec;
+    const int prompt_len = mt.prompt_len, nf = mt.nf;
     uint64_t tb = stack_bytes(&m->talker) + mat_bytes(&m->codec_head);
     uint64_t pb = stack_bytes(&m->pred) * (uint64_t)(m->cfg.n_groups - 1);
     for (int gi = 0; gi < m->cfg.n_groups - 1; gi++) pb += mat_bytes(&m->pred_head[gi]);
@@ -201,6 +277,18 @@ static int cmd_model(int argc, char **argv) {
         printf("RTF %.3f with the ramp schedule (table above), %.3f with 1-frame pushes\n", total / 80,
                total_exact / 80);
     }
+    /* throughput kept under the competing load: uncontended ms / contended ms, per stage */
+    const double c_total = ct.talk + ct.pred + (codec ? ct.codec[1] : 0);
+    if (compete > 0) {
+        printf("\n| with %d competing busy process(es), %d threads | ms/frame alone | ms/frame contended "
+               "| throughput kept |\n|---|---|---|---|\n", compete, threads);
+        printf("| talker | %.2f | %.2f | %.0f%% |\n", best_talk, ct.talk, 100 * best_talk / ct.talk);
+        printf("| code predictor | %.2f | %.2f | %.0f%% |\n", best_pred, ct.pred, 100 * best_pred / ct.pred);
+        if (codec)
+            printf("| codec (stream, ramp 2..25) | %.2f | %.2f | %.0f%% |\n", best_codec[1], ct.codec[1],
+                   100 * best_codec[1] / ct.codec[1]);
+        printf("| total | %.2f | %.2f | %.0f%% |\n", total, c_total, 100 * total / c_total);
+    }
     if (json_out) {
         json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
                               "model", model, "kind", ct_model_get_info(m).kind,
@@ -215,6 +303,12 @@ static int cmd_model(int argc, char **argv) {
             json_object_set_new(j, "codec_exact_ms", json_real(best_codec[0]));
             json_object_set_new(j, "codec_gflop_per_frame", json_real(2 * macs * 1e-9));
             json_object_set_new(j, "rtf_exact", json_real(total_exact / 80));
+        }
+        if (j && compete > 0) {
+            json_t *c = json_pack("{s:i,s:f,s:f,s:f,s:f}", "processes", compete, "talker_ms", ct.talk,
+                                  "predictor_ms", ct.pred, "total_ms", c_total, "throughput_kept", total / c_total);
+            if (c && codec) json_object_set_new(c, "codec_ms", json_real(ct.codec[1]));
+            json_object_set_new(j, "compete", c);
         }
         if (!j || json_dump_file(j, json_out, JSON_INDENT(1)) != 0)
             fprintf(stderr, "error: cannot write '%s'\n", json_out);
