@@ -3,9 +3,10 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 DEMO_DIR ?= demo-model
+PREFIX ?= /usr/local
 DEMO_TEXT ?= Hello! This is codectalk, speaking from a plain C engine.
 
-.PHONY: all deps build onnx-venv demo test test-asan test-arm64 test-all clean
+.PHONY: all deps build install onnx-venv demo test test-asan test-arm64 test-all clean
 
 all: build
 
@@ -15,6 +16,11 @@ deps:
 build: deps
 	cmake -S . -B $(BUILD) -DCT_WERROR=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j$(JOBS)
+
+# libcodectalk.so/.a, codectalk.h, codectalk_status.h, codectalk.pc and the codectalk program
+# under $(PREFIX) (README.md "Embed the C library").
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 $(DEMO_DIR)/config.json: | build
 	$(BUILD)/codectalk make-model --preset tiny --seed 1 --out $(DEMO_DIR) --force

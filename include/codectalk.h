@@ -17,8 +17,16 @@ extern "C" {
 /* ct_status (CT_OK = 0, CT_ERR_* < 0) and ct_status_str() live in codectalk_status.h,
    included above. */
 
-/* Library version string, e.g. "0.1.0". */
-const char *ct_version(void);
+/* Version of this header. CMakeLists.txt takes the project version (and the shared library's
+   SONAME, libcodectalk.so.MAJOR) from these three lines, so they are the one place to change it. */
+#define CT_VERSION_MAJOR 0
+#define CT_VERSION_MINOR 1
+#define CT_VERSION_PATCH 0
+#define CT_VERSION_STRING "0.1.0" /* MAJOR.MINOR.PATCH */
+
+/* Version of the library linked at run time (CT_VERSION_STRING of the header it was built
+   with), e.g. "0.1.0". */
+CT_API const char *ct_version(void);
 
 /* Process-wide environment switches. The library reads these variables itself (every other
    setting comes through the params structs); each is read at the moment named and not again,
@@ -47,6 +55,8 @@ const char *ct_version(void);
                        <dir>/<role>_<pid>.json every 500 samples and at exit (docs/STREAMING.md
                        3). Default off (each hook then costs one branch). Read once, at the
                        first timing hook.
+   The last three are read by the deploy-profile code of the codectalk program (its tools
+   library), not by libcodectalk (README.md "Embed the C library").
    CODECTALK_HW_PROFILE
                        Hardware record to use instead of probing the machine: a path to a JSON
                        file, or the JSON itself (text starting with '{'); format in
@@ -92,16 +102,16 @@ typedef struct {
     const char *predictor_weights; /* the code predictor's format, likewise */
 } ct_model_params;
 
-ct_model_params ct_model_params_default(void);
+CT_API ct_model_params ct_model_params_default(void);
 
 /* Loads dir (config.json, generation_config.json, model.safetensors, tokenizer files).
    Every tensor the config implies is checked by name, shape and dtype. On failure returns
    the status and writes a message naming what is wrong into err[errcap]. */
-ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model **out,
-                        char *err, size_t errcap);
+CT_API ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model **out,
+                               char *err, size_t errcap);
 
 /* Frees the model; NULL is fine. All sessions must be freed first. */
-void ct_model_free(ct_model *m);
+CT_API void ct_model_free(ct_model *m);
 
 typedef struct {
     const char *kind;       /* "custom_voice", "base", "voice_design" */
@@ -118,16 +128,16 @@ typedef struct {
     const char *talker_weights, *predictor_weights;
 } ct_model_info;
 
-ct_model_info ct_model_get_info(const ct_model *m);
+CT_API ct_model_info ct_model_get_info(const ct_model *m);
 
 /* Name of speaker / language i (lower case), or NULL when out of range. */
-const char *ct_model_speaker(const ct_model *m, int i);
-const char *ct_model_language(const ct_model *m, int i);
+CT_API const char *ct_model_speaker(const ct_model *m, int i);
+CT_API const char *ct_model_language(const ct_model *m, int i);
 
 /* Tokenizes UTF-8 text with the model's Qwen2 BPE. *n_out receives the full count; if it
    exceeds cap, CT_ERR_LIMIT is returned. Invalid UTF-8 is CT_ERR_INVALID_ARG. */
-ct_status ct_tokenize(const ct_model *m, const char *text, size_t len, int32_t *ids,
-                      size_t cap, size_t *n_out, char *err, size_t errcap);
+CT_API ct_status ct_tokenize(const ct_model *m, const char *text, size_t len, int32_t *ids,
+                             size_t cap, size_t *n_out, char *err, size_t errcap);
 
 /* ---- sessions ----------------------------------------------------------------------- */
 
@@ -143,15 +153,15 @@ typedef struct {
     int n_cpus;
 } ct_session_params;
 
-ct_session_params ct_session_params_default(void);
+CT_API ct_session_params ct_session_params_default(void);
 
 /* Reserves the whole working set (KV caches, scratch) now; nothing is allocated later. */
-ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_session **out,
-                            char *err, size_t errcap);
-void ct_session_free(ct_session *s);
+CT_API ct_status ct_session_create(const ct_model *m, const ct_session_params *p, ct_session **out,
+                                   char *err, size_t errcap);
+CT_API void ct_session_free(ct_session *s);
 
 /* Last error message of this session ("" when none). Borrowed until the next call. */
-const char *ct_session_errmsg(const ct_session *s);
+CT_API const char *ct_session_errmsg(const ct_session *s);
 
 typedef struct {
     size_t size;
@@ -178,7 +188,7 @@ typedef struct {
     float budget_per_token; /* default 12 frames per text token */
 } ct_gen_params;
 
-ct_gen_params ct_gen_params_default(void);
+CT_API ct_gen_params ct_gen_params_default(void);
 
 typedef enum {
     CT_STOP_NONE = 0,       /* still running */
@@ -188,16 +198,16 @@ typedef enum {
     CT_STOP_ABORTED = 4
 } ct_stop_reason;
 
-const char *ct_stop_reason_str(ct_stop_reason r);
+CT_API const char *ct_stop_reason_str(ct_stop_reason r);
 
 /* Validates the request, builds the prompt and runs the prefill. Resets any previous run. */
-ct_status ct_session_start(ct_session *s, const ct_gen_params *g);
+CT_API ct_status ct_session_start(ct_session *s, const ct_gen_params *g);
 
 /* Produces the next frame: codes[n_groups] (codebook 0 first, each in [0, 2048)).
    *got = 1 when a frame was written, 0 when generation has finished (see stop reason). */
-ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got);
+CT_API ct_status ct_session_next_frame(ct_session *s, int32_t *codes, int *got);
 
-ct_stop_reason ct_session_stop_reason(const ct_session *s);
+CT_API ct_stop_reason ct_session_stop_reason(const ct_session *s);
 
 /* Facts about the current run. */
 typedef struct {
@@ -207,7 +217,7 @@ typedef struct {
     int frame_limit;     /* effective cap from max_frames/max_new_tokens/budget/context */
 } ct_run_info;
 
-ct_run_info ct_session_run_info(const ct_session *s);
+CT_API ct_run_info ct_session_run_info(const ct_session *s);
 
 /* ---- batched decode ----------------------------------------------------------------- */
 
@@ -216,9 +226,9 @@ typedef struct ct_batch ct_batch;
 
 /* Reserves scratch for up to max_streams sessions whose max_context is at most max_context,
    and a pool of n_threads compute threads. */
-ct_status ct_batch_create(const ct_model *m, int max_streams, int max_context, int n_threads,
-                          ct_batch **out, char *err, size_t errcap);
-void ct_batch_free(ct_batch *b);
+CT_API ct_status ct_batch_create(const ct_model *m, int max_streams, int max_context, int n_threads,
+                                 ct_batch **out, char *err, size_t errcap);
+CT_API void ct_batch_free(ct_batch *b);
 
 /* Produces the next frame of every running session in sessions[n] (started with
    ct_session_start; finished or NULL entries are skipped): codes[i*n_groups..] and got[i] = 1
@@ -226,9 +236,10 @@ void ct_batch_free(ct_batch *b);
    ct_session_next_frame would give it alone. The sessions must not be used elsewhere during
    the call. CT_ERR_INVALID_ARG for a session of another model, with a larger max_context, or
    more running sessions than max_streams. */
-ct_status ct_batch_step(ct_batch *b, ct_session *const *sessions, int n, int32_t *codes, int *got);
+CT_API ct_status ct_batch_step(ct_batch *b, ct_session *const *sessions, int n, int32_t *codes,
+                              int *got);
 /* Message of the batch's last call when it failed ("" after a successful one). */
-const char *ct_batch_errmsg(const ct_batch *b);
+CT_API const char *ct_batch_errmsg(const ct_batch *b);
 
 /* ---- codec decoder ------------------------------------------------------------------ */
 
@@ -249,12 +260,12 @@ typedef struct ct_codec_stream ct_codec_stream;
    CT_ERR_IO (missing or unreadable file), CT_ERR_FORMAT (bad JSON, a missing, mis-shaped or
    non-F32 tensor: the message names the tensor and both shapes), CT_ERR_UNSUPPORTED (a config
    variant not handled), CT_ERR_NOMEM; the message goes to err[errcap]. */
-ct_status ct_codec_load(const char *model_dir, ct_codec **out, char *err, size_t errcap);
+CT_API ct_status ct_codec_load(const char *model_dir, ct_codec **out, char *err, size_t errcap);
 /* Frees a codec (NULL is fine). No stream created from it may be used afterwards. */
-void ct_codec_free(ct_codec *c);
-int ct_codec_samples_per_frame(const ct_codec *c); /* product of the upsampling factors: 1920 */
-int ct_codec_sample_rate(const ct_codec *c);       /* output_sample_rate: 24000 */
-int ct_codec_n_groups(const ct_codec *c);          /* codebooks per frame: 16 */
+CT_API void ct_codec_free(ct_codec *c);
+CT_API int ct_codec_samples_per_frame(const ct_codec *c); /* upsampling factors' product: 1920 */
+CT_API int ct_codec_sample_rate(const ct_codec *c);       /* output_sample_rate: 24000 */
+CT_API int ct_codec_n_groups(const ct_codec *c);          /* codebooks per frame: 16 */
 
 /* One-shot: codes [n_frames][n_groups] (frame-major, codebook 0 first) ->
    pcm[n_frames * samples_per_frame]. Allocates its working memory per call; long inputs are
@@ -262,28 +273,28 @@ int ct_codec_n_groups(const ct_codec *c);          /* codebooks per frame: 16 */
    result is that of decoding the whole sequence at once. n_frames == 0 is a no-op. A code
    outside [0, codebook_size) gives CT_ERR_INVALID_ARG naming the frame and group, with
    nothing written. Thread-safe on a shared codec. */
-ct_status ct_codec_decode(const ct_codec *c, const int32_t *codes, int n_frames, float *pcm,
-                          char *err, size_t errcap);
+CT_API ct_status ct_codec_decode(const ct_codec *c, const int32_t *codes, int n_frames, float *pcm,
+                                 char *err, size_t errcap);
 
 /* Creates a streaming decoder at the start of a stream, sized up front for up to max_chunk
    (1..65536) frames per push; nothing allocates per push. CT_ERR_INVALID_ARG, CT_ERR_NOMEM. */
-ct_status ct_codec_stream_create(const ct_codec *c, int max_chunk, ct_codec_stream **out,
-                                 char *err, size_t errcap);
+CT_API ct_status ct_codec_stream_create(const ct_codec *c, int max_chunk, ct_codec_stream **out,
+                                        char *err, size_t errcap);
 
 /* Pushes n_frames (1..max_chunk) new frames (codes as for ct_codec_decode) and writes exactly
    n_frames * samples_per_frame new samples to pcm. The concatenated output of any sequence of
    pushes equals, bit for bit, the one-shot decode of the concatenated codes. Bad codes or
    n_frames out of range give CT_ERR_INVALID_ARG with the state untouched. The cost per frame
    does not depend on how many frames were pushed before. */
-ct_status ct_codec_stream_push(ct_codec_stream *s, const int32_t *codes, int n_frames, float *pcm,
-                               char *err, size_t errcap);
+CT_API ct_status ct_codec_stream_push(ct_codec_stream *s, const int32_t *codes, int n_frames,
+                                      float *pcm, char *err, size_t errcap);
 
 /* Back to the start-of-stream state (zero history, position 0), for the next stream. NULL is
    fine. */
-void ct_codec_stream_reset(ct_codec_stream *s);
+CT_API void ct_codec_stream_reset(ct_codec_stream *s);
 
 /* Frees a stream (NULL is fine). */
-void ct_codec_stream_free(ct_codec_stream *s);
+CT_API void ct_codec_stream_free(ct_codec_stream *s);
 
 /* ---- the stream engine ----------------------------------------------------------------- */
 
@@ -311,9 +322,9 @@ typedef enum {
 } ct_placement;
 
 /* "overlapped", "serial", "auto"; "?" for anything else. */
-const char *ct_placement_str(int placement);
+CT_API const char *ct_placement_str(int placement);
 /* Parses one of the names above into *placement; CT_ERR_INVALID_ARG for anything else. */
-ct_status ct_placement_parse(const char *name, int *placement);
+CT_API ct_status ct_placement_parse(const char *name, int *placement);
 
 typedef struct {
     size_t size;             /* sizeof(ct_engine_params), set by the default */
@@ -352,7 +363,7 @@ typedef struct {
     double frame_ms_per_stream;
 } ct_engine_params;
 
-ct_engine_params ct_engine_params_default(void);
+CT_API ct_engine_params ct_engine_params_default(void);
 
 /* Reserves every stream slot (KV caches, scratch, codec state, output buffers) and starts the
    engine's threads. Model and codec are borrowed and must outlive the engine; c may be NULL
@@ -360,16 +371,16 @@ ct_engine_params ct_engine_params_default(void);
    CT_ERR_INVALID_ARG (a field out of range: the message names it), CT_ERR_LIMIT (the KV
    budget holds no stream: the message gives both numbers), CT_ERR_FORMAT (model and codec
    disagree), CT_ERR_NOMEM. */
-ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine_params *p,
-                           ct_engine **out, char *err, size_t errcap);
+CT_API ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine_params *p,
+                                  ct_engine **out, char *err, size_t errcap);
 
 /* Stops the threads, fails every waiting or running stream (CT_ERR_ABORTED) and frees the
    engine. Streams still held by callers stay valid (reads return finished) until released.
    NULL is fine. */
-void ct_engine_free(ct_engine *e);
+CT_API void ct_engine_free(ct_engine *e);
 
 /* 1 when serving, 0 while warming up, -1 when warm-up failed (message in err). */
-int ct_engine_ready(ct_engine *e, char *err, size_t errcap);
+CT_API int ct_engine_ready(ct_engine *e, char *err, size_t errcap);
 
 /* Limits in force (placement resolved). */
 typedef struct {
@@ -380,7 +391,7 @@ typedef struct {
     int prefill_chunk_tokens;
 } ct_engine_limits;
 
-ct_engine_limits ct_engine_get_limits(const ct_engine *e);
+CT_API ct_engine_limits ct_engine_get_limits(const ct_engine *e);
 
 /* Engine-wide counters. */
 typedef struct {
@@ -400,12 +411,12 @@ typedef struct {
     double audio_s;            /* audio produced */
 } ct_engine_counters;
 
-ct_engine_counters ct_engine_get_counters(ct_engine *e);
+CT_API ct_engine_counters ct_engine_get_counters(ct_engine *e);
 
 /* Seconds until the earliest admitted stream is expected to finish (its expected frames left
    times the measured, else predicted, frame period), at least 1 and at most 120; for
    Retry-After. */
-int ct_engine_retry_after_s(ct_engine *e);
+CT_API int ct_engine_retry_after_s(ct_engine *e);
 
 typedef enum { CT_OUTPUT_PCM = 0, CT_OUTPUT_CODES = 1 } ct_output;
 
@@ -426,7 +437,7 @@ typedef struct {
                                 after submission, else CT_ERR_TIMEOUT; 0 = none */
 } ct_stream_params;
 
-ct_stream_params ct_stream_params_default(void);
+CT_API ct_stream_params ct_stream_params_default(void);
 
 /* Queues a request. g's strings and x-vector are copied. Admission happens on the engine
    thread; a request that cannot be generated (unknown voice, text over the context) fails
@@ -434,8 +445,8 @@ ct_stream_params ct_stream_params_default(void);
    (bad parameters: message in err), CT_ERR_LIMIT when every slot is busy and the queue is full,
    CT_ERR_STATE when the engine is stopping or failed, CT_ERR_NOMEM. *out must be released
    with ct_stream_release. */
-ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp,
-                           ct_stream **out, char *err, size_t errcap);
+CT_API ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp,
+                                  ct_stream **out, char *err, size_t errcap);
 
 typedef enum {
     CT_STREAM_QUEUED = 0,  /* waiting for a slot (or held by the prefill throttle) */
@@ -447,23 +458,23 @@ typedef enum {
 
 /* Waits until the stream is past the first prefill (RUNNING, DONE or FAILED) or timeout_ms
    passed (< 0 = no limit); returns the state then. */
-ct_stream_state ct_stream_wait_started(ct_stream *s, int timeout_ms);
+CT_API ct_stream_state ct_stream_wait_started(ct_stream *s, int timeout_ms);
 
 /* Copies up to cap samples (mono f32 at the codec rate) into pcm, waiting up to timeout_ms
    (< 0 = no limit) when none are buffered. Returns the count; *finished = 1 once the stream
    has ended (DONE or FAILED) and everything was read. CT_OUTPUT_CODES streams return 0. */
-size_t ct_stream_read(ct_stream *s, float *pcm, size_t cap, int timeout_ms, int *finished);
+CT_API size_t ct_stream_read(ct_stream *s, float *pcm, size_t cap, int timeout_ms, int *finished);
 
 /* The same for CT_OUTPUT_CODES streams: up to max_frames frames of n_groups codes each. */
-size_t ct_stream_read_codes(ct_stream *s, int32_t *codes, size_t max_frames, int timeout_ms,
-                            int *finished);
+CT_API size_t ct_stream_read_codes(ct_stream *s, int32_t *codes, size_t max_frames, int timeout_ms,
+                                   int *finished);
 
 /* Requests cancellation; safe from any thread. The stream's slot and KV are freed within one
    step; it then reads as finished with status CT_ERR_ABORTED. */
-void ct_stream_cancel(ct_stream *s);
+CT_API void ct_stream_cancel(ct_stream *s);
 
 /* Cancels the stream if it still runs and drops the caller's handle. NULL is fine. */
-void ct_stream_release(ct_stream *s);
+CT_API void ct_stream_release(ct_stream *s);
 
 /* Facts about a stream. Times are ms since submission; NAN before they happen. */
 typedef struct {
@@ -488,14 +499,14 @@ typedef struct {
                                 over utterances */
 } ct_stream_info;
 
-ct_stream_info ct_stream_get_info(ct_stream *s);
+CT_API ct_stream_info ct_stream_get_info(ct_stream *s);
 
 /* Message of a FAILED stream ("" otherwise). Borrowed while the stream is held. */
-const char *ct_stream_errmsg(ct_stream *s);
+CT_API const char *ct_stream_errmsg(ct_stream *s);
 
 /* Chunk release timeline: t_ms since submission and samples per chunk (codes: the samples the
    frames decode to), in order. Returns the number of chunks; fills up to cap entries (arrays may be NULL). */
-int ct_stream_timeline(ct_stream *s, double *t_ms, int *samples, int cap);
+CT_API int ct_stream_timeline(ct_stream *s, double *t_ms, int *samples, int cap);
 
 #ifdef __cplusplus
 }

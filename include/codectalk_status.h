@@ -4,6 +4,10 @@
 #ifndef CODECTALK_STATUS_H
 #define CODECTALK_STATUS_H
 
+/* CT_API marks every function of the public API (this header and codectalk.h): the only
+   symbols the shared library exports; everything else is built with hidden visibility. */
+#define CT_API __attribute__((visibility("default")))
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,7 +26,7 @@ typedef enum {
     CT_ERR_TIMEOUT = -10     /* a request deadline passed */
 } ct_status;
 /* Static English description of a status; never NULL. */
-const char *ct_status_str(ct_status st);
+CT_API const char *ct_status_str(ct_status st);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@
 #include "kernels/cpu.h"
 #include "model/model_internal.h"
 
-const char *ct_version(void) { return CT_VERSION; }
+const char *ct_version(void) { return CT_VERSION_STRING; }
 
 ct_model_params ct_model_params_default(void) {
     ct_model_params p;

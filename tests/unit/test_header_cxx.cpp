@@ -1,5 +1,5 @@
 // The public header compiled as C++ (extern "C", no C-only constructs): a few types and calls
-// through it, linked against the C library.
+// through it, linked against the shared C library alone.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -19,7 +19,12 @@ int main() {
     const char *ok = ct_status_str(CT_OK);
     CHECK(ok != nullptr && ok[0] != '\0');
     CHECK(std::string(ct_status_str(CT_ERR_NOMEM)) != ok);
-    CHECK(std::string(ct_version()) == CT_PROJECT_VERSION);
+    // the version macros, the project version CMake read from them, and the linked library agree
+    char v[48];
+    std::snprintf(v, sizeof v, "%d.%d.%d", CT_VERSION_MAJOR, CT_VERSION_MINOR, CT_VERSION_PATCH);
+    CHECK(std::string(v) == CT_VERSION_STRING);
+    CHECK(std::string(CT_VERSION_STRING) == CT_PROJECT_VERSION);
+    CHECK(std::string(ct_version()) == CT_VERSION_STRING);
 
     ct_model_params mp = ct_model_params_default();
     CHECK(mp.size == sizeof(ct_model_params));
