@@ -9,6 +9,7 @@
 
 #include "core/fileio.h"
 #include "io/safetensors.h" /* ct_check_regular */
+#include "text/langcode.h"
 
 const char *ct_model_kind_name(ct_model_kind k) {
     switch (k) {
@@ -352,7 +353,8 @@ static const ct_named_id *find(const ct_named_id *a, int n, const char *name) {
 }
 
 const ct_named_id *ct_config_find_lang(const ct_config *cfg, const char *name) {
-    return find(cfg->langs, cfg->n_langs, name);
+    const ct_named_id *l = find(cfg->langs, cfg->n_langs, name);
+    return l ? l : find(cfg->langs, cfg->n_langs, ct_language_from_code(name)); /* "en-US" -> english */
 }
 
 const ct_named_id *ct_config_find_speaker(const ct_config *cfg, const char *name) {

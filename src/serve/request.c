@@ -10,6 +10,8 @@
 
 #include <jansson.h>
 
+#include "text/langcode.h"
+
 ct_api_error *ct_api_error_set(ct_api_error *e, int http_status, const char *type,
                                const char *param, const char *code, const char *fmt, ...) {
     e->http_status = http_status;
@@ -362,6 +364,8 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
     snprintf(r->language, sizeof r->language, "auto");
     if (language && strcasecmp(language, "auto") != 0) {
         int li = find_name(ctx->languages, ctx->n_languages, language);
+        if (li < 0 && ct_language_from_code(language)) /* "en", "en-US", "de-DE" */
+            li = find_name(ctx->languages, ctx->n_languages, ct_language_from_code(language));
         if (li < 0) {
             list_names(names, sizeof names, ctx->languages, ctx->n_languages, "auto");
             ct_api_error_set(e, 400, "invalid_request_error", "language", "unknown_language",

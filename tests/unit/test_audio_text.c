@@ -3,6 +3,7 @@
 
 #include "audio/wav.h"
 #include "ct_test.h"
+#include "text/langcode.h"
 #include "text/sentences.h"
 
 static void test_wav(void) {
@@ -86,7 +87,24 @@ static void test_sentences(void) {
     CHECK(ok && covered == 300);
 }
 
+static void test_langcodes(void) {
+    static const char *const ok[][2] = {{"en", "english"}, {"EN-us", "english"}, {"en_GB", "english"},
+                                        {"zh", "chinese"}, {"zh-Hans-CN", "chinese"}, {"cmn", "chinese"},
+                                        {"de-DE", "german"}, {"pt-BR", "portuguese"}, {"ja", "japanese"},
+                                        {"ko-KR", "korean"}, {"fr-CA", "french"}, {"ru", "russian"},
+                                        {"es-419", "spanish"}, {"it", "italian"}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        const char *n = ct_language_from_code(ok[i][0]);
+        CHECKF(n && !strcmp(n, ok[i][1]), "%s -> %s", ok[i][0], n ? n : "NULL");
+    }
+    static const char *const no[] = {"english", "e", "xx", "en US", "en-U$", "", "zhongwen", "-en"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        CHECKF(ct_language_from_code(no[i]) == NULL, "'%s' is not a code", no[i]);
+    CHECK(ct_language_from_code(NULL) == NULL);
+}
+
 int main(void) {
+    test_langcodes();
     test_wav();
     test_sentences();
     return ct_test_finish();

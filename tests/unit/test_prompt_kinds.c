@@ -46,6 +46,19 @@ int main(void) {
         g.non_streaming = 0;
         CHECK(ct_session_start(s, &g) == CT_OK);
         CHECK(ct_session_run_info(s).prompt_len == I + 9);
+        /* a language code picks the same language id as its name: the same prompt rows */
+        size_t pb = sizeof(float) * (size_t)m->cfg.talker.hidden * (size_t)(I + 9);
+        float *by_name = malloc(pb);
+        if (by_name) memcpy(by_name, s->prompt, pb);
+        g.language = "en-US";
+        CHECKF(ct_session_start(s, &g) == CT_OK, "%s", ct_session_errmsg(s));
+        CHECK(by_name && memcmp(by_name, s->prompt, pb) == 0);
+        g.language = "de";
+        CHECK(ct_session_start(s, &g) == CT_OK && by_name && memcmp(by_name, s->prompt, pb) != 0);
+        g.language = "xx-YY";
+        CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG && strstr(ct_session_errmsg(s), "'xx-YY'"));
+        g.language = "english";
+        free(by_name);
         g.speaker = "vivian";
         CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
         ct_session_free(s);

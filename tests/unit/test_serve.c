@@ -384,6 +384,13 @@ int main(void) {
     expect_error("{\"input\": \"   \"}", 400, "input", "empty");
     expect_error("{\"input\": \"hi\", \"voice\": \"nobody\"}", 400, "voice", voice);
     expect_error("{\"input\": \"hi\", \"language\": \"klingon\"}", 400, "language", "auto");
+    expect_error("{\"input\": \"hi\", \"language\": \"xx-YY\"}", 400, "language", "english");
+    /* a language code is a language: "en-US" is english */
+    snprintf(body, sizeof body, "{\"input\":\"hi\",\"voice\":\"%s\",\"language\":\"en-US\",\"max_new_tokens\":2}",
+             voice);
+    CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK);
+    CHECKF(r.status == 200, "language en-US: status %d", r.status);
+    ct_http_resp_free(&r);
     expect_error("{\"input\": \"hi\", \"response_format\": \"mp3\"}", 400, "response_format", "unsupported");
     expect_error("{\"input\": \"hi\", \"model\": \"other\"}", 404, "model", NULL);
     {
@@ -442,11 +449,11 @@ int main(void) {
                                "codectalk_prefill_deferrals_total", "codectalk_http_responses_total{code=\"401\"} 3",
                                "codectalk_requests_cancelled_total 1", "# TYPE codectalk_ttfa_seconds histogram",
                                "codectalk_requests_failed_total 1", "codectalk_steps_total", "codectalk_ready 1",
-                               "codectalk_streams_max 2", "codectalk_rtf_count 6"};
+                               "codectalk_streams_max 2", "codectalk_rtf_count 7"};
         for (size_t i = 0; i < sizeof names / sizeof *names; i++)
             CHECKF(r.body && strstr((char *)r.body, names[i]), "metrics lack '%s'", names[i]);
         ct_engine_counters k = ct_engine_get_counters(E);
-        CHECKF(k.admitted == 8 && k.completed == 6 && k.failed == 1, "admitted %llu completed %llu failed %llu",
+        CHECKF(k.admitted == 9 && k.completed == 7 && k.failed == 1, "admitted %llu completed %llu failed %llu",
                (unsigned long long)k.admitted, (unsigned long long)k.completed, (unsigned long long)k.failed);
     }
     ct_http_resp_free(&r);
