@@ -23,6 +23,7 @@
 
 #include "audio/pcm.h"
 #include "audio/wav.h"
+#include "core/clock.h"
 #include "core/stepstats.h"
 #include "serve/codes_wire.h"
 #include "serve/gate.h"
@@ -80,6 +81,7 @@ typedef struct {
     ct_span *utts;
     char *utt_text;      /* utterance utt of rq.input, NUL-terminated */
     int n_utts, utt;
+    double t_submit;     /* ct_now_ms() at the first utterance's submission (the request's deadline) */
     ct_stream_info sum;  /* text_tokens, frames of the utterance streams so far; stop of the last */
     int failed;          /* the codes stream ended with an error record (fail_msg, fail_status) */
     ct_status fail_status;
@@ -382,9 +384,10 @@ static void stream_free(void *cls) {
 /* Submits the parsed request; on CT_OK *out holds the stream. Otherwise *e says what to send
    (and *retry the Retry-After seconds of a 503 for a full queue). utt_text: NULL for the whole
    input (the engine splits it into utterances), else utterance utt of it alone (seed + utt, as
-   the engine seeds utterance utt; codes requests). */
-static ct_status submit(ct_http *h, const ct_speech_request *rq, const char *utt_text, int utt, ct_stream **out,
-                        ct_api_error *e, int *retry) {
+   the engine seeds utterance utt; codes requests), with deadline_ms left of the request's
+   deadline for utt > 0 (the first-audio timeout applies to utterance 0 only). */
+static ct_status submit(ct_http *h, const ct_speech_request *rq, const char *utt_text, int utt, int deadline_ms,
+                        ct_stream **out, ct_api_error *e, int *retry) {
     ct_gen_params g = ct_gen_params_default();
     ct_speech_gen_params(rq, &g);
     if (!rq->has_seed) {
@@ -401,6 +404,10 @@ static ct_status submit(ct_http *h, const ct_speech_request *rq, const char *utt
         g.text = utt_text;
         g.seed += (uint64_t)utt;
         sp.utterance_bytes = 0;
+        if (utt > 0) {
+            sp.first_audio_timeout_ms = 0;
+            if (sp.deadline_ms > 0) sp.deadline_ms = deadline_ms;
+        }
     }
     ct_status st = ct_engine_submit(h->e, &g, &sp, out, msg, sizeof msg);
     if (st == CT_ERR_LIMIT) {
@@ -556,7 +563,11 @@ static int codes_next(stream_ctx *s) {
     ct_api_error e;
     int retry = 1;
     ct_stream *st = NULL;
-    ct_status ss = submit(s->h, &s->rq, s->utt_text, s->utt, &st, &e, &retry);
+    int deadline = s->h->stream.deadline_ms, left = deadline - (int)(ct_now_ms() - s->t_submit);
+    ct_status ss = deadline > 0 && left < 1
+                       ? ct_errf(e.message, sizeof e.message, CT_ERR_TIMEOUT, "the request's deadline (%d ms) passed",
+                                 deadline)
+                       : submit(s->h, &s->rq, s->utt_text, s->utt, left, &st, &e, &retry);
     if (ss != CT_OK) {
         s->failed = 1;
         s->fail_status = ss;
@@ -666,7 +677,8 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
         return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
     ct_stream *st = NULL;
     int retry = 1;
-    ct_status rc = cs ? submit(h, &cs->rq, cs->utt_text, 0, &st, &e, &retry) : submit(h, &rq, NULL, 0, &st, &e, &retry);
+    if (cs) cs->t_submit = ct_now_ms();
+    ct_status rc = cs ? submit(h, &cs->rq, cs->utt_text, 0, 0, &st, &e, &retry) : submit(h, &rq, NULL, 0, 0, &st, &e, &retry);
     if (!cs) ct_speech_request_free(&rq);
     CT_STATS_ADD_SINCE("serve.dispatch_ms", t0);
     if (rc != CT_OK && cs) stream_free(cs);

@@ -12,6 +12,7 @@
 
 #include "audio/wav.h"
 #include "codectalk.h"
+#include "core/clock.h"
 #include "ct_test.h"
 #include "serve/client.h"
 #include "serve/codes_wire.h"
@@ -38,7 +39,7 @@ static ct_status post(int port, const char *body, ct_http_resp *r) {
 typedef struct {
     ct_codes_header h;
     int headers, n;
-    int32_t codes[256 * 16];
+    int32_t codes[512 * 16];
     int utt_start[16]; /* frame index where utterance i starts (utt_start[0] = 0) */
     int n_utts;
 } frames;
@@ -54,7 +55,7 @@ static int on_header(void *ud, const ct_codes_header *h, char *msg, size_t cap) 
 static int on_frame(void *ud, uint32_t index, const int32_t *codes, int n, char *msg, size_t cap) {
     frames *f = ud;
     (void)index, (void)msg, (void)cap;
-    if (f->n >= 256 || n != 16) return 1;
+    if (f->n >= 512 || n != 16) return 1;
     memcpy(f->codes + f->n * 16, codes, sizeof(int32_t) * 16);
     f->n++;
     return 0;
@@ -124,7 +125,7 @@ static int session_frames(uint64_t seed, int mnt, const char *voice, int32_t *ou
     return n;
 }
 
-static ct_http *serve(const ct_codec *codec, ct_engine **E, int utterance_bytes) {
+static ct_http *serve(const ct_codec *codec, ct_engine **E, int utterance_bytes, int deadline_ms) {
     char err[1024];
     ct_engine_params ep = ct_engine_params_default();
     ep.max_context = 512;
@@ -137,6 +138,7 @@ static ct_http *serve(const ct_codec *codec, ct_engine **E, int utterance_bytes)
     hp.codec_id = CODEC_ID;
     ct_stream_params sp = ct_stream_params_default();
     sp.utterance_bytes = utterance_bytes;
+    sp.deadline_ms = deadline_ms;
     hp.stream = &sp;
     ct_http *H = NULL;
     CHECKF(*E && ct_http_start(*E, M, &hp, &H, err, sizeof err) == CT_OK, "%s", err);
@@ -149,7 +151,7 @@ int main(void) {
     if (!M || !C) return ct_test_finish();
     const char *voice = ct_model_speaker(M, 0);
     ct_engine *E = NULL;
-    ct_http *H = serve(C, &E, 300);
+    ct_http *H = serve(C, &E, 300, 0);
     if (!H) return ct_test_finish();
     int port = ct_http_port(H);
     const int MNT = 24;
@@ -270,7 +272,7 @@ int main(void) {
     ct_engine_free(E);
 
     /* 5. a codes-only engine (no codec at all): codes are served, wav is refused */
-    H = serve(NULL, &E, 300);
+    H = serve(NULL, &E, 300, 0);
     if (H) {
         port = ct_http_port(H);
         snprintf(body, sizeof body,
@@ -294,7 +296,7 @@ int main(void) {
 
     /* 5b. a server whose utterance size is 0 (no split): one utterance, no utterance record,
        still the server's own WAV */
-    H = serve(C, &E, 0);
+    H = serve(C, &E, 0, 0);
     if (H) {
         port = ct_http_port(H);
         ct_http_resp cr, wr;
@@ -315,6 +317,54 @@ int main(void) {
         ct_http_stop(H);
     }
     ct_engine_free(E);
+
+    /* 5c. the request's deadline spans its utterances: with 0.35 of the time a request of 5 or
+       more utterances takes, it fails (a deadline per utterance stream would let it finish, each
+       utterance taking a fifth or less): the binary stream ends with an error record after some
+       frames, SSE with the error record and speech.audio.error, the whole body is a 504 */
+    {
+        double T = 1e30;
+        H = serve(C, &E, 60, 0);
+        snprintf(body, sizeof body,
+                 "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":50,\"response_format\":\"codes\","
+                 "\"stream\":true,\"stream_format\":\"audio\"}",
+                 LONG_TEXT, voice);
+        for (int k = 0; H && k < 2; k++) {
+            ct_http_resp r;
+            double t0 = ct_now_ms();
+            CHECK(post(ct_http_port(H), body, &r) == CT_OK && r.status == 200);
+            double t = ct_now_ms() - t0;
+            if (t < T) T = t;
+            CHECKF(decode_body(r.body, r.body_len, f, err, sizeof err) == CT_OK && f->n_utts >= 5, "%s (%d utterances)",
+                   err, f->n_utts);
+            ct_http_resp_free(&r);
+        }
+        int full_frames = f->n;
+        ct_http_stop(H);
+        ct_engine_free(E);
+        int deadline = (int)(0.35 * T);
+        H = serve(C, &E, 60, deadline > 20 ? deadline : 20);
+        if (H) {
+            ct_http_resp r;
+            CHECK(post(ct_http_port(H), body, &r) == CT_OK && r.status == 200);
+            ct_status st = decode_body(r.body, r.body_len, f, err, sizeof err);
+            CHECKF(st == CT_ERR_IO && strstr(err, "failed at the server") && f->n > 0 && f->n < full_frames,
+                   "deadline %d ms of %.0f: status %d '%s', %d of %d frames", deadline, T, st, err, f->n, full_frames);
+            ct_http_resp_free(&r);
+            char sbody[1024];
+            snprintf(sbody, sizeof sbody, "%.*s}", (int)(strstr(body, ",\"stream_format\"") - body), body);
+            CHECK(post(ct_http_port(H), sbody, &r) == CT_OK && r.status == 200);
+            const char *last = NULL;
+            for (const char *q = strstr((const char *)r.body, "data: "); q; q = strstr(q + 6, "data: ")) last = q;
+            CHECK(last && strstr(last, "\"speech.audio.error\""));
+            ct_http_resp_free(&r);
+            snprintf(sbody, sizeof sbody, "%.*s}", (int)(strstr(body, ",\"stream\"") - body), body);
+            CHECK(post(ct_http_port(H), sbody, &r) == CT_OK && r.status == 504 && strstr((const char *)r.body, "\"timeout\""));
+            ct_http_resp_free(&r);
+            ct_http_stop(H);
+        }
+        ct_engine_free(E);
+    }
 
     /* 6. a codec id longer than the header holds is refused at start */
     {
