@@ -133,6 +133,27 @@ static int load_prompts(const char *path, char ***out) {
     return n;
 }
 
+/* The bench's prompts: --prompts FILE (*own = 1: free with free_prompts) or the built-in four.
+   Returns the count, or -1 (error printed). */
+static int get_prompts(const bench_args *a, char ***prompts, int *own) {
+    int n = 0;
+    *own = 0;
+    if (a->prompts) {
+        if ((n = load_prompts(a->prompts, prompts)) < 0) return -1;
+        *own = 1;
+        return n;
+    }
+    *prompts = (char **)default_prompts;
+    while (default_prompts[n]) n++;
+    return n;
+}
+
+static void free_prompts(char **prompts, int n, int own) {
+    if (!own) return;
+    for (int i = 0; i < n; i++) free(prompts[i]);
+    free(prompts);
+}
+
 static void git_sha(char *out, size_t cap) {
 #ifdef CT_GIT_SHA
     snprintf(out, cap, "%s", CT_GIT_SHA);
@@ -148,15 +169,8 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, const ct
                      ct_stream_summary *summary_out, json_t **attribution_out, run_extra *ex_out) {
     char err[1024];
     char **prompts = NULL;
-    int n_prompts = 0, own_prompts = 0;
-    if (a->prompts) {
-        n_prompts = load_prompts(a->prompts, &prompts);
-        if (n_prompts < 0) return -1;
-        own_prompts = 1;
-    } else {
-        prompts = (char **)default_prompts;
-        while (default_prompts[n_prompts]) n_prompts++;
-    }
+    int own_prompts = 0, n_prompts = get_prompts(a, &prompts, &own_prompts);
+    if (n_prompts < 0) return -1;
     char stats_dir[1200] = "";
     if (a->step_stats) {
         snprintf(stats_dir, sizeof stats_dir, "%s/step_stats/%ld_%d", a->out, (long)time(NULL), (int)getpid());
@@ -345,10 +359,7 @@ done:
     free(reqs);
     free(ids);
     free(vals);
-    if (own_prompts) {
-        for (int i = 0; i < n_prompts; i++) free(prompts[i]);
-        free(prompts);
-    }
+    free_prompts(prompts, n_prompts, own_prompts);
     ct_engine_free(e);
     return rc;
 }
@@ -575,14 +586,8 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
                           const ct_stream_params *sp) {
     char err[1024];
     char **prompts = NULL;
-    int n_prompts = 0, own = 0, n = a->concurrency, rc = 1;
-    if (a->prompts) {
-        if ((n_prompts = load_prompts(a->prompts, &prompts)) < 0) return 1;
-        own = 1;
-    } else {
-        prompts = (char **)default_prompts;
-        while (default_prompts[n_prompts]) n_prompts++;
-    }
+    int own = 0, n = a->concurrency, rc = 1, n_prompts = get_prompts(a, &prompts, &own);
+    if (n_prompts < 0) return 1;
     ct_engine *e = NULL;
     ct_stream **st = calloc((size_t)n, sizeof *st);
     ct_status *sub = calloc((size_t)n, sizeof *sub);
@@ -676,10 +681,7 @@ out:
     free(sub);
     free(done);
     free(pcm);
-    if (own) {
-        for (int i = 0; i < n_prompts; i++) free(prompts[i]);
-        free(prompts);
-    }
+    free_prompts(prompts, n_prompts, own);
     return rc;
 }
 

@@ -70,3 +70,22 @@ ct_status ct_write_file_atomic(const char *path, const void *data, size_t len, c
     }
     return CT_OK;
 }
+
+ct_status ct_mkdir_parents(const char *path, char *err, size_t errcap) {
+    char d[4200];
+    if (snprintf(d, sizeof d, "%s", path) >= (int)sizeof d)
+        return ct_errf(err, errcap, CT_ERR_LIMIT, "path too long: '%.80s...'", path);
+    char *slash = strrchr(d, '/');
+    if (!slash || slash == d) return CT_OK;
+    *slash = 0;
+    for (char *p = d + 1;; p++) {
+        int end = *p == 0;
+        if (*p != '/' && !end) continue;
+        *p = 0;
+        if (mkdir(d, 0755) != 0 && errno != EEXIST)
+            return ct_errf(err, errcap, CT_ERR_IO, "cannot create directory '%s': %s", d, strerror(errno));
+        if (end) break;
+        *p = '/';
+    }
+    return CT_OK;
+}

@@ -16,6 +16,10 @@ ct_status ct_read_file(const char *path, size_t max_bytes, char **out, size_t *l
 ct_status ct_write_file_atomic(const char *path, const void *data, size_t len, char *err,
                                size_t errcap);
 
+/* Creates the missing parent directories of path (mode 0755), like `mkdir -p $(dirname path)`.
+   CT_ERR_IO names the directory that could not be made. */
+ct_status ct_mkdir_parents(const char *path, char *err, size_t errcap);
+
 /* 1 if path names an existing regular file. */
 int ct_file_exists(const char *path);
 

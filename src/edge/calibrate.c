@@ -2,14 +2,11 @@
    timeline (docs/EDGE.md 3), timeline and cache JSON, atomic cache writes. */
 #include "edge/calibrate.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/fileio.h"
 
@@ -476,48 +473,15 @@ ct_status ct_cal_cache_path(const char *cache_dir, const char *fp, const char *t
     return CT_OK;
 }
 
-static ct_status mkdirs_for(const char *path, char *err, size_t errcap) {
-    char d[2048];
-    if (snprintf(d, sizeof d, "%s", path) >= (int)sizeof d)
-        return ct_errf(err, errcap, CT_ERR_LIMIT, "path too long");
-    char *slash = strrchr(d, '/');
-    if (!slash) return CT_OK;
-    *slash = 0;
-    for (char *p = d + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(d, 0755) != 0 && errno != EEXIST)
-            return ct_errf(err, errcap, CT_ERR_IO, "cannot create directory '%s': %s", d, strerror(errno));
-        *p = '/';
-    }
-    if (d[0] && mkdir(d, 0755) != 0 && errno != EEXIST)
-        return ct_errf(err, errcap, CT_ERR_IO, "cannot create directory '%s': %s", d, strerror(errno));
-    return CT_OK;
-}
-
 ct_status ct_cal_save(const char *path, const ct_calibration *cal, const char *fp, const char *model_id,
                       char *err, size_t errcap) {
-    ct_status st = mkdirs_for(path, err, errcap);
+    ct_status st = ct_mkdir_parents(path, err, errcap);
     if (st != CT_OK) return st;
     char *js = ct_cal_to_json(cal, fp, model_id);
     if (!js) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
-    char tmp[2100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        free(js);
-        return ct_errf(err, errcap, CT_ERR_IO, "cannot write '%s': %s", tmp, strerror(errno));
-    }
-    size_t l = strlen(js);
-    int ok = fwrite(js, 1, l, f) == l && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = (fclose(f) == 0) && ok;
+    st = ct_write_file_atomic(path, js, strlen(js), err, errcap);
     free(js);
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return ct_errf(err, errcap, CT_ERR_IO, "cannot write '%s': %s", path, strerror(e));
-    }
-    return CT_OK;
+    return st;
 }
 
 ct_status ct_cal_load(const char *path, const char *model_id, const char *engine_version, ct_calibration *out,

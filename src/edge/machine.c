@@ -1,14 +1,11 @@
 /* Machine rates: the roofline cache per fingerprint and the probe-only estimate. */
 #include "edge/machine.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/fileio.h"
 #include "edge/calibrate.h"
@@ -91,17 +88,6 @@ ct_status ct_machine_from_json(const char *text, size_t len, ct_machine *out, ch
     return CT_OK;
 }
 
-static void mkdir_p(const char *path) { /* parents of path */
-    char d[1200];
-    snprintf(d, sizeof d, "%s", path);
-    for (char *p = d + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(d, 0755);
-        *p = '/';
-    }
-}
-
 void ct_machine_get(const char *cache_dir, const char *fp, const ct_hw_profile *hw, int n_threads, int no_measure,
                     ct_machine *out, char *note, size_t notecap) {
     if (notecap) note[0] = 0;
@@ -145,19 +131,10 @@ void ct_machine_get(const char *cache_dir, const char *fp, const ct_hw_profile *
     int cores = hw->n_physical > 0 && hw->n_physical < n_threads ? hw->n_physical : n_threads;
     if (out->fma_nt < out->fma_1t * cores) out->fma_nt = out->fma_1t * cores;
     char *js = have_path ? ct_machine_to_json(out) : NULL;
-    if (js) {
-        mkdir_p(path);
-        char tmp[1300];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-        FILE *f = fopen(tmp, "wb");
-        int ok = f && fputs(js, f) != EOF;
-        if (f) ok = fclose(f) == 0 && ok;
-        if (!ok || rename(tmp, path) != 0) {
-            remove(tmp);
-            size_t u = strlen(note);
-            ct_errf(note + u, notecap - u, CT_OK, "roofline measured but not cached ('%s': %s)", path,
-                    strerror(errno));
-        }
+    if (js && (ct_mkdir_parents(path, e, sizeof e) != CT_OK ||
+               ct_write_file_atomic(path, js, strlen(js), e, sizeof e) != CT_OK)) {
+        size_t u = strlen(note);
+        ct_errf(note + u, notecap - u, CT_OK, "roofline measured but not cached (%s)", e);
     }
     free(js);
 }

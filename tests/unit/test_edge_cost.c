@@ -13,19 +13,8 @@
 #include "edge/machine.h"
 #include "edge/plan.h"
 #include "io/safetensors.h"
+#include "test_machine.h"
 #include "test_models.h"
-
-static ct_machine rates(double gbs, double fma, int threads) {
-    ct_machine m;
-    memset(&m, 0, sizeof m);
-    m.n_sizes = 1;
-    m.bytes[0] = 512ull << 20;
-    m.gbs_1t[0] = m.gbs_nt[0] = gbs;
-    m.fma_1t = fma;
-    m.fma_nt = fma * threads;
-    m.n_threads = threads;
-    return m;
-}
 
 static void test_bytes(void) {
     ct_matset s = {1024 * 1024, 1024};
@@ -104,7 +93,7 @@ static ct_model_shape shape(void) {
 }
 
 static void test_predict(void) {
-    ct_machine m = rates(20, 50, 4);
+    ct_machine m = ct_test_rates(20, 50, 4);
     ct_model_shape s = shape();
     ct_cost_eff e = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1};
     ct_cost c;
@@ -138,7 +127,7 @@ static void test_predict(void) {
 
 static void test_plan(void) {
     ct_model_shape s = shape();
-    ct_machine m = rates(20, 50, 2);
+    ct_machine m = ct_test_rates(20, 50, 2);
     ct_plan p;
     ct_plan_make(&m, &s, NULL, 2, 0.85, 0, NULL, &p);
     CHECK(p.n_cpus == 2 && p.target_rtf == 0.85);
@@ -173,7 +162,7 @@ static void test_plan(void) {
     CHECK(k.frame_ms > 0.85 * 80);
     CHECK(fabs(o->frame_ms_fixed + o->frame_ms_per_stream - o->frame_ms) < 1e-9 && o->frame_ms_per_stream > 0);
     /* nothing real time: the fastest */
-    ct_machine slow = rates(0.05, 50, 2);
+    ct_machine slow = ct_test_rates(0.05, 50, 2);
     ct_plan_make(&slow, &s, NULL, 2, 0.85, 0, NULL, &p);
     CHECK(!p.realtime && p.chosen == CT_PLAN_OPTIONS - 1 && p.opt[p.chosen].max_streams == 0);
     /* measured beats predicted: a slow measurement moves the choice, a fast one brings bf16 back */
@@ -198,7 +187,7 @@ static void test_plan(void) {
 }
 
 static void test_machine_cache(void) {
-    ct_machine m = rates(21.5, 99.25, 2), back;
+    ct_machine m = ct_test_rates(21.5, 99.25, 2), back;
     char err[256];
     char *js = ct_machine_to_json(&m);
     CHECK(js != NULL);
@@ -230,6 +219,20 @@ static void test_machine_cache(void) {
     free(js);
     remove(path);
     snprintf(path, sizeof path, "%s/roofline", dir);
+    rmdir(path);
+    /* measured once (1 thread), cached under directories made on the way, read back */
+    snprintf(path, sizeof path, "%s/new/root", dir);
+    ct_machine_get(path, "77aa", &hw, 1, 0, &back, note, sizeof note);
+    CHECKF(!note[0] && !strncmp(back.source, "measured", 8) && back.fma_1t > 0 && back.gbs_1t[3] > 0, "%s", note);
+    ct_machine_get(path, "77aa", &hw, 1, 0, &m, note, sizeof note);
+    CHECK(!strncmp(m.source, "cache ", 6) && m.fma_1t == back.fma_1t && m.gbs_nt[2] == back.gbs_nt[2]);
+    snprintf(path, sizeof path, "%s/new/root/roofline/77aa.json", dir);
+    CHECK(remove(path) == 0);
+    snprintf(path, sizeof path, "%s/new/root/roofline", dir);
+    rmdir(path);
+    snprintf(path, sizeof path, "%s/new/root", dir);
+    rmdir(path);
+    snprintf(path, sizeof path, "%s/new", dir);
     rmdir(path);
     rmdir(dir);
 }

@@ -10,6 +10,7 @@
 #include "ct_test.h"
 #include "edge/probe.h"
 #include "edge/profile.h"
+#include "test_machine.h"
 #include "test_models.h"
 
 #define PDIR CT_SRC_DIR "/profiles"
@@ -263,20 +264,6 @@ static ct_auto_opts opts_for(const char *root, const char *cache) {
     return o;
 }
 
-/* machine rates fixed for the test: read gbs GB/s at every size, FMA fma GFLOP/s per thread */
-static ct_machine rates(double gbs, double fma, int threads) {
-    ct_machine m;
-    memset(&m, 0, sizeof m);
-    m.n_sizes = 1;
-    m.bytes[0] = 512ull << 20;
-    m.gbs_1t[0] = m.gbs_nt[0] = gbs;
-    m.fma_1t = fma;
-    m.fma_nt = fma * threads;
-    m.n_threads = threads;
-    snprintf(m.source, sizeof m.source, "test");
-    return m;
-}
-
 static void test_auto(void) {
     char cache[] = "/tmp/ct_edge_prof_XXXXXX";
     CHECK(mkdtemp(cache) != NULL);
@@ -287,7 +274,7 @@ static void test_auto(void) {
     CHECK(model != NULL);
 
     /* RK3588 (big cluster 4-7), a fast machine: the best quality is real time */
-    ct_machine fast = rates(20, 50, 4), slow = rates(0.01, 50, 4);
+    ct_machine fast = ct_test_rates(20, 50, 4), slow = ct_test_rates(0.01, 50, 4);
     ct_auto_opts o = opts_for(SNAP("rk3588"), cache);
     o.model_dir = model;
     o.machine = &fast;
