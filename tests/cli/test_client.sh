@@ -5,7 +5,8 @@
 # chunk; the bytes on the wire per audio second for codes vs PCM are printed. Refusals leave no
 # output file: another model's codec (codec id mismatch), a server error (unknown voice), and a
 # served stream that is truncated, reordered or holds a code out of range (a fake server replays
-# altered bodies), a server that stops sending (--timeout); the fake server also shows every
+# altered bodies), a server that stops sending (--timeout), SIGTERM while it stalls (exit 143, no
+# partial file); the fake server also shows every
 # request flag (and --api-key) reaching the request, the same as the Python client builds; the
 # Python client's wire decoder gives the C decoder's verdicts; usage errors exit 2 (onnx names
 # the Python client, a removed generation flag is an unknown option). Every wait is bounded.
@@ -169,6 +170,16 @@ fake version "wire version 2; this reader knows version 1"
 t0=$(date +%s)
 fake stall "the server sent nothing for 1000 ms (timeout)" --timeout 1
 if [ $(( $(date +%s) - t0 )) -le 4 ]; then ok; else bad "--timeout 1 waited $(( $(date +%s) - t0 )) s"; fi
+# SIGTERM while the stream stalls: the partial file is removed and the client dies of the signal
+echo stall > "$WORK/case"
+"$BIN" "${CL[@]}" --url "http://127.0.0.1:$FP" --timeout 30 -o "$WORK/sig.wav" 2>"$WORK/sig.err" &
+CPID=$!
+for _ in $(seq 1 50); do [ -e "$WORK/sig.wav.partial" ] && break; sleep 0.1; done
+sleep 0.5
+kill -TERM "$CPID"; wait "$CPID"; rc=$?
+if [ "$rc" = 143 ] && [ ! -e "$WORK/sig.wav.partial" ] && [ ! -e "$WORK/sig.wav" ]; then ok
+else bad "SIGTERM: rc $rc, files: $(ls "$WORK" | grep sig.wav) $(cat "$WORK/sig.err")"; fi
+has "interrupted: no output written" "$WORK/sig.err"
 # every request flag reaches the request body (the fake server keeps it), --api-key its header
 echo codes > "$WORK/case"
 printf '  %s\n' "$TEXT" > "$WORK/text.txt"
