@@ -69,6 +69,11 @@ has "time to first audio" "$WORK/client.log"
 has "ms per chunk" "$WORK/client.log"
 timeout 60 "$BIN" "${CL[@]}" -q -o - > "$WORK/client.pcm" 2>"$WORK/err"
 if [ $? = 0 ] && cmp -s "$WORK/client.pcm" "$WORK/server.pcm"; then ok; else bad "client -o - differs from the server's PCM: $(head -c 300 "$WORK/err")"; fi
+# write errors as synth: a full device is named (exit 1), a reader that goes away is not an error
+expect_rc 1 "$BIN" "${CL[@]}" -o /dev/full
+has "no space left on device" "$WORK/err"
+timeout 60 "$BIN" "${CL[@]}" -q -o - 2>"$WORK/err" | head -c 100 > /dev/null
+if [ "${PIPESTATUS[0]}" = 0 ] && [ ! -s "$WORK/err" ]; then ok; else bad "client -o - | head: rc ${PIPESTATUS[0]} $(cat "$WORK/err")"; fi
 # --float: a float32 WAV of the same samples (format 3, 32 bits, twice the data)
 expect_rc 0 "$BIN" "${CL[@]}" -q --float -o "$WORK/client_f.wav"
 "$PY" - "$WORK/client_f.wav" "$WORK/server.pcm" <<'PY' >"$WORK/f.out" 2>&1
