@@ -29,32 +29,32 @@
 
 /* Generation flags of the shared table that a server request cannot carry: removed before
    parsing (so they are refused as unknown options). */
-static const char *const NOT_SENT[] = {"xvector", "sub-temperature", "sub-top-k", "sub-top-p", "min-new-tokens",
-                                       "max-frames", "threads", "context", "f32", "weights", "tokenizer"};
+static const char *const NOT_SENT[] = {"xvector",    "sub-temperature", "sub-top-k", "sub-top-p", "min-new-tokens",
+                                       "max-frames", "threads",         "context",   "f32",       "weights",
+                                       "tokenizer"};
 
 typedef struct {
-    ct_http_resp *resp;       /* the response being read (status and headers are set before the body) */
+    ct_http_resp *resp; /* the response being read (status and headers are set before the body) */
     ct_codes_reader *rd;
     const ct_codec *codec;
     ct_codec_stream *cs;
-    const char *codec_id;     /* ours */
+    const char *codec_id; /* ours */
     ct_wav_writer *w;
-    int checked;              /* the status and content type were looked at */
-    int is_codes;             /* 200 with the codes media type */
+    int checked;  /* the status and content type were looked at */
+    int is_codes; /* 200 with the codes media type */
     int G, spf;
     const ct_codec_manifest *man; /* windowed: the programs' context and ramp (NULL: native) */
-    int32_t *hist;            /* windowed: the last n_hist frames of the utterance, zeros before it */
-    int n_hist, ramp_i;       /* [n_hist][G]; the next chunk's ramp index */
-    int32_t *pend;            /* frames received, not yet decoded: [n_pend][G] */
+    int32_t *hist;                /* windowed: the last n_hist frames of the utterance, zeros before it */
+    int n_hist, ramp_i;           /* [n_hist][G]; the next chunk's ramp index */
+    int32_t *pend;                /* frames received, not yet decoded: [n_pend][G] */
     int n_pend, cap_pend;
-    float *pcm;               /* [max(MAX_PUSH, largest program) * spf] */
+    float *pcm; /* [max(MAX_PUSH, largest program) * spf] */
     double t0, ttfa_ms;
     uint64_t samples;
     int chunks;
     double dec_sum, dec_max;
     FILE *timeline;
-    int failed;               /* 1: a message was printed (or stored in err) */
-    int werr;                 /* errno of a failed write */
+    int werr; /* errno of a failed write */
     char err[640];
 } client_ctx;
 
@@ -66,7 +66,8 @@ static int on_header(void *ud, const ct_codes_header *h, char *msg, size_t cap) 
         return 1;
     }
     if (h->sample_rate != ct_codec_sample_rate(c->codec) || h->samples_per_frame != c->spf || h->n_groups != c->G) {
-        snprintf(msg, cap, "the stream (%d Hz, %d samples and %d codes per frame) does not fit the codec (%d Hz, %d, %d)",
+        snprintf(msg, cap,
+                 "the stream (%d Hz, %d samples and %d codes per frame) does not fit the codec (%d Hz, %d, %d)",
                  h->sample_rate, h->samples_per_frame, h->n_groups, ct_codec_sample_rate(c->codec), c->spf, c->G);
         return 1;
     }
@@ -109,7 +110,8 @@ static void chunk_done(client_ctx *c, int frames, double t0) {
     c->chunks++;
     c->dec_sum += ms;
     if (ms > c->dec_max) c->dec_max = ms;
-    if (c->timeline) fprintf(c->timeline, "{\"t_ms\":%.3f,\"frames\":%d,\"decode_ms\":%.3f}\n", now - c->t0, frames, ms);
+    if (c->timeline)
+        fprintf(c->timeline, "{\"t_ms\":%.3f,\"frames\":%d,\"decode_ms\":%.3f}\n", now - c->t0, frames, ms);
 }
 
 /* Windowed: n frames at f as the program of the smallest chunk >= n computes them: the window
@@ -195,7 +197,8 @@ static int on_data(void *ud, const unsigned char *p, size_t n) {
         ct_http_resp_header(c->resp, "Content-Type", ct, sizeof ct);
         c->is_codes = c->resp->status == 200 && strcmp(ct, CT_CODES_CONTENT_TYPE) == 0;
         if (c->resp->status == 200 && !c->is_codes) {
-            snprintf(c->err, sizeof c->err, "the server answered '%s', not a codes stream (%s)", ct, CT_CODES_CONTENT_TYPE);
+            snprintf(c->err, sizeof c->err, "the server answered '%s', not a codes stream (%s)", ct,
+                     CT_CODES_CONTENT_TYPE);
             return 1;
         }
     }
@@ -212,8 +215,10 @@ static char *request_json(const ct_cli_gen *a, const char *text) {
     if (a->speaker) json_object_set_new(j, "voice", json_string(a->speaker));
     if (a->language) json_object_set_new(j, "language", json_string(a->language));
     if (a->instruct) json_object_set_new(j, "instructions", json_string(a->instruct));
-    if (a->greedy || a->temperature == 0.0f) json_object_set_new(j, "temperature", json_real(0));
-    else if (!isnan(a->temperature)) json_object_set_new(j, "temperature", json_real(a->temperature));
+    if (a->greedy || a->temperature == 0.0f)
+        json_object_set_new(j, "temperature", json_real(0));
+    else if (!isnan(a->temperature))
+        json_object_set_new(j, "temperature", json_real(a->temperature));
     if (!isnan(a->top_p)) json_object_set_new(j, "top_p", json_real(a->top_p));
     if (a->top_k >= 0) json_object_set_new(j, "top_k", json_integer(a->top_k));
     if (!isnan(a->rep)) json_object_set_new(j, "repetition_penalty", json_real(a->rep));
@@ -228,8 +233,10 @@ static char *request_json(const ct_cli_gen *a, const char *text) {
 static void error_body(const ct_http_resp *r, char *buf, size_t cap) {
     json_t *j = json_loadb((const char *)r->body, r->body_len, 0, NULL);
     const char *m = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
-    if (m) snprintf(buf, cap, "%s", m);
-    else snprintf(buf, cap, "%.200s", r->body_len ? (const char *)r->body : "(empty body)");
+    if (m)
+        snprintf(buf, cap, "%s", m);
+    else
+        snprintf(buf, cap, "%.200s", r->body_len ? (const char *)r->body : "(empty body)");
     json_decref(j);
 }
 
@@ -253,19 +260,22 @@ int ct_cli_client(int argc, char **argv) {
         {"decoder-backend", 0, CT_OPT_STR, &backend, "NAME",
          "native (the exact stateful decoder, default) | windowed (what the exported programs compute, on our "
          "windowed decoder) | onnx (the programs in ONNX Runtime: python/codectalk/client.py)"},
-        {"manifest", 0, CT_OPT_STR, &manifest, "DIR", "windowed: the `export codec` directory (manifest.json: context, ramp, hashes)"},
+        {"manifest", 0, CT_OPT_STR, &manifest, "DIR",
+         "windowed: the `export codec` directory (manifest.json: context, ramp, hashes)"},
         {"api-key", 0, CT_OPT_STR, &api_key, "KEY", "sent as Authorization: Bearer KEY"},
         {"output", 'o', CT_OPT_STR, &out, "FILE", "output WAV file, or '-' for raw s16le on stdout"},
         {"float", 0, CT_OPT_FLAG, &use_float, NULL, "write 32-bit float WAV instead of 16-bit PCM"},
         {"timeline", 0, CT_OPT_STR, &timeline, "FILE", "one JSON line per decoded chunk: t_ms, frames, decode_ms"},
-        {"timeout", 0, CT_OPT_INT, &timeout_s, "S", "longest wait for the next bytes from the server, 1..3600 (default 60)"},
+        {"timeout", 0, CT_OPT_INT, &timeout_s, "S",
+         "longest wait for the next bytes from the server, 1..3600 (default 60)"},
         {NULL, 0, 0, NULL, NULL, NULL}};
     for (int i = 0; extra[i].name; i++) opts[n++] = extra[i];
     opts[n] = (ct_opt){NULL, 0, 0, NULL, NULL, NULL};
-    int r = ct_args_parse(argc, argv, opts,
-                          "usage: codectalk client --url URL [--decoder-backend native|windowed --manifest DIR] -m DIR\n"
-                          "                        [--text TEXT | -f FILE] [options] -o out.wav\n"
-                          "Streams codec frames from a codectalk server (response_format codes) and decodes them here.");
+    int r =
+        ct_args_parse(argc, argv, opts,
+                      "usage: codectalk client --url URL [--decoder-backend native|windowed --manifest DIR] -m DIR\n"
+                      "                        [--text TEXT | -f FILE] [options] -o out.wav\n"
+                      "Streams codec frames from a codectalk server (response_format codes) and decodes them here.");
     if (r) return r < 0 ? 2 : 0;
     if (ct_cli_gen_check(&a) != 0) return 2;
     if (!url) {
@@ -273,9 +283,11 @@ int ct_cli_client(int argc, char **argv) {
         return 2;
     }
     if (strcmp(backend, "onnx") == 0) {
-        fprintf(stderr, "error: --decoder-backend onnx is not in the C client (no ONNX Runtime C API on Debian 12); "
-                        "run the Python client: python3 python/codectalk/client.py --url %s --manifest %s ... "
-                        "(docs/CODES_WIRE.md)\n", url, manifest ? manifest : "DIR");
+        fprintf(stderr,
+                "error: --decoder-backend onnx is not in the C client (no ONNX Runtime C API on Debian 12); "
+                "run the Python client: python3 python/codectalk/client.py --url %s --manifest %s ... "
+                "(docs/CODES_WIRE.md)\n",
+                url, manifest ? manifest : "DIR");
         return 2;
     }
     int windowed = strcmp(backend, "windowed") == 0;
@@ -327,7 +339,8 @@ int ct_cli_client(int argc, char **argv) {
     ct_http_resp resp;
     memset(&resp, 0, sizeof resp);
     int rc = 1;
-    if (ct_codec_load(a.model, &codec, err, sizeof err) != CT_OK || ct_codec_id(a.model, codec_id, sizeof codec_id, err, sizeof err) != CT_OK) {
+    if (ct_codec_load(a.model, &codec, err, sizeof err) != CT_OK ||
+        ct_codec_id(a.model, codec_id, sizeof codec_id, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
@@ -349,7 +362,8 @@ int ct_cli_client(int argc, char **argv) {
             if (man->programs[i].chunk_frames > pmax) pmax = man->programs[i].chunk_frames;
         c.n_hist = man->context_frames + pmax;
         c.hist = calloc((size_t)c.n_hist * (size_t)ct_codec_n_groups(codec), sizeof(int32_t));
-        c.pcm = malloc(sizeof(float) * (size_t)(pmax > MAX_PUSH ? pmax : MAX_PUSH) * (size_t)ct_codec_samples_per_frame(codec));
+        c.pcm = malloc(sizeof(float) * (size_t)(pmax > MAX_PUSH ? pmax : MAX_PUSH) *
+                       (size_t)ct_codec_samples_per_frame(codec));
         if (!c.hist || !c.pcm) {
             fprintf(stderr, "error: out of memory\n");
             goto done;
@@ -394,7 +408,10 @@ int ct_cli_client(int argc, char **argv) {
     }
     ct_wav_writer w;
     errno = 0;
-    if (ct_wav_begin(&w, f, ct_codec_sample_rate(codec), raw ? CT_WAV_RAW_S16LE : use_float ? CT_WAV_FLOAT32 : CT_WAV_PCM16) != CT_OK) {
+    if (ct_wav_begin(&w, f, ct_codec_sample_rate(codec),
+                     raw         ? CT_WAV_RAW_S16LE
+                     : use_float ? CT_WAV_FLOAT32
+                                 : CT_WAV_PCM16) != CT_OK) {
         rc = ct_cli_write_error(f, raw ? "stdout" : out, errno ? errno : EIO, 0);
         goto done;
     }
@@ -438,8 +455,10 @@ int ct_cli_client(int argc, char **argv) {
         goto done;
     }
     if (decode_pending(&c, 1)) { /* windowed: the last, partial chunk */
-        if (c.werr) rc = ct_cli_write_error(f, raw ? "stdout" : out, c.werr, 0);
-        else fprintf(stderr, "error: %s\n", c.err);
+        if (c.werr)
+            rc = ct_cli_write_error(f, raw ? "stdout" : out, c.werr, 0);
+        else
+            fprintf(stderr, "error: %s\n", c.err);
         goto done;
     }
     errno = 0;

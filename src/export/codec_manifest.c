@@ -44,10 +44,12 @@ ct_status ct_codec_manifest_write(const char *dir, ct_codec_manifest *m, char *e
         json_object_set_new(j, "chunk_frames", json_integer(p->chunk_frames));
         json_object_set_new(j, "window_frames", json_integer(p->window_frames));
         json_object_set_new(j, "out_samples", json_integer(p->out_samples));
-        json_object_set_new(j, "input", json_pack("{s:s, s:s, s:[i, i, i]}", "name", "codes", "dtype", "int64", "shape", 1,
-                                                  m->num_quantizers, p->window_frames));
-        json_object_set_new(j, "output", json_pack("{s:s, s:s, s:o}", "name", "wav", "dtype", "float32", "shape",
-                                                   shape2(1, p->out_samples)));
+        json_object_set_new(j, "input",
+                            json_pack("{s:s, s:s, s:[i, i, i]}", "name", "codes", "dtype", "int64", "shape", 1,
+                                      m->num_quantizers, p->window_frames));
+        json_object_set_new(
+            j, "output",
+            json_pack("{s:s, s:s, s:o}", "name", "wav", "dtype", "float32", "shape", shape2(1, p->out_samples)));
         json_object_set_new(j, "path", json_string(p->path));
         json_object_set_new(j, "sha256", json_string(p->sha256));
         json_object_set_new(j, "external_data", p->external ? json_true() : json_false());
@@ -63,8 +65,10 @@ ct_status ct_codec_manifest_write(const char *dir, ct_codec_manifest *m, char *e
     if (st == CT_OK) {
         snprintf(path, sizeof path, "%s/manifest.json", dir);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        if (json_dump_file(man, tmp, JSON_INDENT(2)) != 0) st = ct_errf(err, errcap, CT_ERR_IO, "%s: cannot write", tmp);
-        else if (rename(tmp, path) != 0) st = ct_errf(err, errcap, CT_ERR_IO, "cannot rename %s: %s", tmp, strerror(errno));
+        if (json_dump_file(man, tmp, JSON_INDENT(2)) != 0)
+            st = ct_errf(err, errcap, CT_ERR_IO, "%s: cannot write", tmp);
+        else if (rename(tmp, path) != 0)
+            st = ct_errf(err, errcap, CT_ERR_IO, "cannot rename %s: %s", tmp, strerror(errno));
         if (st != CT_OK) remove(tmp);
     }
     json_decref(man);
@@ -96,12 +100,14 @@ static int get_str(json_t *o, const char *where, const char *k, int file, char *
     const char *s = json_string_value(x);
     if (!s || strlen(s) >= cap || !s[0]) {
         ct_errf(err, errcap, CT_ERR_FORMAT, "manifest: %s'%s' %s", where, k,
-                !x ? "is missing" : !s ? "is not a string" : "is empty or too long");
+                !x   ? "is missing"
+                : !s ? "is not a string"
+                     : "is empty or too long");
         return -1;
     }
     if (file && (strchr(s, '/') || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)) {
-        ct_errf(err, errcap, CT_ERR_FORMAT, "manifest: %s'%s' '%s' is not a plain file name in the manifest's directory",
-                where, k, s);
+        ct_errf(err, errcap, CT_ERR_FORMAT,
+                "manifest: %s'%s' '%s' is not a plain file name in the manifest's directory", where, k, s);
         return -1;
     }
     snprintf(dst, cap, "%s", s);
@@ -141,8 +147,10 @@ static ct_status check_hash(const char *dir, const char *where, const char *file
     ct_status st = ct_sha256_file(path, hex, err, errcap);
     if (st != CT_OK) return st;
     if (strcmp(hex, want) != 0)
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "manifest: %s'%s' has SHA-256 %s; the manifest says %s (a changed or "
-                       "replaced program: re-export)", where, file, hex, want);
+        return ct_errf(err, errcap, CT_ERR_FORMAT,
+                       "manifest: %s'%s' has SHA-256 %s; the manifest says %s (a changed or "
+                       "replaced program: re-export)",
+                       where, file, hex, want);
     return CT_OK;
 }
 
@@ -153,7 +161,8 @@ ct_status ct_codec_manifest_read(const char *dir, int check_files, ct_codec_mani
     char *text = NULL;
     size_t n = 0;
     if (ct_read_file(path, 1u << 20, &text, &n, e2, sizeof e2) != CT_OK)
-        return ct_errf(err, errcap, CT_ERR_IO, "manifest %s cannot be opened (not an `export codec` directory?): %s", path, e2);
+        return ct_errf(err, errcap, CT_ERR_IO, "manifest %s cannot be opened (not an `export codec` directory?): %s",
+                       path, e2);
     ct_status st = ct_codec_manifest_parse(text, n, dir, check_files, m, err, errcap);
     free(text);
     return st;
@@ -175,13 +184,15 @@ ct_status ct_codec_manifest_parse(const char *text, size_t len, const char *dir,
         goto done;
     }
     if (!json_is_integer(ver)) {
-        ct_errf(err, errcap, CT_ERR_FORMAT, "manifest %s: no manifest_version (written before manifests were "
-                "versioned: re-export with `codectalk export codec`)", path);
+        ct_errf(err, errcap, CT_ERR_FORMAT,
+                "manifest %s: no manifest_version (written before manifests were "
+                "versioned: re-export with `codectalk export codec`)",
+                path);
         goto done;
     }
     if (json_integer_value(ver) != CT_MANIFEST_VERSION) {
-        st = ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "manifest %s: version %lld; this codectalk reads version %d", path,
-                     (long long)json_integer_value(ver), CT_MANIFEST_VERSION);
+        st = ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "manifest %s: version %lld; this codectalk reads version %d",
+                     path, (long long)json_integer_value(ver), CT_MANIFEST_VERSION);
         goto done;
     }
     m->version = CT_MANIFEST_VERSION;
@@ -204,7 +215,8 @@ ct_status ct_codec_manifest_parse(const char *text, size_t len, const char *dir,
     m->sample_rate = (int)v;
     json_t *ramp = json_object_get(j, "ramp"), *progs = json_object_get(j, "programs");
     if (!json_is_array(ramp) || json_array_size(ramp) < 1 || json_array_size(ramp) > CT_EXPORT_MAX_PROGRAMS) {
-        ct_errf(err, errcap, CT_ERR_FORMAT, "manifest: 'ramp' must be an array of 1..%d chunk sizes", CT_EXPORT_MAX_PROGRAMS);
+        ct_errf(err, errcap, CT_ERR_FORMAT, "manifest: 'ramp' must be an array of 1..%d chunk sizes",
+                CT_EXPORT_MAX_PROGRAMS);
         goto done;
     }
     for (size_t i = 0; i < json_array_size(ramp); i++) {
@@ -216,7 +228,8 @@ ct_status ct_codec_manifest_parse(const char *text, size_t len, const char *dir,
         m->ramp[m->n_ramp++] = (int)json_integer_value(r);
     }
     if (!json_is_object(progs) || json_object_size(progs) < 1 || json_object_size(progs) > CT_EXPORT_MAX_PROGRAMS) {
-        ct_errf(err, errcap, CT_ERR_FORMAT, "manifest: 'programs' must be an object of 1..%d programs", CT_EXPORT_MAX_PROGRAMS);
+        ct_errf(err, errcap, CT_ERR_FORMAT, "manifest: 'programs' must be an object of 1..%d programs",
+                CT_EXPORT_MAX_PROGRAMS);
         goto done;
     }
     const char *key;
@@ -242,9 +255,11 @@ ct_status ct_codec_manifest_parse(const char *text, size_t len, const char *dir,
         if (get_int(p, where, "out_samples", 1, 1LL << 31, &v, err, errcap)) goto done;
         q->out_samples = (int)v;
         if (q->window_frames != m->context_frames + q->chunk_frames || q->out_samples != q->chunk_frames * m->hop) {
-            ct_errf(err, errcap, CT_ERR_FORMAT, "manifest: %swindow_frames %d / out_samples %d; context %d + chunk %d "
-                    "frames at hop %d need %d / %d", where, q->window_frames, q->out_samples, m->context_frames,
-                    q->chunk_frames, m->hop, m->context_frames + q->chunk_frames, q->chunk_frames * m->hop);
+            ct_errf(err, errcap, CT_ERR_FORMAT,
+                    "manifest: %swindow_frames %d / out_samples %d; context %d + chunk %d "
+                    "frames at hop %d need %d / %d",
+                    where, q->window_frames, q->out_samples, m->context_frames, q->chunk_frames, m->hop,
+                    m->context_frames + q->chunk_frames, q->chunk_frames * m->hop);
             goto done;
         }
         const long long in[3] = {1, m->num_quantizers, q->window_frames}, out[2] = {1, q->out_samples};
@@ -270,7 +285,8 @@ ct_status ct_codec_manifest_parse(const char *text, size_t len, const char *dir,
         q->bytes = json_is_integer(b) ? (uint64_t)json_integer_value(b) : 0;
         q->weight_bytes = json_is_integer(wb) ? (uint64_t)json_integer_value(wb) : 0;
         ct_status hs = check_files ? check_hash(dir, where, q->path, q->sha256, err, errcap) : CT_OK;
-        if (hs == CT_OK && check_files && q->external) hs = check_hash(dir, where, q->data_path, q->data_sha256, err, errcap);
+        if (hs == CT_OK && check_files && q->external)
+            hs = check_hash(dir, where, q->data_path, q->data_sha256, err, errcap);
         if (hs != CT_OK) {
             st = hs;
             goto done;

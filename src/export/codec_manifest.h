@@ -16,18 +16,18 @@
 
 typedef struct {
     int chunk_frames, window_frames, out_samples;
-    char path[160];         /* file name inside the manifest's directory */
-    char sha256[65];        /* of the .onnx file */
-    int external;           /* 1: weights in data_path */
+    char path[160];  /* file name inside the manifest's directory */
+    char sha256[65]; /* of the .onnx file */
+    int external;    /* 1: weights in data_path */
     char data_path[176];
     char data_sha256[65];
     uint64_t bytes, weight_bytes;
 } ct_manifest_program;
 
 typedef struct {
-    int version;            /* CT_MANIFEST_VERSION */
-    char codec_id[80];      /* ct_codec_id of the exported model */
-    char model[512];        /* the model directory it was exported from (information) */
+    int version;       /* CT_MANIFEST_VERSION */
+    char codec_id[80]; /* ct_codec_id of the exported model */
+    char model[512];   /* the model directory it was exported from (information) */
     int context_frames, num_quantizers, codebook_size, hop, sample_rate;
     int n_ramp, ramp[CT_EXPORT_MAX_PROGRAMS]; /* chunk schedule: ramp[i] for chunk i, the last repeats */
     int n_programs;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HDR_FIXED 18 /* version, kind, n_groups, codebook_size - 1, sample_rate, spf, frame rate */
+#define HDR_FIXED 18  /* version, kind, n_groups, codebook_size - 1, sample_rate, spf, frame rate */
 #define FRAME_FIXED 6 /* version, kind, index */
 
 struct ct_codes_reader {
@@ -23,9 +23,7 @@ struct ct_codes_reader {
     int32_t codes[CT_CODES_MAX_GROUPS];
 };
 
-static void put16(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8);
-}
+static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
 
 static void put32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
@@ -143,10 +141,13 @@ static ct_status record(ct_codes_reader *r, char *err, size_t errcap) {
     const uint8_t *p = r->rec + 4;
     size_t len = r->have - 4;
     unsigned long long at = (unsigned long long)r->offset;
-    if (len < 2) return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: record at byte %llu has %zu payload bytes (at least 2: version, kind)", at, len);
+    if (len < 2)
+        return fail(r, CT_ERR_FORMAT, err, errcap,
+                    "codes stream: record at byte %llu has %zu payload bytes (at least 2: version, kind)", at, len);
     if (p[0] != CT_CODES_WIRE_VERSION)
-        return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: record at byte %llu has wire version %u; this reader knows version %d", at,
-                    p[0], CT_CODES_WIRE_VERSION);
+        return fail(r, CT_ERR_FORMAT, err, errcap,
+                    "codes stream: record at byte %llu has wire version %u; this reader knows version %d", at, p[0],
+                    CT_CODES_WIRE_VERSION);
     int kind = p[1];
     if (r->ended)
         return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: record at byte %llu comes after the end record", at);
@@ -157,11 +158,15 @@ static ct_status record(ct_codes_reader *r, char *err, size_t errcap) {
                     printable(p + 2, lm) ? (const char *)p + 2 : "(unprintable message)");
     }
     if (kind != CT_CODES_REC_HEADER && !r->got_header)
-        return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: record at byte %llu (kind %d) comes before the header record", at, kind);
+        return fail(r, CT_ERR_FORMAT, err, errcap,
+                    "codes stream: record at byte %llu (kind %d) comes before the header record", at, kind);
     char cbmsg[256] = "";
     if (kind == CT_CODES_REC_HEADER) {
-        if (r->got_header) return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: a second header record at byte %llu", at);
-        if (len < HDR_FIXED + 2) return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: header record at byte %llu is %zu bytes, too short", at, len);
+        if (r->got_header)
+            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: a second header record at byte %llu", at);
+        if (len < HDR_FIXED + 2)
+            return fail(r, CT_ERR_FORMAT, err, errcap,
+                        "codes stream: header record at byte %llu is %zu bytes, too short", at, len);
         ct_codes_header *h = &r->h;
         h->n_groups = (int)get16(p + 2);
         h->codebook_size = (int)get16(p + 4) + 1;
@@ -169,10 +174,13 @@ static ct_status record(ct_codes_reader *r, char *err, size_t errcap) {
         h->samples_per_frame = (int)get32(p + 10);
         h->frame_rate_mhz = (int)get32(p + 14);
         size_t lc = p[18];
-        if (len < HDR_FIXED + 2 + lc) return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: header record at byte %llu: codec_id runs past the record", at);
+        if (len < HDR_FIXED + 2 + lc)
+            return fail(r, CT_ERR_FORMAT, err, errcap,
+                        "codes stream: header record at byte %llu: codec_id runs past the record", at);
         size_t lm = p[19 + lc];
         if (len != HDR_FIXED + 2 + lc + lm)
-            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: header record at byte %llu is %zu bytes; its ids say %zu", at, len,
+            return fail(r, CT_ERR_FORMAT, err, errcap,
+                        "codes stream: header record at byte %llu is %zu bytes; its ids say %zu", at, len,
                         (size_t)HDR_FIXED + 2 + lc + lm);
         memcpy(h->codec_id, p + 19, lc);
         h->codec_id[lc] = 0;
@@ -181,13 +189,17 @@ static ct_status record(ct_codes_reader *r, char *err, size_t errcap) {
         if (!printable((const uint8_t *)h->codec_id, lc) || !printable((const uint8_t *)h->model_id, lm))
             return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: header ids hold control characters");
         if (h->n_groups < 1 || h->n_groups > CT_CODES_MAX_GROUPS)
-            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: header n_groups %d outside [1, %d]", h->n_groups, CT_CODES_MAX_GROUPS);
-        if (h->sample_rate < 1 || h->sample_rate > 1000000 || h->samples_per_frame < 1 || h->samples_per_frame > 1000000)
-            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: header sample_rate %d / samples_per_frame %d out of range",
-                        h->sample_rate, h->samples_per_frame);
+            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: header n_groups %d outside [1, %d]", h->n_groups,
+                        CT_CODES_MAX_GROUPS);
+        if (h->sample_rate < 1 || h->sample_rate > 1000000 || h->samples_per_frame < 1 ||
+            h->samples_per_frame > 1000000)
+            return fail(r, CT_ERR_FORMAT, err, errcap,
+                        "codes stream: header sample_rate %d / samples_per_frame %d out of range", h->sample_rate,
+                        h->samples_per_frame);
         long long want = ((long long)h->sample_rate * 1000 + h->samples_per_frame / 2) / h->samples_per_frame;
         if (h->frame_rate_mhz != want)
-            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: header frame rate %d mHz does not match %d Hz / %d samples per frame (%lld mHz)",
+            return fail(r, CT_ERR_FORMAT, err, errcap,
+                        "codes stream: header frame rate %d mHz does not match %d Hz / %d samples per frame (%lld mHz)",
                         h->frame_rate_mhz, h->sample_rate, h->samples_per_frame, want);
         r->got_header = 1;
         if (r->cb.on_header && r->cb.on_header(r->cb.ud, h, cbmsg, sizeof cbmsg))
@@ -197,17 +209,18 @@ static ct_status record(ct_codes_reader *r, char *err, size_t errcap) {
     if (kind == CT_CODES_REC_FRAME) {
         const int G = r->h.n_groups;
         if (len != FRAME_FIXED + 2 * (size_t)G)
-            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: frame record at byte %llu is %zu bytes; %d codes need %zu", at, len, G,
+            return fail(r, CT_ERR_FORMAT, err, errcap,
+                        "codes stream: frame record at byte %llu is %zu bytes; %d codes need %zu", at, len, G,
                         (size_t)FRAME_FIXED + 2 * (size_t)G);
         uint32_t idx = get32(p + 2);
         if (idx != r->next_index)
-            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: frame %u at byte %llu out of order (expected frame %u)", idx, at,
-                        r->next_index);
+            return fail(r, CT_ERR_FORMAT, err, errcap,
+                        "codes stream: frame %u at byte %llu out of order (expected frame %u)", idx, at, r->next_index);
         for (int g = 0; g < G; g++) {
             uint32_t v = get16(p + 6 + 2 * g);
             if ((int)v >= r->h.codebook_size)
-                return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: frame %u group %d: code %u outside [0, %d)", idx, g, v,
-                            r->h.codebook_size);
+                return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: frame %u group %d: code %u outside [0, %d)",
+                            idx, g, v, r->h.codebook_size);
             r->codes[g] = (int32_t)v;
         }
         r->next_index++;
@@ -216,23 +229,29 @@ static ct_status record(ct_codes_reader *r, char *err, size_t errcap) {
         return CT_OK;
     }
     if (kind == CT_CODES_REC_UTTERANCE) {
-        if (len != 6) return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: utterance record at byte %llu is %zu bytes (6)", at, len);
+        if (len != 6)
+            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: utterance record at byte %llu is %zu bytes (6)",
+                        at, len);
         uint32_t u = get32(p + 2);
         if (u != r->next_utt + 1)
-            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: utterance %u at byte %llu out of order (expected utterance %u)", u,
-                        at, r->next_utt + 1);
+            return fail(r, CT_ERR_FORMAT, err, errcap,
+                        "codes stream: utterance %u at byte %llu out of order (expected utterance %u)", u, at,
+                        r->next_utt + 1);
         r->next_utt = u;
         if (r->cb.on_utterance && r->cb.on_utterance(r->cb.ud, u, cbmsg, sizeof cbmsg))
-            return fail(r, CT_ERR_ABORTED, err, errcap, "%s", cbmsg[0] ? cbmsg : "codes stream: stopped at an utterance");
+            return fail(r, CT_ERR_ABORTED, err, errcap, "%s",
+                        cbmsg[0] ? cbmsg : "codes stream: stopped at an utterance");
         return CT_OK;
     }
     if (kind == CT_CODES_REC_END) {
-        if (len != 7) return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: end record at byte %llu is %zu bytes (7)", at, len);
+        if (len != 7)
+            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: end record at byte %llu is %zu bytes (7)", at,
+                        len);
         r->end_frames = get32(p + 2);
         r->end_stop = p[6];
         if (r->end_frames != r->next_index)
-            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: the end record counts %u frames; %u arrived", r->end_frames,
-                        r->next_index);
+            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: the end record counts %u frames; %u arrived",
+                        r->end_frames, r->next_index);
         r->ended = 1;
         return CT_OK;
     }
@@ -248,7 +267,8 @@ ct_status ct_codes_feed(ct_codes_reader *r, const uint8_t *p, size_t n, char *er
         memcpy(r->rec + r->have, p, take);
         r->have += take, p += take, n -= take;
         if (r->have == 4 && get32(r->rec) > CT_CODES_MAX_RECORD)
-            return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream: record at byte %llu declares %u bytes (at most %d)",
+            return fail(r, CT_ERR_FORMAT, err, errcap,
+                        "codes stream: record at byte %llu declares %u bytes (at most %d)",
                         (unsigned long long)r->offset, get32(r->rec), CT_CODES_MAX_RECORD);
         if (r->have >= 4 && r->have == 4 + (size_t)get32(r->rec)) {
             ct_status st = record(r, err, errcap);
@@ -264,11 +284,13 @@ ct_status ct_codes_finish(ct_codes_reader *r, char *err, size_t errcap) {
     if (!r) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "codes stream: NULL reader");
     if (r->failed) return ct_errf(err, errcap, r->failed, "%s", r->msg);
     if (r->have)
-        return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream truncated: it ends inside the record at byte %llu (%zu of %zu bytes)",
+        return fail(r, CT_ERR_FORMAT, err, errcap,
+                    "codes stream truncated: it ends inside the record at byte %llu (%zu of %zu bytes)",
                     (unsigned long long)r->offset, r->have, r->have < 4 ? (size_t)4 : 4 + (size_t)get32(r->rec));
     if (!r->got_header) return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream truncated: no header record");
     if (!r->ended)
-        return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream truncated: no end record after %u frames", r->next_index);
+        return fail(r, CT_ERR_FORMAT, err, errcap, "codes stream truncated: no end record after %u frames",
+                    r->next_index);
     return CT_OK;
 }
 
@@ -293,8 +315,12 @@ size_t ct_b64_encode(char *dst, const uint8_t *src, size_t n) {
 }
 
 static int b64v(char c) {
-    return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52
-           : c == '+' ? 62 : c == '/' ? 63 : -1;
+    return c >= 'A' && c <= 'Z'   ? c - 'A'
+           : c >= 'a' && c <= 'z' ? c - 'a' + 26
+           : c >= '0' && c <= '9' ? c - '0' + 52
+           : c == '+'             ? 62
+           : c == '/'             ? 63
+                                  : -1;
 }
 
 long ct_b64_decode(uint8_t *dst, const char *src, size_t n) {

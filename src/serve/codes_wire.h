@@ -11,22 +11,27 @@
 #include "core/status.h"
 
 #define CT_CODES_WIRE_VERSION 1
-#define CT_CODES_MAX_GROUPS 64       /* codes per frame the decoder accepts */
-#define CT_CODES_MAX_RECORD 4096     /* payload bytes of one record the decoder accepts */
-#define CT_CODES_ID_MAX 255          /* bytes of codec_id / model_id */
+#define CT_CODES_MAX_GROUPS 64                                  /* codes per frame the decoder accepts */
+#define CT_CODES_MAX_RECORD 4096                                /* payload bytes of one record the decoder accepts */
+#define CT_CODES_ID_MAX 255                                     /* bytes of codec_id / model_id */
 #define CT_CODES_CONTENT_TYPE "application/vnd.codectalk.codes" /* the binary stream's media type */
 
-enum { CT_CODES_REC_HEADER = 1, CT_CODES_REC_FRAME = 2, CT_CODES_REC_END = 3, CT_CODES_REC_ERROR = 4,
-       CT_CODES_REC_UTTERANCE = 5 };
+enum {
+    CT_CODES_REC_HEADER = 1,
+    CT_CODES_REC_FRAME = 2,
+    CT_CODES_REC_END = 3,
+    CT_CODES_REC_ERROR = 4,
+    CT_CODES_REC_UTTERANCE = 5
+};
 
 /* The stream parameters of the header record. */
 typedef struct {
-    int sample_rate;         /* 24000 */
-    int samples_per_frame;   /* 1920 */
-    int frame_rate_mhz;      /* frame rate in millihertz, round(1000 * sample_rate / samples_per_frame):
-                                12500 (12.5 Hz); the decoder checks it */
-    int n_groups;            /* codes per frame: 16 */
-    int codebook_size;       /* every code is in [0, codebook_size): 2048 */
+    int sample_rate;                    /* 24000 */
+    int samples_per_frame;              /* 1920 */
+    int frame_rate_mhz;                 /* frame rate in millihertz, round(1000 * sample_rate / samples_per_frame):
+                                           12500 (12.5 Hz); the decoder checks it */
+    int n_groups;                       /* codes per frame: 16 */
+    int codebook_size;                  /* every code is in [0, codebook_size): 2048 */
     char codec_id[CT_CODES_ID_MAX + 1]; /* "sha256:<hex>" of the codec weights (ct_codec_id) */
     char model_id[CT_CODES_ID_MAX + 1]; /* the served model id */
 } ct_codes_header;
@@ -70,8 +75,8 @@ void ct_codes_reader_free(ct_codes_reader *r);
    a second header, an unknown version or record kind, a wrong payload length, a frame or
    utterance index out of order, a code out of range, bytes after the end record, a header that contradicts
    itself), CT_ERR_IO (an error record: the stream failed at its source; the message is
-   the server's), CT_ERR_ABORTED (a callback stopped). The message, in err[errcap], names the record (by its byte offset), the
-   field and the values. Once it failed every later call fails the same way. */
+   the server's), CT_ERR_ABORTED (a callback stopped). The message, in err[errcap], names the record (by its byte
+   offset), the field and the values. Once it failed every later call fails the same way. */
 ct_status ct_codes_feed(ct_codes_reader *r, const uint8_t *p, size_t n, char *err, size_t errcap);
 
 /* The end of the input: CT_OK when the end record was read; CT_ERR_FORMAT naming the

@@ -279,7 +279,8 @@ static int pend_codes_end(stream_ctx *s) {
         if (si.state == CT_STREAM_FAILED && !s->failed) {
             s->failed = 1;
             s->fail_status = si.status;
-            if (s->n_utts > 1) snprintf(s->fail_msg, sizeof s->fail_msg, "utterance %d: %s", s->utt + 1, ct_stream_errmsg(s->st));
+            if (s->n_utts > 1)
+                snprintf(s->fail_msg, sizeof s->fail_msg, "utterance %d: %s", s->utt + 1, ct_stream_errmsg(s->st));
             else snprintf(s->fail_msg, sizeof s->fail_msg, "%s", ct_stream_errmsg(s->st));
         }
     }
@@ -678,7 +679,8 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
     ct_stream *st = NULL;
     int retry = 1;
     if (cs) cs->t_submit = ct_now_ms();
-    ct_status rc = cs ? submit(h, &cs->rq, cs->utt_text, 0, 0, &st, &e, &retry) : submit(h, &rq, NULL, 0, 0, &st, &e, &retry);
+    ct_status rc = cs ? submit(h, &cs->rq, cs->utt_text, 0, 0, &st, &e, &retry)
+                      : submit(h, &rq, NULL, 0, 0, &st, &e, &retry);
     if (!cs) ct_speech_request_free(&rq);
     CT_STATS_ADD_SINCE("serve.dispatch_ms", t0);
     if (rc != CT_OK && cs) stream_free(cs);

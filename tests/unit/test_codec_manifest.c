@@ -73,11 +73,16 @@ int main(void) {
     w.n_ramp = 2;
     w.ramp[0] = 2, w.ramp[1] = 4;
     w.n_programs = 2;
-    w.programs[0] = (ct_manifest_program){.chunk_frames = 2, .window_frames = 74, .out_samples = 3840, .path = "c2.onnx"};
-    w.programs[1] = (ct_manifest_program){.chunk_frames = 4, .window_frames = 76, .out_samples = 7680, .path = "c4.onnx",
-                                          .external = 1, .data_path = "c4.onnx.data"};
+    w.programs[0] =
+        (ct_manifest_program){.chunk_frames = 2, .window_frames = 74, .out_samples = 3840, .path = "c2.onnx"};
+    w.programs[1] = (ct_manifest_program){.chunk_frames = 4,
+                                          .window_frames = 76,
+                                          .out_samples = 7680,
+                                          .path = "c4.onnx",
+                                          .external = 1,
+                                          .data_path = "c4.onnx.data"};
     CHECKF(ct_codec_manifest_write(DIR_, &w, err, sizeof err) == CT_OK, "%s", err);
-    {   /* the recorded hashes are the files' SHA-256 (sha256("abc") checks the hasher itself) */
+    { /* the recorded hashes are the files' SHA-256 (sha256("abc") checks the hasher itself) */
         char hex[65], q[1200];
         put_file("abc", "abc");
         snprintf(q, sizeof q, "%s/abc", DIR_);
@@ -139,7 +144,8 @@ int main(void) {
     CHECK(ct_codec_manifest_read(DIR_, 0, &r, err, sizeof err) == CT_OK); /* files unchecked */
     put_file("c4.onnx.data", "weights of four");
     put_file("c2.onnx", "program 2");
-    CHECKF(read_edited(good, NULL, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "program '2': 'c2.onnx' has SHA-256"),
+    CHECKF(read_edited(good, NULL, err, sizeof err) == CT_ERR_FORMAT &&
+               strstr(err, "program '2': 'c2.onnx' has SHA-256"),
            "%s", err);
     snprintf(p, sizeof p, "%s/c2.onnx", DIR_);
     unlink(p);

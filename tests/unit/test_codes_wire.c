@@ -120,11 +120,11 @@ int main(void) {
         CHECK(n == 4 + 20 + lc + lm);
         CHECK(b[0] == (uint8_t)(n - 4) && b[1] == 0 && b[2] == 0 && b[3] == 0);
         CHECK(b[4] == CT_CODES_WIRE_VERSION && b[5] == CT_CODES_REC_HEADER);
-        CHECK(b[6] == 16 && b[7] == 0);                        /* n_groups */
-        CHECK(b[8] == 0xff && b[9] == 0x07);                   /* codebook_size - 1 = 2047 */
+        CHECK(b[6] == 16 && b[7] == 0);                                    /* n_groups */
+        CHECK(b[8] == 0xff && b[9] == 0x07);                               /* codebook_size - 1 = 2047 */
         CHECK(b[10] == 0xc0 && b[11] == 0x5d && b[12] == 0 && b[13] == 0); /* 24000 */
-        CHECK(b[14] == 0x80 && b[15] == 0x07);                 /* 1920 */
-        CHECK(b[18] == 0xd4 && b[19] == 0x30);                 /* 12500 mHz */
+        CHECK(b[14] == 0x80 && b[15] == 0x07);                             /* 1920 */
+        CHECK(b[18] == 0xd4 && b[19] == 0x30);                             /* 12500 mHz */
         CHECK(b[22] == lc && memcmp(b + 23, h.codec_id, lc) == 0);
         CHECK(b[23 + lc] == lm && memcmp(b + 24 + lc, h.model_id, lm) == 0);
         int32_t codes[G];
@@ -291,7 +291,8 @@ int main(void) {
         ct_codes_reader *r = ct_codes_reader_new(&cb);
         CHECK(ct_codes_feed(r, b, n, err, sizeof err) == CT_ERR_ABORTED && strstr(err, "client stopped at frame 3"));
         CHECK(s.frames == 3);
-        CHECK(ct_codes_feed(r, b, 1, err, sizeof err) == CT_ERR_ABORTED && ct_codes_finish(r, err, sizeof err) == CT_ERR_ABORTED);
+        CHECK(ct_codes_feed(r, b, 1, err, sizeof err) == CT_ERR_ABORTED &&
+              ct_codes_finish(r, err, sizeof err) == CT_ERR_ABORTED);
         ct_codes_reader_free(r);
     }
 

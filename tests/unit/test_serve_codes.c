@@ -30,8 +30,8 @@ static const char *CODEC_ID = "sha256:0123456789abcdef0123456789abcdef0123456789
 
 static ct_status post(int port, const char *body, ct_http_resp *r) {
     char err[256];
-    ct_status st = ct_http_request("127.0.0.1", port, "POST", "/v1/audio/speech", NULL, body, strlen(body), 30000,
-                                   NULL, NULL, r, err, sizeof err);
+    ct_status st = ct_http_request("127.0.0.1", port, "POST", "/v1/audio/speech", NULL, body, strlen(body), 30000, NULL,
+                                   NULL, r, err, sizeof err);
     if (st != CT_OK) fprintf(stderr, "request failed: %s\n", err);
     return st;
 }
@@ -212,8 +212,10 @@ int main(void) {
             const char *c64 = json_string_value(json_object_get(j, "codes"));
             if (type && strcmp(type, "speech.codes.delta") == 0 && c64 && !done) {
                 long k = ct_b64_decode(cat + n, c64, strlen(c64));
-                if (k < 0) other++;
-                else n += (size_t)k, deltas++;
+                if (k < 0)
+                    other++;
+                else
+                    n += (size_t)k, deltas++;
             } else if (type && strcmp(type, "speech.audio.done") == 0 && json_object_get(j, "usage")) {
                 done++;
             } else {
@@ -229,8 +231,8 @@ int main(void) {
 
     /* 4. the exact codec on the served frames = the server's own WAV for the same request */
     snprintf(body, sizeof body,
-             "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":11,\"max_new_tokens\":%d,\"response_format\":\"wav\"}",
-             TEXT, voice, MNT);
+             "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":11,\"max_new_tokens\":%d,\"response_format\":\"wav\"}", TEXT,
+             voice, MNT);
     CHECK(post(port, body, &wav) == CT_OK && wav.status == 200);
     {
         size_t n = 0;
@@ -245,10 +247,12 @@ int main(void) {
        decoding each utterance from a fresh state gives the server's WAV, one stream does not */
     {
         ct_http_resp cr, wr;
-        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":8,\"response_format\":\"codes\"}",
+        snprintf(body, sizeof body,
+                 "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":8,\"response_format\":\"codes\"}",
                  LONG_TEXT, voice);
         CHECK(post(port, body, &cr) == CT_OK && cr.status == 200);
-        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":8,\"response_format\":\"wav\"}",
+        snprintf(body, sizeof body,
+                 "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":8,\"response_format\":\"wav\"}",
                  LONG_TEXT, voice);
         CHECK(post(port, body, &wr) == CT_OK && wr.status == 200);
         CHECKF(decode_body(cr.body, cr.body_len, f, err, sizeof err) == CT_OK, "%s", err);
@@ -300,10 +304,12 @@ int main(void) {
     if (H) {
         port = ct_http_port(H);
         ct_http_resp cr, wr;
-        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":12,\"response_format\":\"codes\"}",
+        snprintf(body, sizeof body,
+                 "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":12,\"response_format\":\"codes\"}",
                  LONG_TEXT, voice);
         CHECK(post(port, body, &cr) == CT_OK && cr.status == 200);
-        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":12,\"response_format\":\"wav\"}",
+        snprintf(body, sizeof body,
+                 "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":3,\"max_new_tokens\":12,\"response_format\":\"wav\"}",
                  LONG_TEXT, voice);
         CHECK(post(port, body, &wr) == CT_OK && wr.status == 200);
         CHECKF(decode_body(cr.body, cr.body_len, f, err, sizeof err) == CT_OK, "%s", err);
@@ -359,7 +365,8 @@ int main(void) {
             CHECK(last && strstr(last, "\"speech.audio.error\""));
             ct_http_resp_free(&r);
             snprintf(sbody, sizeof sbody, "%.*s}", (int)(strstr(body, ",\"stream\"") - body), body);
-            CHECK(post(ct_http_port(H), sbody, &r) == CT_OK && r.status == 504 && strstr((const char *)r.body, "\"timeout\""));
+            CHECK(post(ct_http_port(H), sbody, &r) == CT_OK && r.status == 504 &&
+                  strstr((const char *)r.body, "\"timeout\""));
             ct_http_resp_free(&r);
             ct_http_stop(H);
         }
