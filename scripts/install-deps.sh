@@ -4,7 +4,8 @@
 # from PyPI into a venv in the build dir: `make onnx-venv` (part of `make test`).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
-      libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev libssl-dev curl librsvg2-bin
+      libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev libssl-dev
+      libavcodec-dev libavformat-dev libavutil-dev curl librsvg2-bin
       ca-certificates python3 python3-venv protobuf-compiler libonnx-dev
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 missing=()

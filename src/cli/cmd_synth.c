@@ -1,7 +1,7 @@
 /* `codectalk synth`: text -> frames -> 24 kHz audio on the stream engine (one stream; the
    talker and the codec run side by side or one after the other: --placement; the codec decodes
-   as frames arrive; long text is split into utterances by the engine), written as WAV (PCM16
-   or float) or raw s16le to stdout. */
+   as frames arrive; long text is split into utterances by the engine), written as it is made in
+   the format -o or --format asks for (WAV PCM16/float, raw s16le, MP3, Ogg Opus, AAC, FLAC). */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -13,6 +13,7 @@
 
 #include "audio/wav.h"
 #include "cli/args.h"
+#include "cli/audio_out.h"
 #include "cli/cli_common.h"
 #include "cli/cli_profile.h"
 #include "codec/codec.h"
@@ -49,7 +50,7 @@ enum { DRAIN_OK = 0, DRAIN_WRITE = -1, DRAIN_SIGNAL = -2 };
 /* Reads the stream to its end into w. DRAIN_OK when every sample was written; DRAIN_WRITE when
    writing failed (*werr = errno) and DRAIN_SIGNAL on SIGINT/SIGTERM; the stream is then
    cancelled. */
-static int drain(ct_stream *s, ct_wav_writer *w, int tty, int rate, double t_start, int *werr) {
+static int drain(ct_stream *s, ct_cli_audio_out *w, int tty, int rate, double t_start, int *werr) {
     enum { CAP = 1920 * 8 };
     static float pcm[CAP];
     int finished = 0, first = 1;
@@ -61,8 +62,10 @@ static int drain(ct_stream *s, ct_wav_writer *w, int tty, int rate, double t_sta
         }
         size_t n = ct_stream_read(s, pcm, CAP, 200, &finished);
         errno = 0;
-        if (n && (ct_wav_write(w, pcm, n) != CT_OK || (first && fflush(w->f) != 0))) {
-            *werr = errno ? errno : EIO;
+        int e = n ? ct_cli_audio_write(w, pcm, n) : 0;
+        if (!e && n && first && fflush(w->f) != 0) e = errno ? errno : EIO;
+        if (e) {
+            *werr = e;
             ct_stream_cancel(s);
             return ct_cli_signal ? DRAIN_SIGNAL : DRAIN_WRITE;
         }
@@ -78,10 +81,14 @@ static int drain(ct_stream *s, ct_wav_writer *w, int tty, int rate, double t_sta
 int ct_cli_synth(int argc, char **argv) {
     ct_cli_gen a;
     ct_cli_gen_init(&a);
-    const char *out = NULL, *schedule = NULL, *tcpus = NULL, *ccpus = NULL, *profile = NULL, *placement = NULL;
+    const char *out = NULL, *schedule = NULL, *tcpus = NULL, *ccpus = NULL, *profile = NULL, *placement = NULL,
+               *format = NULL;
     int use_float = 0, max_bytes = 300, windowed = 0, context = 72, codec_threads = 1;
     ct_opt extra[] = {
-        {"output", 'o', CT_OPT_STR, &out, "FILE", "output WAV file, or '-' for raw s16le on stdout"},
+        {"output", 'o', CT_OPT_STR, &out, "FILE",
+         "output file, its format from the extension (.wav .mp3 .opus/.ogg .aac .flac .pcm/.raw; other: WAV), "
+         "or '-' for raw s16le on stdout"},
+        {"format", 0, CT_OPT_STR, &format, "FMT", "wav | pcm | mp3 | opus | aac | flac (overrides the extension)"},
         {"float", 0, CT_OPT_FLAG, &use_float, NULL, "write 32-bit float WAV instead of 16-bit PCM"},
         {"utterance-bytes", 0, CT_OPT_INT, &max_bytes, "N",
          "split long text into utterances of about N bytes (default 300; 0 = one utterance)"},
@@ -116,7 +123,8 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: --placement '%s': expected overlapped, serial or auto\n", placement);
         return 2;
     }
-    int raw = strcmp(out, "-") == 0;
+    int raw = strcmp(out, "-") == 0, afmt = ct_cli_audio_format(out, format, use_float);
+    if (afmt < 0) return 2;
     if (raw && isatty(1)) {
         fprintf(stderr, "error: refusing to write raw audio to a terminal (pipe it: | aplay -f S16_LE -r 24000)\n");
         return 2;
@@ -138,6 +146,8 @@ int ct_cli_synth(int argc, char **argv) {
     int rc = 1, tty = isatty(2) && !a.quiet;
     char err[1024], tmp_path[4200] = "";
     double t_load = ct_now_ms();
+    ct_cli_audio_out w;
+    memset(&w, 0, sizeof w);
     ct_cli_deploy prof;
     memset(&prof, 0, sizeof prof);
     if (ct_codec_load(a.model, &codec, err, sizeof err) != CT_OK) {
@@ -199,12 +209,11 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: refusing to write audio to a terminal ('%s')\n", out);
         goto done;
     }
-    ct_wav_writer w;
     int rate = ct_codec_sample_rate(codec);
-    errno = 0;
-    if (ct_wav_begin(&w, f, rate, raw ? CT_WAV_RAW_S16LE : use_float ? CT_WAV_FLOAT32 : CT_WAV_PCM16) !=
-        CT_OK) {
-        rc = ct_cli_write_error(f, raw ? "stdout" : out, errno ? errno : EIO, 0);
+    int be = ct_cli_audio_begin(&w, f, afmt, rate, use_float);
+    if (be) {
+        if (w.msg[0]) fprintf(stderr, "error: %s\n", w.msg);
+        else rc = ct_cli_write_error(f, raw ? "stdout" : out, be, 0);
         goto done;
     }
     ct_gen_params g;
@@ -230,8 +239,7 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "%serror: utterance %d: %s\n", tty ? "\n" : "", in.utterance + 1, ct_stream_errmsg(s));
         goto done;
     }
-    errno = 0;
-    int fin = ct_wav_end(&w) == CT_OK ? 0 : (errno ? errno : EIO);
+    int fin = ct_cli_audio_end(&w);
     if (!fin && f != stdout) {
         FILE *fc = f;
         f = NULL;
@@ -267,5 +275,6 @@ done:
     ct_codec_free(codec);
     ct_model_free(m);
     ct_cli_deploy_free(&prof);
+    ct_cli_audio_free(&w);
     return ct_cli_exit_signal(rc); /* cleaned up: now die of the signal, as the caller expects */
 }

@@ -96,6 +96,23 @@ expect_rc 0 "$BIN" synth -m "$M" -t "Hello there. How are you? Fine thanks." -s 
 has " 1 utterance(s)" "$WORK/err"
 expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --utterance-bytes 8 -o "$WORK/x.wav";  has "utterance-bytes" "$WORK/err"
 expect_rc 0 "$BIN" synth -m "$M" -t "Windowed." -s vivian --max-frames 4 --windowed --left-context 8 -o "$WORK/w.wav"
+# compressed outputs: the extension (or --format) picks the encoder; the magic bytes say which
+for x in mp3 opus aac flac; do
+  expect_rc 0 "$BIN" synth -m "$M" -t "Encoded." -s vivian --max-frames 6 -o "$WORK/e.$x"
+done
+python3 - "$WORK" <<'PY' && ok || bad "compressed outputs"
+import sys
+w = sys.argv[1]
+m = {x: open(f"{w}/e.{x}", "rb").read() for x in ("mp3", "opus", "aac", "flac")}
+assert m["mp3"][:3] == b"ID3" and m["opus"][:4] == b"OggS" and b"OpusHead" in m["opus"][:64]
+assert m["aac"][0] == 0xFF and (m["aac"][1] & 0xF0) == 0xF0 and m["flac"][:4] == b"fLaC"
+assert all(len(v) > 200 for v in m.values()), {k: len(v) for k, v in m.items()}
+PY
+"$BIN" synth -m "$M" -t "To a pipe." -s vivian --max-frames 6 --format flac -o - -q > "$WORK/p.flac" 2>"$WORK/err" && \
+  [ "$(head -c 4 "$WORK/p.flac")" = "fLaC" ] && ok || bad "--format flac -o -"
+expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --format ogg -o "$WORK/x.ogg"; has "expected wav, pcm, mp3" "$WORK/err"
+expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --float -o "$WORK/x.mp3"; has "float" "$WORK/err"
+expect_rc 1 "$BIN" synth -m "$M" -t "Hi" -s vivian --max-frames 4 --format mp3 -o /dev/full; has "no space left" "$WORK/err"
 # bench stream: both placements side by side, the comparison JSON and the frame budget split
 printf 'Hello there.\n' > "$WORK/p1.txt"
 expect_rc 0 "$BIN" bench stream -m "$M" --prompts "$WORK/p1.txt" --warmup 0 --max-frames 4 --placement both \
