@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audio/speed.h"
 #include "audio/wav.h"
 #include "cli/args.h"
 #include "cli/audio_out.h"
@@ -50,9 +51,9 @@ enum { DRAIN_OK = 0, DRAIN_WRITE = -1, DRAIN_SIGNAL = -2 };
 /* Reads the stream to its end into w. DRAIN_OK when every sample was written; DRAIN_WRITE when
    writing failed (*werr = errno) and DRAIN_SIGNAL on SIGINT/SIGTERM; the stream is then
    cancelled. */
-static int drain(ct_stream *s, ct_cli_audio_out *w, int tty, int rate, double t_start, int *werr) {
-    enum { CAP = 1920 * 8 };
-    static float pcm[CAP];
+static int drain(ct_stream *s, ct_cli_audio_out *w, ct_speed *sp, int tty, int rate, double t_start, int *werr) {
+    enum { CAP = 1920 * 8, SCAP = CAP * 4 }; /* 0.25x speed: up to 4 samples out per sample in */
+    static float pcm[CAP], stretched[SCAP];
     int finished = 0, first = 1;
     *werr = 0;
     while (!finished) {
@@ -61,15 +62,27 @@ static int drain(ct_stream *s, ct_cli_audio_out *w, int tty, int rate, double t_
             return DRAIN_SIGNAL;
         }
         size_t n = ct_stream_read(s, pcm, CAP, 200, &finished);
+        const float *o = pcm;
+        int e = 0;
+        if (sp) { /* --speed: the time-stretched audio, drained to the end on the last read */
+            size_t got = 0, in = n;
+            char m[256];
+            do {
+                if (ct_speed_run(sp, pcm, in, finished, stretched, SCAP, &got, m, sizeof m) != CT_OK) e = ENOMEM;
+                in = 0;
+                if (!e && got) e = ct_cli_audio_write(w, stretched, got);
+            } while (!e && got == SCAP);
+            n = 0;
+        }
         errno = 0;
-        int e = n ? ct_cli_audio_write(w, pcm, n) : 0;
+        if (!e && n) e = ct_cli_audio_write(w, o, n);
         if (!e && n && first && fflush(w->f) != 0) e = errno ? errno : EIO;
         if (e) {
             *werr = e;
             ct_stream_cancel(s);
             return ct_cli_signal ? DRAIN_SIGNAL : DRAIN_WRITE;
         }
-        if (n) first = 0;
+        if (n || sp) first = 0;
         if (tty) {
             ct_stream_info in = ct_stream_get_info(s);
             progress(&in, rate, t_start);
@@ -84,11 +97,13 @@ int ct_cli_synth(int argc, char **argv) {
     const char *out = NULL, *schedule = NULL, *tcpus = NULL, *ccpus = NULL, *profile = NULL, *placement = NULL,
                *format = NULL;
     int use_float = 0, max_bytes = 300, windowed = 0, context = 72, codec_threads = 1;
+    float speed = 1.0f;
     ct_opt extra[] = {
         {"output", 'o', CT_OPT_STR, &out, "FILE",
          "output file, its format from the extension (.wav .mp3 .opus/.ogg .aac .flac .pcm/.raw; other: WAV), "
          "or '-' for raw s16le on stdout"},
         {"format", 0, CT_OPT_STR, &format, "FMT", "wav | pcm | mp3 | opus | aac | flac (overrides the extension)"},
+        {"speed", 0, CT_OPT_FLOAT, &speed, "X", "speaking rate 0.25-4.0 without a pitch change (libsonic; 1 = as generated)"},
         {"float", 0, CT_OPT_FLAG, &use_float, NULL, "write 32-bit float WAV instead of 16-bit PCM"},
         {"utterance-bytes", 0, CT_OPT_INT, &max_bytes, "N",
          "split long text into utterances of about N bytes (default 300; 0 = one utterance)"},
@@ -125,6 +140,10 @@ int ct_cli_synth(int argc, char **argv) {
     }
     int raw = strcmp(out, "-") == 0, afmt = ct_cli_audio_format(out, format, use_float);
     if (afmt < 0) return 2;
+    if (!(speed >= CT_SPEED_MIN && speed <= CT_SPEED_MAX)) {
+        fprintf(stderr, "error: --speed %g is outside [0.25, 4.0]\n", (double)speed);
+        return 2;
+    }
     if (raw && isatty(1)) {
         fprintf(stderr, "error: refusing to write raw audio to a terminal (pipe it: | aplay -f S16_LE -r 24000)\n");
         return 2;
@@ -148,6 +167,7 @@ int ct_cli_synth(int argc, char **argv) {
     double t_load = ct_now_ms();
     ct_cli_audio_out w;
     memset(&w, 0, sizeof w);
+    ct_speed *stretch = NULL;
     ct_cli_deploy prof;
     memset(&prof, 0, sizeof prof);
     if (ct_codec_load(a.model, &codec, err, sizeof err) != CT_OK) {
@@ -224,7 +244,11 @@ int ct_cli_synth(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
-    int werr = 0, dr = drain(s, &w, tty, rate, t_start, &werr);
+    if (speed != 1.0f && ct_speed_create(rate, speed, &stretch, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        goto done;
+    }
+    int werr = 0, dr = drain(s, &w, stretch, tty, rate, t_start, &werr);
     if (dr == DRAIN_SIGNAL) {
         fprintf(stderr, "%sinterrupted: %s\n", tty ? "\n" : "",
                 tmp_path[0] ? "no output written" : "output is incomplete");
@@ -276,5 +300,6 @@ done:
     ct_model_free(m);
     ct_cli_deploy_free(&prof);
     ct_cli_audio_free(&w);
+    ct_speed_free(stretch);
     return ct_cli_exit_signal(rc); /* cleaned up: now die of the signal, as the caller expects */
 }

@@ -113,6 +113,19 @@ PY
 expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --format ogg -o "$WORK/x.ogg"; has "expected wav, pcm, mp3" "$WORK/err"
 expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --float -o "$WORK/x.mp3"; has "float" "$WORK/err"
 expect_rc 1 "$BIN" synth -m "$M" -t "Hi" -s vivian --max-frames 4 --format mp3 -o /dev/full; has "no space left" "$WORK/err"
+# --speed: the time-stretch (libsonic) changes the length, not the pitch; 1 leaves the audio as is
+for sp in 1 2 0.5; do
+  expect_rc 0 "$BIN" synth -m "$M" -t "Speed." -s vivian --max-frames 10 --seed 5 --speed $sp -o "$WORK/sp$sp.wav"
+done
+expect_rc 0 "$BIN" synth -m "$M" -t "Speed." -s vivian --max-frames 10 --seed 5 -o "$WORK/sp_none.wav"
+cmp -s "$WORK/sp1.wav" "$WORK/sp_none.wav" && ok || bad "--speed 1 changed the audio"
+python3 - "$WORK" <<'PY' && ok || bad "--speed lengths"
+import sys, wave
+w = sys.argv[1]
+n = {s: wave.open(f"{w}/sp{s}.wav").getnframes() for s in ("1", "2", "0.5")}
+assert n["1"] == 10 * 1920 and abs(n["2"] - n["1"] / 2) <= 960 and abs(n["0.5"] - 2 * n["1"]) <= 960, n
+PY
+expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --speed 5 -o "$WORK/x.wav"; has "outside \[0.25, 4.0\]" "$WORK/err"
 # bench stream: both placements side by side, the comparison JSON and the frame budget split
 printf 'Hello there.\n' > "$WORK/p1.txt"
 expect_rc 0 "$BIN" bench stream -m "$M" --prompts "$WORK/p1.txt" --warmup 0 --max-frames 4 --placement both \
