@@ -1,6 +1,7 @@
 """codectalk.Model against the codectalk program on a tiny random model: the same audio and codes
 for the same request, streaming, errors carrying the library's message, the GIL released."""
 import ctypes
+import gc
 import json
 import os
 import struct
@@ -167,12 +168,26 @@ def test_settings_reach_the_engine(model_dir, bin_path, tmp_path):
         assert m.placement == "serial"
 
 
+def os_threads():
+    return len(os.listdir("/proc/self/task"))
+
+
 def test_close_frees_and_refuses(model_dir):
+    base = os_threads()
     m = codectalk.Model(model_dir)
+    assert os_threads() > base  # the engine's threads
     m.close()
+    assert os_threads() == base
     m.close()
     with pytest.raises(ValueError, match="the model is closed"):
         m.synthesize(TEXT, **REQ)
+    with codectalk.Model(model_dir) as m:
+        assert os_threads() > base
+    assert os_threads() == base
+    m = codectalk.Model(model_dir)
+    del m  # the last reference: the engine stops
+    gc.collect()
+    assert os_threads() == base
 
 
 def test_gil_released_while_the_engine_works(model):
