@@ -7,6 +7,7 @@ result as the engine produces it (ct_stream_read / ct_stream_read_codes). The C 
 GIL, so other Python threads run while the engine works; requests from several threads queue for
 the slot."""
 import ctypes
+import os
 
 import numpy as np
 
@@ -70,7 +71,7 @@ class Model:
         if lib.ct_placement_parse(_b(placement, "placement"), ctypes.byref(place)) != _lib.CT_OK:
             raise ValueError("codectalk: placement %r: expected 'auto', 'serial' or 'overlapped'"
                              % (placement,))
-        bpath = _b(path if isinstance(path, str) else str(path), "path")
+        bpath = _b(os.fspath(path), "path")  # a str or an os.PathLike
         err = ctypes.create_string_buffer(1024)
         mp = lib.ct_model_params_default()
         mp.weights = _b(weights, "weights")

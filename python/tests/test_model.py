@@ -4,6 +4,7 @@ import ctypes
 import gc
 import json
 import os
+import pathlib
 import struct
 import subprocess
 import sys
@@ -152,6 +153,10 @@ def test_bad_arguments(model_dir, model):
         model.synthesize(TEXT, voice=7)
     with pytest.raises(ValueError, match="text contains a NUL"):
         model.synthesize("a\0b")
+    with pytest.raises(TypeError):
+        codectalk.Model(None)
+    with codectalk.Model(pathlib.Path(model_dir)) as m:  # an os.PathLike
+        assert m.voices == model.voices
 
 
 def test_settings_reach_the_engine(model_dir, bin_path, tmp_path):
