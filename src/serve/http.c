@@ -21,7 +21,9 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "audio/encode.h"
 #include "audio/pcm.h"
+#include "audio/speed.h"
 #include "audio/wav.h"
 #include "core/clock.h"
 #include "core/stepstats.h"
@@ -33,6 +35,7 @@
 
 #define READ_SAMPLES (8 * 1920) /* samples per streamed piece at most */
 #define READ_FRAMES 32          /* code frames per streamed piece at most */
+#define STR_CAP (4 * READ_SAMPLES + 4096) /* samples one time-stretch pull gives at most (0.25x) */
 #define POLL_MS 20              /* wait granularity for disconnect checks */
 #define HDR CT_WAV_HEADER_BYTES
 
@@ -72,7 +75,14 @@ typedef struct {
     char *pend;          /* bytes ready to hand to MHD */
     size_t pn, poff, pcap;
     float *tmp;          /* [READ_SAMPLES] */
-    unsigned char *raw;  /* [HDR + 2 * READ_SAMPLES] one piece as bytes (audio or code records) */
+    unsigned char *raw;  /* [HDR + 2 * STR_CAP] one piece as bytes (audio or code records) */
+    int af;              /* ct_audio_format of an audio body */
+    ct_audio_enc *enc;   /* mp3 / opus / aac / flac: the encoder (bytes land in eb) */
+    unsigned char *eb;   /* [ebcap] encoded bytes not handed on yet */
+    size_t ebn, ebcap;
+    ct_speed *spd;       /* speed != 1: the time-stretch */
+    float *str;          /* [STR_CAP] stretched samples */
+    int flushed;         /* the stretch and the encoder were drained */
     int32_t *codes;      /* [READ_FRAMES * n_groups] codes streams */
     uint32_t frames;     /* code frames sent so far */
     /* codes requests: one engine stream per utterance (the engine's split and seed + k rule),
@@ -208,30 +218,76 @@ static int pend_event(stream_ctx *s, json_t *ev) {
     return r;
 }
 
-/* n samples of s->tmp as the next piece: raw bytes (after the streaming WAV header the first
-   time, for wav) or one speech.audio.delta event carrying them in base64. */
-static int pend_audio(stream_ctx *s, size_t n) {
+/* bytes of an audio body as the next piece: as they are (chunked body) or one speech.audio.delta
+   event carrying them in base64 (SSE). */
+static int pend_bytes(stream_ctx *s, const unsigned char *b, size_t n) {
+    if (n == 0) return 0;
+    if (s->mode == CT_MODE_AUDIO) {
+        if (pend_reserve(s, n)) return -1;
+        memcpy(s->pend + s->pn, b, n);
+        s->pn += n;
+        return 0;
+    }
+    char *enc = malloc((n + 2) / 3 * 4 + 1);
+    if (!enc) return -1;
+    enc[ct_b64_encode(enc, b, n)] = 0;
+    int r = pend_event(s, json_pack("{s:s, s:s, s:s}", "type", "speech.audio.delta", "audio", enc, "response_format",
+                                    ct_audio_format_name(s->af)));
+    free(enc);
+    return r;
+}
+
+/* n samples as WAV/PCM bytes (after the streaming WAV header the first time) or through the
+   encoder, into the pending piece. */
+static int pend_samples(stream_ctx *s, const float *x, size_t n, int last) {
+    if (s->enc) {
+        char m[256];
+        if (n && ct_audio_enc_write(s->enc, x, n, m, sizeof m) != CT_OK) return -1;
+        if (last && ct_audio_enc_finish(s->enc, m, sizeof m) != CT_OK) return -1;
+        int r = pend_bytes(s, s->eb, s->ebn);
+        s->ebn = 0;
+        return r;
+    }
     size_t off = 0;
     if (!s->header_done && s->fmt == CT_RESP_WAV) {
         ct_wav_header(s->raw, s->h->rate, CT_WAV_PCM16, CT_WAV_STREAMING);
         off = HDR;
     }
+    if (!n && !off) return 0;
     s->header_done = 1;
-    ct_pcm_s16le(s->raw + off, s->tmp, n);
-    size_t bytes = off + 2 * n;
-    if (s->mode == CT_MODE_AUDIO) {
-        if (pend_reserve(s, bytes)) return -1;
-        memcpy(s->pend, s->raw, bytes);
-        s->pn = bytes;
-        return 0;
+    ct_pcm_s16le(s->raw + off, x, n);
+    return pend_bytes(s, s->raw, off + 2 * n);
+}
+
+/* n samples of s->tmp through the time-stretch (speed != 1) into the pending piece; last = the
+   stream ended: drain the stretch and the encoder. The piece may stay empty (the encoder
+   holds less than a codec frame). */
+static int pend_audio(stream_ctx *s, size_t n, int last) {
+    if (last) s->flushed = 1;
+    if (!s->spd) return pend_samples(s, s->tmp, n, last);
+    char m[256];
+    size_t got = 0, in = n;
+    do {
+        if (ct_speed_run(s->spd, s->tmp, in, last, s->str, STR_CAP, &got, m, sizeof m) != CT_OK) return -1;
+        in = 0;
+        if (pend_samples(s, s->str, got, last && got < STR_CAP)) return -1;
+    } while (got == STR_CAP);
+    return 0;
+}
+
+/* an encoder sink: the bytes wait in s->eb until the piece is handed on */
+static int enc_sink(void *ud, const uint8_t *b, size_t n) {
+    stream_ctx *s = ud;
+    if (s->ebn + n > s->ebcap) {
+        size_t c = (s->ebn + n) * 2;
+        unsigned char *nb = realloc(s->eb, c);
+        if (!nb) return -1;
+        s->eb = nb;
+        s->ebcap = c;
     }
-    char *enc = malloc((bytes + 2) / 3 * 4 + 1);
-    if (!enc) return -1;
-    enc[ct_b64_encode(enc, s->raw, bytes)] = 0;
-    int r = pend_event(s, json_pack("{s:s, s:s, s:s}", "type", "speech.audio.delta", "audio", enc, "response_format",
-                                    s->fmt == CT_RESP_WAV ? "wav" : "pcm"));
-    free(enc);
-    return r;
+    memcpy(s->eb + s->ebn, b, n);
+    s->ebn += n;
+    return 0;
 }
 
 /* Bytes of the codes wire format (docs/CODES_WIRE.md) as the next piece: as they are (binary
@@ -340,7 +396,13 @@ static int stream_fill(stream_ctx *s) {
             continue;
         }
         size_t n = ct_stream_read(s->st, s->tmp, READ_SAMPLES, POLL_MS, &finished);
-        if (n > 0) return pend_audio(s, n) ? -1 : 1;
+        /* a failed stream is not finished off: no trailer, the body stays visibly cut */
+        int drain = finished && !s->flushed && (s->spd || s->enc) && ct_stream_get_info(s->st).state != CT_STREAM_FAILED;
+        if (n > 0 || drain) {
+            if (pend_audio(s, n, drain)) return -1;
+            if (s->pn > 0) return 1;
+            if (!finished) continue;
+        }
         if (finished) return pend_end(s);
         if (client_gone(s->h, s->c)) return -1;
     }
@@ -377,6 +439,10 @@ static void stream_free(void *cls) {
     free(s->tmp);
     free(s->raw);
     free(s->codes);
+    ct_audio_enc_free(s->enc);
+    free(s->eb);
+    ct_speed_free(s->spd);
+    free(s->str);
     free(s);
 }
 
@@ -477,16 +543,25 @@ static enum MHD_Result speech_full(ct_http *h, struct MHD_Connection *c, ct_stre
     return send_buf(h, c, 200, fmt == CT_RESP_WAV ? "audio/wav" : "audio/pcm", (char *)out, len, hd);
 }
 
-/* A context for a streamed or collected body (st attached later), or NULL on OOM. */
-static stream_ctx *stream_new(ct_http *h, struct MHD_Connection *c, ct_resp_mode mode, ct_resp_format fmt) {
+/* A context for a streamed or collected body (st attached later): audio in format af (an
+   encoder for mp3 / opus / aac / flac), at speed (1 = as generated); NULL when out of memory
+   or the encoder cannot start (*why says which). */
+static stream_ctx *stream_new(ct_http *h, struct MHD_Connection *c, ct_resp_mode mode, ct_resp_format fmt, int af,
+                              float speed, char *why, size_t wcap) {
     stream_ctx *s = calloc(1, sizeof *s);
+    snprintf(why, wcap, "out of memory");
     if (s) {
         s->tmp = malloc(sizeof(float) * READ_SAMPLES);
-        s->raw = malloc(HDR + 2 * READ_SAMPLES);
+        s->raw = malloc(HDR + 2 * STR_CAP);
         s->codes = malloc(sizeof(int32_t) * READ_FRAMES * (size_t)h->codes_hdr.n_groups);
+        s->af = af;
     }
-    if (!s || !s->tmp || !s->raw || !s->codes) {
-        if (s) free(s->tmp), free(s->raw), free(s->codes), free(s);
+    int ok = s && s->tmp && s->raw && s->codes;
+    if (ok && fmt == CT_RESP_ENCODED) ok = ct_audio_enc_open(af, h->rate, enc_sink, s, &s->enc, why, wcap) == CT_OK;
+    if (ok && speed != 1.0f)
+        ok = (s->str = malloc(sizeof(float) * STR_CAP)) && ct_speed_create(h->rate, speed, &s->spd, why, wcap) == CT_OK;
+    if (!ok) {
+        if (s) stream_free(s);
         return NULL;
     }
     s->h = h;
@@ -517,7 +592,9 @@ static void codes_utt_text(stream_ctx *s) {
 /* A codes request (takes *rq): its utterances, by the server's utterance size, and a seed drawn
    now when it has none (utterance k uses seed + k). NULL on OOM (rq freed). */
 static stream_ctx *codes_new(ct_http *h, struct MHD_Connection *c, ct_speech_request *rq) {
-    stream_ctx *s = stream_new(h, c, rq->mode == CT_MODE_FULL ? CT_MODE_AUDIO : rq->mode, CT_RESP_CODES);
+    char why[256];
+    stream_ctx *s = stream_new(h, c, rq->mode == CT_MODE_FULL ? CT_MODE_AUDIO : rq->mode, CT_RESP_CODES, CT_AF_WAV, 1.0f,
+                               why, sizeof why);
     size_t len = strlen(rq->input);
     size_t max = h->stream.utterance_bytes > 0 ? (size_t)h->stream.utterance_bytes : len + 1; /* 0: one utterance */
     size_t ns = ct_split_utterances(rq->input, len, max, NULL, 0);
@@ -647,8 +724,7 @@ static enum MHD_Result queue_stream(ct_http *h, struct MHD_Connection *c, stream
     }
     const char *ctype = s->mode == CT_MODE_SSE    ? "text/event-stream"
                         : s->fmt == CT_RESP_CODES ? CT_CODES_CONTENT_TYPE
-                        : s->fmt == CT_RESP_WAV   ? "audio/wav"
-                                                  : "audio/pcm";
+                                                  : ct_audio_format_mime(s->af);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     if (s->fmt == CT_RESP_PCM) {
@@ -673,6 +749,11 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
         return send_error(h, c, &e, NULL);
     ct_resp_mode mode = rq.mode;
     ct_resp_format fmt = rq.format;
+    int af = rq.audio_format;
+    float speed = rq.speed;
+    /* encoded or time-stretched audio streams even without stream_format, as the OpenAI API
+       streams plain requests; plain WAV/PCM at speed 1 are collected (an exact WAV header) */
+    if (mode == CT_MODE_FULL && (fmt == CT_RESP_ENCODED || speed != 1.0f)) mode = CT_MODE_AUDIO;
     stream_ctx *cs = NULL; /* codes: the context that submits utterance by utterance */
     if (fmt == CT_RESP_CODES && !(cs = codes_new(h, c, &rq)))
         return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
@@ -711,10 +792,11 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
         return send_error(h, c, &e, NULL);
     }
     if (mode == CT_MODE_FULL && !cs) return speech_full(h, c, st, fmt);
-    stream_ctx *s = cs ? cs : stream_new(h, c, mode, fmt);
+    char why[256];
+    stream_ctx *s = cs ? cs : stream_new(h, c, mode, fmt, af, speed, why, sizeof why);
     if (!s) {
         stream_done(h, st);
-        return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
+        return send_err(h, c, 500, "server_error", NULL, NULL, why);
     }
     s->st = st;
     ct_gate_stream_attach(s->k, st);

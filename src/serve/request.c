@@ -10,6 +10,8 @@
 
 #include <jansson.h>
 
+#include "audio/encode.h"
+#include "audio/speed.h"
 #include "text/langcode.h"
 
 ct_api_error *ct_api_error_set(ct_api_error *e, int http_status, const char *type,
@@ -281,11 +283,13 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
         } else if (strcmp(key, "speed") == 0) {
             if (json_is_null(v)) continue;
             if (!json_is_number(v)) return bad_type(e, "speed", "a number", v);
-            if (json_number_value(v) != 1.0) {
-                ct_api_error_set(e, 400, "invalid_request_error", "speed", "unsupported_value",
-                                 "'speed' other than 1.0 is not supported");
-                return CT_ERR_UNSUPPORTED;
+            double sv = json_number_value(v);
+            if (!(sv >= CT_SPEED_MIN && sv <= CT_SPEED_MAX)) {
+                ct_api_error_set(e, 400, "invalid_request_error", "speed", "invalid_value",
+                                 "'speed' must be in [0.25, 4.0], got %g", sv);
+                return CT_ERR_INVALID_ARG;
             }
+            r->speed = (float)sv;
         } else if (strcmp(key, "sample_rate") == 0) {
             if (json_is_null(v)) continue;
             if (!json_is_integer(v)) return bad_type(e, "sample_rate", "an integer", v);
@@ -376,20 +380,22 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
     }
     /* formats */
     r->format = CT_RESP_WAV;
+    r->audio_format = CT_AF_WAV;
     if (fmt) {
-        if (strcmp(fmt, "pcm") == 0) r->format = CT_RESP_PCM;
-        else if (strcmp(fmt, "wav") == 0) r->format = CT_RESP_WAV;
-        else if (strcmp(fmt, "codes") == 0) r->format = CT_RESP_CODES;
-        else if (!strcmp(fmt, "flac") || !strcmp(fmt, "mp3") || !strcmp(fmt, "opus") || !strcmp(fmt, "aac")) {
-            ct_api_error_set(e, 400, "invalid_request_error", "response_format", "unsupported_format",
-                             "response_format '%s' is unsupported; use 'wav', 'pcm' or 'codes'", fmt);
-            return CT_ERR_UNSUPPORTED;
-        } else {
+        int af = ct_audio_format_parse(fmt);
+        if (strcmp(fmt, "codes") == 0) r->format = CT_RESP_CODES;
+        else if (af == CT_AF_WAV || af == CT_AF_PCM) r->format = af == CT_AF_WAV ? CT_RESP_WAV : CT_RESP_PCM;
+        else if (af >= 0) r->format = CT_RESP_ENCODED;
+        else {
             ct_api_error_set(e, 400, "invalid_request_error", "response_format", "invalid_value",
-                             "response_format must be 'wav', 'pcm' or 'codes', got '%.60s'", fmt);
+                             "response_format must be one of wav, pcm, mp3, opus, aac, flac, codes; got '%.60s'", fmt);
             return CT_ERR_INVALID_ARG;
         }
+        if (af >= 0) r->audio_format = af;
     }
+    if (r->format == CT_RESP_CODES && r->speed != 1.0f)
+        return bad_value(e, "speed", "invalid_value", "'%s' applies to audio, not to response_format 'codes'",
+                         "speed");
     r->mode = stream ? CT_MODE_SSE : CT_MODE_FULL;
     if (sfmt) {
         if (strcmp(sfmt, "audio") == 0) r->mode = CT_MODE_AUDIO;
@@ -412,6 +418,7 @@ ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_
                                   ct_speech_request *out, ct_api_error *e) {
     memset(out, 0, sizeof *out);
     out->initial_chunk_frames = -1;
+    out->speed = 1.0f;
     out->temperature = out->top_p = out->repetition_penalty = -1.0f;
     out->top_k = -1;
     out->non_streaming = -1;

@@ -14,8 +14,9 @@
 #define CT_SPEECH_MAX_INSTRUCT_CHARS 4096
 
 /* wav / pcm: audio; codes: the codec frames in the wire format of docs/CODES_WIRE.md (the server
-   decodes no audio for them). */
-typedef enum { CT_RESP_WAV = 0, CT_RESP_PCM = 1, CT_RESP_CODES = 2 } ct_resp_format;
+   decodes no audio for them); encoded: mp3, opus, aac or flac (audio_format) made as the audio
+   arrives (audio/encode.h). */
+typedef enum { CT_RESP_WAV = 0, CT_RESP_PCM = 1, CT_RESP_CODES = 2, CT_RESP_ENCODED = 3 } ct_resp_format;
 
 /* How the audio goes back: whole clip, chunked raw audio bytes, or SSE events. */
 typedef enum { CT_MODE_FULL = 0, CT_MODE_AUDIO = 1, CT_MODE_SSE = 2 } ct_resp_mode;
@@ -48,6 +49,8 @@ typedef struct {
     char language[64];           /* "auto" or a name from ctx->languages */
     char *instructions;          /* NULL when absent */
     ct_resp_format format;
+    int audio_format;            /* ct_audio_format of the body (WAV, PCM, MP3, OPUS, AAC, FLAC) */
+    float speed;                 /* 0.25-4.0; 1 = as generated (audio/speed.h) */
     ct_resp_mode mode;
     int has_seed;
     uint64_t seed;               /* int64 as given, reinterpreted */
@@ -67,7 +70,8 @@ typedef struct {
    left empty. Rules (docs/SERVE.md): the body is one JSON object; every known field has a fixed
    type (wrong type -> 400 naming it); unknown fields -> 400 "unknown field"; `input` required;
    `voice` (alias `speaker`) is a string or {"id": string}; an unknown voice or language -> 400
-   listing the valid ones; response_format wav|pcm|codes (flac/mp3/opus/aac -> 400 unsupported). */
+   listing the valid ones; response_format wav|pcm|mp3|opus|aac|flac|codes; speed 0.25-4.0 (not
+   with codes). */
 ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_ctx *ctx,
                                   ct_speech_request *out, ct_api_error *e);
 

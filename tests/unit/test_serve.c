@@ -391,7 +391,9 @@ int main(void) {
     CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK);
     CHECKF(r.status == 200, "language en-US: status %d", r.status);
     ct_http_resp_free(&r);
-    expect_error("{\"input\": \"hi\", \"response_format\": \"mp3\"}", 400, "response_format", "unsupported");
+    expect_error("{\"input\": \"hi\", \"response_format\": \"m4a\"}", 400, "response_format", "mp3, opus, aac");
+    expect_error("{\"input\": \"hi\", \"speed\": 4.5}", 400, "speed", "[0.25, 4.0]");
+    expect_error("{\"input\": \"hi\", \"speed\": 2, \"response_format\": \"codes\"}", 400, "speed", "codes");
     expect_error("{\"input\": \"hi\", \"model\": \"other\"}", 404, "model", NULL);
     {
         size_t big = 100 * 1024;
@@ -457,6 +459,35 @@ int main(void) {
                (unsigned long long)k.admitted, (unsigned long long)k.completed, (unsigned long long)k.failed);
     }
     ct_http_resp_free(&r);
+    /* 7b. compressed formats stream as they encode (plain requests included); speed stretches */
+    {
+        static const struct {
+            const char *fmt, *mime, *magic;
+            size_t mlen;
+        } F[] = {{"mp3", "audio/mpeg", "ID3", 3}, {"opus", "audio/ogg", "OggS", 4}, {"aac", "audio/aac", "\xff", 1},
+                 {"flac", "audio/flac", "fLaC", 4}};
+        for (size_t i = 0; i < sizeof F / sizeof F[0]; i++) {
+            snprintf(body, sizeof body,
+                     "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,\"response_format\":\"%s\"}",
+                     TEXT, voice, MNT, F[i].fmt);
+            CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK);
+            CHECKF(r.status == 200 && r.body_len > 100 && memcmp(r.body, F[i].magic, F[i].mlen) == 0 &&
+                       ct_http_resp_header(&r, "Content-Type", hv, sizeof hv) && !strcmp(hv, F[i].mime) &&
+                       ct_http_resp_header(&r, "Transfer-Encoding", hv, sizeof hv),
+                   "%s: status %d, %zu bytes", F[i].fmt, r.status, r.body_len);
+            ct_http_resp_free(&r);
+        }
+        /* speed 2: half the samples (raw PCM), streamed */
+        snprintf(body, sizeof body,
+                 "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,\"response_format\":\"pcm\","
+                 "\"speed\":2}",
+                 TEXT, voice, MNT);
+        CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK);
+        size_t half = (ref_len - 44) / 2;
+        CHECKF(r.status == 200 && r.body_len + 2 * 960 >= half && r.body_len <= half + 2 * 960, "speed 2: %zu bytes of %zu",
+               r.body_len, ref_len - 44);
+        ct_http_resp_free(&r);
+    }
     ct_http_stop(H);
     ct_engine_free(E);
 

@@ -291,8 +291,9 @@ int main(void) {
         snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"response_format\":\"wav\"}", TEXT, voice);
         CHECK(post(port, body, &r) == CT_OK && r.status == 400 && strstr((const char *)r.body, "no codec"));
         ct_http_resp_free(&r);
-        snprintf(body, sizeof body, "{\"input\":\"%s\",\"response_format\":\"flac\"}", TEXT);
-        CHECK(post(port, body, &r) == CT_OK && r.status == 400 && strstr((const char *)r.body, "'codes'"));
+        snprintf(body, sizeof body, "{\"input\":\"%s\",\"voice\":\"%s\",\"response_format\":\"flac\"}", TEXT,
+                 voice);
+        CHECK(post(port, body, &r) == CT_OK && r.status == 400 && strstr((const char *)r.body, "no codec"));
         ct_http_resp_free(&r);
         ct_http_stop(H);
     }
@@ -365,8 +366,9 @@ int main(void) {
             CHECK(last && strstr(last, "\"speech.audio.error\""));
             ct_http_resp_free(&r);
             snprintf(sbody, sizeof sbody, "%.*s}", (int)(strstr(body, ",\"stream\"") - body), body);
-            CHECK(post(ct_http_port(H), sbody, &r) == CT_OK && r.status == 504 &&
-                  strstr((const char *)r.body, "\"timeout\""));
+            CHECKF(post(ct_http_port(H), sbody, &r) == CT_OK && r.status == 504 &&
+                       strstr((const char *)r.body, "\"timeout\""),
+                   "status %d: %.300s", r.status, r.body ? (const char *)r.body : "");
             ct_http_resp_free(&r);
             ct_http_stop(H);
         }
