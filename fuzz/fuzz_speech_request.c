@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "audio/encode.h"
 #include "serve/request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -14,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const voices[] = {"vivian", "ryan", "uncle_fu"};
     static const char *const langs[] = {"english", "chinese"};
-    ct_speech_ctx ctx = {"tiny", voices, 3, langs, 2, 64, 4096};
+    static const char *const models[] = {"tts-1"}, *const aliases[] = {"alloy"}, *const targets[] = {"vivian"};
+    ct_speech_ctx ctx = {"tiny", voices, 3, langs, 2, 64, 4096, models, 1, aliases, targets, 1};
     ct_speech_request r;
     ct_api_error e;
     memset(&e, 0, sizeof e);
@@ -41,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!vi) __builtin_trap();
     if (strcmp(r.language, "auto") && strcmp(r.language, "english") && strcmp(r.language, "chinese")) __builtin_trap();
     if (r.max_new_tokens < 0 || r.max_new_tokens > 4096 || r.initial_chunk_frames < -1 || r.top_k < -1 ||
-        (r.format != CT_RESP_WAV && r.format != CT_RESP_PCM && r.format != CT_RESP_CODES) || r.mode > CT_MODE_SSE || r.non_streaming < -1 ||
+        r.format < CT_RESP_WAV || r.format > CT_RESP_ENCODED || r.audio_format < 0 || r.audio_format >= CT_AF_COUNT ||
+        !(r.speed >= 0.25f && r.speed <= 4.0f) || r.mode > CT_MODE_SSE || r.non_streaming < -1 ||
         r.non_streaming > 1 || (r.top_p >= 0 && r.top_p > 1) || r.temperature > 10)
         __builtin_trap();
     ct_speech_request_free(&r);

@@ -27,7 +27,7 @@
 
 int ct_cli_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *profile = NULL, *api_key = NULL, *tok = NULL, *weights = NULL;
-    const char *placement = NULL;
+    const char *placement = NULL, *model_alias = NULL, *voice_alias = NULL;
     int port = 8000, max_streams = 0, queue = 8, threads = 0, codec_threads = 0, ctx = 0, timeout = 30, f32 = 0;
     int body_kb = 64, codec_chunk = 0, kv_mib = 0;
     int margin = -1, max_chars = 4096, buffer_ms = 10000, no_throttle = 0;
@@ -67,6 +67,10 @@ int ct_cli_serve(int argc, char **argv) {
         {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files directory (default: model dir)"},
         {"f32", 0, CT_OPT_FLAG, &f32, NULL, "convert weights to f32 at load"},
         {"weights", 0, CT_OPT_STR, &weights, "FMT", "bf16 (as stored), int8, int4 or mixed (docs/KERNELS.md)"},
+        {"model-alias", 0, CT_OPT_STR, &model_alias, "LIST",
+         "other ids the `model` field may name (default tts-1,tts-1-hd,gpt-4o-mini-tts; \"\" = none)"},
+        {"voice-alias", 0, CT_OPT_STR, &voice_alias, "LIST",
+         "alias=voice pairs over the OpenAI voice table (alloy, ash, ... -> this model's voices); \"-\" = no aliases"},
         {"codec-chunk", 0, CT_OPT_INT, &codec_chunk, "N",
          "steady codec chunk in frames, 1..64: schedule fixed:IC,N (docs/SERVE.md; default: exact)"},
         {NULL, 0, 0, NULL, NULL, NULL}};
@@ -175,6 +179,8 @@ int ct_cli_serve(int argc, char **argv) {
     hp.max_body_bytes = (size_t)body_kb * 1024;
     hp.max_input_chars = max_chars;
     hp.codec_chunk = codec_chunk;
+    hp.model_aliases = model_alias;
+    hp.voice_aliases = voice_alias;
     hp.schedule = sp.schedule;
     hp.stream = &sp;
     if (ct_http_start(e, m, &hp, &h, err, sizeof err) != CT_OK) {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,6 +50,11 @@ struct ct_http {
     ct_stream_params stream; /* p.stream copied */
     const char *voices[256], *langs[256];
     int n_voices, n_langs;
+    char alias_buf[2048];                  /* the alias strings below point into it */
+    const char *model_aliases[32];         /* [n_model_aliases] */
+    int n_model_aliases;
+    const char *voice_aliases[64], *voice_targets[64]; /* [n_voice_aliases] alias -> a voice */
+    int n_voice_aliases;
     int port, rate, max_chunk;
     ct_codes_header codes_hdr; /* the header record of every codes stream */
     atomic_int stopping;
@@ -742,8 +748,10 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
     ct_stats_thread_role("serve");
     double t0 = CT_STATS_T0();
     ct_api_error e;
-    ct_speech_ctx sx = {h->model_id, h->voices, h->n_voices, h->langs, h->n_langs, h->p.max_input_chars,
-                        ct_engine_get_limits(h->e).max_context};
+    ct_speech_ctx sx = {h->model_id,           h->voices,           h->n_voices,          h->langs,
+                        h->n_langs,            h->p.max_input_chars, ct_engine_get_limits(h->e).max_context,
+                        h->model_aliases,      h->n_model_aliases,   h->voice_aliases,     h->voice_targets,
+                        h->n_voice_aliases};
     ct_speech_request rq;
     if (ct_speech_request_parse(cc->body ? cc->body : "", cc->n, &sx, &rq, &e) != CT_OK)
         return send_error(h, c, &e, NULL);
@@ -859,6 +867,13 @@ static int head_refused(ct_http *h, struct MHD_Connection *c, const char *url, e
     return 1;
 }
 
+/* A model object of GET /v1/models: id, and for an alias the served id it stands for. */
+static json_t *model_json(const ct_http *h, const char *id) {
+    json_t *o = json_pack("{s:s, s:s, s:i, s:s}", "id", id, "object", "model", "created", 0, "owned_by", "codectalk");
+    if (o && strcmp(id, h->model_id) != 0) json_object_set_new(o, "root", json_string(h->model_id));
+    return o;
+}
+
 static enum MHD_Result route(ct_http *h, struct MHD_Connection *c, const char *url, const char *method) {
     int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     int is_post = strcmp(method, "POST") == 0;
@@ -870,7 +885,7 @@ static enum MHD_Result route(ct_http *h, struct MHD_Connection *c, const char *u
                          NULL);
     }
     int known = !strcmp(url, "/v1/audio/speech") || !strcmp(url, "/v1/models") || !strcmp(url, "/metrics") ||
-                !strcmp(url, "/v1/audio/voices");
+                !strcmp(url, "/v1/audio/voices") || !strncmp(url, "/v1/models/", 11);
     if (!known) {
         char m[160];
         snprintf(m, sizeof m, "no route for %.100s", url);
@@ -881,14 +896,26 @@ static enum MHD_Result route(ct_http *h, struct MHD_Connection *c, const char *u
                         "missing or invalid API key (send Authorization: Bearer <key>)");
     if (strcmp(url, "/v1/audio/speech") == 0 || !is_get) goto method; /* speech POSTs do not get here */
     if (strcmp(url, "/metrics") == 0) return metrics(h, c);
-    if (strcmp(url, "/v1/models") == 0)
-        return send_json(h, c, 200,
-                         json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data", "id", h->model_id,
-                                   "object", "model", "created", 0, "owned_by", "codectalk"));
+    if (strcmp(url, "/v1/models") == 0) { /* the served id, then its aliases */
+        json_t *d = json_array();
+        json_array_append_new(d, model_json(h, h->model_id));
+        for (int i = 0; i < h->n_model_aliases; i++) json_array_append_new(d, model_json(h, h->model_aliases[i]));
+        return send_json(h, c, 200, json_pack("{s:s, s:o}", "object", "list", "data", d));
+    }
+    if (strncmp(url, "/v1/models/", 11) == 0) {
+        const char *id = url + 11;
+        int ok = strcmp(id, h->model_id) == 0;
+        for (int i = 0; i < h->n_model_aliases && !ok; i++) ok = strcmp(id, h->model_aliases[i]) == 0;
+        if (ok) return send_json(h, c, 200, model_json(h, id));
+        char m[300];
+        snprintf(m, sizeof m, "model '%.120s' is not served here (GET /v1/models lists them)", id);
+        return send_err(h, c, 404, "invalid_request_error", "model", "model_not_found", m);
+    }
     {
-        json_t *v = json_array();
+        json_t *v = json_array(), *a = json_object();
         for (int i = 0; i < h->n_voices; i++) json_array_append_new(v, json_string(h->voices[i]));
-        return send_json(h, c, 200, json_pack("{s:o}", "voices", v));
+        for (int i = 0; i < h->n_voice_aliases; i++) json_object_set_new(a, h->voice_aliases[i], json_string(h->voice_targets[i]));
+        return send_json(h, c, 200, json_pack("{s:o, s:o}", "voices", v, "aliases", a));
     }
 method: {
     const char *allow = strcmp(url, "/v1/audio/speech") == 0 ? "POST" : "GET, HEAD";
@@ -991,6 +1018,57 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
     return (size_t)(w - s);
 }
 
+/* The OpenAI voices and the model's voices they default to (any voice of the model when the
+   model has none of these; docs/SERVE.md). */
+static const char *const OPENAI_VOICES[][2] = {
+    {"alloy", "vivian"}, {"ash", "ryan"},      {"ballad", "aiden"},   {"coral", "serena"}, {"echo", "eric"},
+    {"fable", "dylan"},  {"nova", "sohee"},    {"onyx", "uncle_fu"},  {"sage", "ono_anna"}, {"shimmer", "serena"},
+    {"verse", "aiden"},  {"marin", "vivian"},  {"cedar", "ryan"}};
+
+static int has_voice(const ct_http *h, const char *v) {
+    for (int i = 0; i < h->n_voices; i++)
+        if (strcasecmp(h->voices[i], v) == 0) return i;
+    return -1;
+}
+
+/* The model aliases and the voice alias table from p (see ct_http_params). */
+static ct_status set_aliases(ct_http *h, const ct_http_params *p, char *err, size_t errcap) {
+    const char *ma = p->model_aliases ? p->model_aliases : "tts-1,tts-1-hd,gpt-4o-mini-tts";
+    const char *va = p->voice_aliases ? p->voice_aliases : "";
+    size_t need = strlen(ma) + strlen(va) + 2;
+    if (need > sizeof h->alias_buf)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: the alias lists are over %zu bytes", sizeof h->alias_buf);
+    char *b = h->alias_buf;
+    memcpy(b, ma, strlen(ma) + 1);
+    for (char *t = strtok(b, ","); t; t = strtok(NULL, ",")) {
+        if (h->n_model_aliases == 32) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: more than 32 model aliases");
+        h->model_aliases[h->n_model_aliases++] = t;
+    }
+    if (h->n_voices == 0 || strcmp(va, "-") == 0) return CT_OK; /* no voices to alias, or asked for none */
+    for (size_t i = 0; i < sizeof OPENAI_VOICES / sizeof OPENAI_VOICES[0]; i++) {
+        int v = has_voice(h, OPENAI_VOICES[i][1]);
+        h->voice_aliases[h->n_voice_aliases] = OPENAI_VOICES[i][0];
+        h->voice_targets[h->n_voice_aliases++] = h->voices[v >= 0 ? v : (int)i % h->n_voices];
+    }
+    char *vb = b + strlen(ma) + 1;
+    memcpy(vb, va, strlen(va) + 1);
+    for (char *t = strtok(vb, ","); t; t = strtok(NULL, ",")) {
+        char *eq = strchr(t, '=');
+        int v = eq ? has_voice(h, eq + 1) : -1;
+        if (!eq || v < 0)
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: voice alias '%.60s' is not alias=voice with a voice "
+                           "of this model", t);
+        *eq = 0;
+        int k = 0;
+        while (k < h->n_voice_aliases && strcasecmp(h->voice_aliases[k], t) != 0) k++;
+        if (k == 64) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: more than 64 voice aliases");
+        h->voice_aliases[k] = t; /* a new alias, or the table's one replaced */
+        h->voice_targets[k] = h->voices[v];
+        if (k == h->n_voice_aliases) h->n_voice_aliases++;
+    }
+    return CT_OK;
+}
+
 ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p, ct_http **out, char *err,
                         size_t errcap) {
     if (out) *out = NULL;
@@ -1044,6 +1122,10 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
         if (ct_model_speaker(m, i)) h->voices[h->n_voices++] = ct_model_speaker(m, i);
     for (int i = 0; i < mi.n_languages && h->n_langs < 256; i++)
         if (ct_model_language(m, i)) h->langs[h->n_langs++] = ct_model_language(m, i);
+    if (set_aliases(h, p, err, errcap) != CT_OK) {
+        free(h);
+        return CT_ERR_INVALID_ARG;
+    }
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;

@@ -37,6 +37,11 @@ typedef struct {
                                   stream and connection (default 20) */
     int max_conn_per_ip;       /* connections per client address (default 32; < 0 = no limit) */
     int reserve_connections;   /* extra connections only for GET /health and /metrics (default 4) */
+    const char *model_aliases; /* comma list of other ids `model` may name; NULL = the OpenAI
+                                  ones (tts-1, tts-1-hd, gpt-4o-mini-tts); "" = none */
+    const char *voice_aliases; /* comma list alias=voice added to the OpenAI voice table (alloy,
+                                  ash, ... mapped to this model's voices; docs/SERVE.md); "" = none
+                                  beyond the table; "-" = no aliases at all */
 } ct_http_params;
 
 ct_http_params ct_http_params_default(void);

@@ -226,10 +226,12 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
         } else if (strcmp(key, "model") == 0) {
             if (json_is_null(v)) continue;
             if (!json_is_string(v)) return bad_type(e, "model", "a string", v);
-            if (ctx->model_id && strcmp(json_string_value(v), ctx->model_id) != 0) {
+            if (ctx->model_id && strcmp(json_string_value(v), ctx->model_id) != 0 &&
+                find_name(ctx->model_aliases, ctx->n_model_aliases, json_string_value(v)) < 0) {
                 ct_api_error_set(e, 404, "invalid_request_error", "model", "model_not_found",
-                                 "model '%.200s' is not served here (this server serves '%.200s')",
-                                 json_string_value(v), ctx->model_id);
+                                 "model '%.200s' is not served here (this server serves '%.200s'%s)",
+                                 json_string_value(v), ctx->model_id,
+                                 ctx->n_model_aliases ? " and its aliases, GET /v1/models" : "");
                 return CT_ERR_INVALID_ARG;
             }
         } else if (strcmp(key, "voice") == 0) {
@@ -352,10 +354,13 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
             voice = ctx->voices[vi >= 0 ? vi : 0];
         }
         int vi = find_name(ctx->voices, ctx->n_voices, voice);
+        int ai = vi < 0 ? find_name(ctx->voice_aliases, ctx->n_voice_aliases, voice) : -1;
+        if (ai >= 0) vi = find_name(ctx->voices, ctx->n_voices, ctx->voice_targets[ai]); /* "alloy" -> a speaker */
         if (vi < 0) {
             list_names(names, sizeof names, ctx->voices, ctx->n_voices, NULL);
             ct_api_error_set(e, 400, "invalid_request_error", "voice", "unknown_voice",
-                             "unknown voice '%.60s'; available voices: %s", voice, names);
+                             "unknown voice '%.60s'; available voices: %s%s", voice, names,
+                             ctx->n_voice_aliases ? " (and the aliases of GET /v1/audio/voices)" : "");
             return CT_ERR_INVALID_ARG;
         }
         lower_copy(r->voice, sizeof r->voice, ctx->voices[vi]);

@@ -39,6 +39,11 @@ typedef struct {
     int n_languages;
     int max_input_chars;            /* <= 0: CT_SPEECH_MAX_INPUT_CHARS */
     int max_new_tokens_cap;         /* upper bound for max_new_tokens (<= 0: 1 << 20) */
+    const char *const *model_aliases; /* [n_model_aliases] other ids `model` may name ("tts-1") */
+    int n_model_aliases;
+    const char *const *voice_aliases; /* [n_voice_aliases] names `voice` may use ("alloy") ... */
+    const char *const *voice_targets; /* ... for these voices of the model */
+    int n_voice_aliases;
 } ct_speech_ctx;
 
 /* A validated request. Strings are owned (free with ct_speech_request_free). */

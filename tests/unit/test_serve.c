@@ -459,6 +459,25 @@ int main(void) {
                (unsigned long long)k.admitted, (unsigned long long)k.completed, (unsigned long long)k.failed);
     }
     ct_http_resp_free(&r);
+    /* 7a. OpenAI aliases: tts-1 names the served model, alloy a voice of it; the listings show them */
+    snprintf(body, sizeof body, "{\"model\":\"tts-1\",\"input\":\"hi\",\"voice\":\"alloy\",\"max_new_tokens\":2}");
+    CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &r) == CT_OK);
+    CHECKF(r.status == 200, "aliases: status %d %.*s", r.status, (int)r.body_len, (const char *)r.body);
+    ct_http_resp_free(&r);
+    CHECK(get(PORT, "/v1/models", KEY_HDR, &r) == CT_OK && r.status == 200 && r.body &&
+          strstr((char *)r.body, "\"tts-1-hd\"") && strstr((char *)r.body, "\"gpt-4o-mini-tts\""));
+    ct_http_resp_free(&r);
+    CHECK(get(PORT, "/v1/models/tts-1", KEY_HDR, &r) == CT_OK && r.status == 200 && r.body &&
+          strstr((char *)r.body, "\"root\":\"tiny-test\""));
+    ct_http_resp_free(&r);
+    CHECK(get(PORT, "/v1/models/tiny-test", KEY_HDR, &r) == CT_OK && r.status == 200);
+    ct_http_resp_free(&r);
+    CHECK(get(PORT, "/v1/models/whisper-1", KEY_HDR, &r) == CT_OK && r.status == 404 && body_has_error(&r, "model", "whisper-1"));
+    ct_http_resp_free(&r);
+    CHECK(get(PORT, "/v1/audio/voices", KEY_HDR, &r) == CT_OK && r.status == 200 && r.body &&
+          strstr((char *)r.body, "\"alloy\":\"vivian\"") && strstr((char *)r.body, "\"onyx\":\"uncle_fu\""));
+    ct_http_resp_free(&r);
+    expect_error("{\"input\": \"hi\", \"voice\": \"nobody\"}", 400, "voice", "aliases");
     /* 7b. compressed formats stream as they encode (plain requests included); speed stretches */
     {
         static const struct {
