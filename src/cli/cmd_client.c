@@ -160,7 +160,7 @@ static int decode_pending(client_ctx *c, int flush) {
         off += n;
     }
     c->n_pend -= off;
-    memmove(c->pend, c->pend + (size_t)off * c->G, sizeof(int32_t) * (size_t)c->n_pend * c->G);
+    if (off && c->n_pend) memmove(c->pend, c->pend + (size_t)off * c->G, sizeof(int32_t) * (size_t)c->n_pend * c->G);
     return 0;
 }
 
