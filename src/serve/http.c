@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -46,7 +47,7 @@ struct ct_http {
     ct_engine *e;
     const ct_model *m;
     ct_http_params p;
-    char host[64], model_id[128], api_key[256], schedule[128];
+    char host[64], model_id[128], api_key[256], schedule[128], cors[256];
     ct_stream_params stream; /* p.stream copied */
     const char *voices[256], *langs[256];
     int n_voices, n_langs;
@@ -123,6 +124,15 @@ ct_http_params ct_http_params_default(void) {
 
 /* ---- responses ---------------------------------------------------------------------------- */
 
+/* --cors ORIGIN: browsers on that origin may read every answer. */
+static void cors_headers(const ct_http *h, struct MHD_Response *r) {
+    if (!h->cors[0]) return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", h->cors);
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", "Retry-After, x-codectalk-sample-rate, "
+                            "x-codectalk-audio-seconds, x-codectalk-stop-reason");
+    if (strcmp(h->cors, "*") != 0) MHD_add_response_header(r, "Vary", "Origin");
+}
+
 static enum MHD_Result send_buf(ct_http *h, struct MHD_Connection *c, int code, const char *ctype, char *buf,
                                 size_t n, const char *const *hdrs) {
     struct MHD_Response *r = MHD_create_response_from_buffer(n, buf, MHD_RESPMEM_MUST_FREE);
@@ -132,6 +142,7 @@ static enum MHD_Result send_buf(ct_http *h, struct MHD_Connection *c, int code, 
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     for (int i = 0; hdrs && hdrs[i]; i += 2) MHD_add_response_header(r, hdrs[i], hdrs[i + 1]);
+    cors_headers(h, r);
     if (ct_gate_conn_is_reserve(ct_gate_conn_of(c))) /* a reserve connection serves one request */
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, r);
@@ -733,6 +744,7 @@ static enum MHD_Result queue_stream(ct_http *h, struct MHD_Connection *c, stream
                                                   : ct_audio_format_mime(s->af);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    cors_headers(h, r);
     if (s->fmt == CT_RESP_PCM) {
         char sr[16];
         snprintf(sr, sizeof sr, "%d", h->rate);
@@ -890,6 +902,11 @@ static enum MHD_Result route(ct_http *h, struct MHD_Connection *c, const char *u
         char m[160];
         snprintf(m, sizeof m, "no route for %.100s", url);
         return send_err(h, c, 404, "invalid_request_error", NULL, "not_found", m);
+    }
+    if (h->cors[0] && strcmp(method, "OPTIONS") == 0) { /* a browser's preflight: no auth, no body */
+        const char *hd[] = {"Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS", "Access-Control-Allow-Headers",
+                            "Authorization, Content-Type", "Access-Control-Max-Age", "600", NULL};
+        return send_text(h, c, 204, "text/plain", "", hd);
     }
     if (!auth_ok(h, c))
         return send_err(h, c, 401, "authentication_error", NULL, "invalid_api_key",
@@ -1092,6 +1109,7 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
     h->rate = lim.sample_rate;
     h->max_chunk = lim.max_chunk_frames;
     snprintf(h->schedule, sizeof h->schedule, "%s", p->schedule ? p->schedule : "");
+    snprintf(h->cors, sizeof h->cors, "%s", p->cors_origin ? p->cors_origin : "");
     h->stream = p->stream ? *p->stream : ct_stream_params_default();
     h->stream.schedule = NULL;
     snprintf(h->host, sizeof h->host, "%s", p->host ? p->host : "127.0.0.1");
@@ -1130,9 +1148,19 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_port = htons((uint16_t)p->port);
-    if (inet_pton(AF_INET, h->host, &sa.sin_addr) != 1) {
-        free(h);
-        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: host '%s' is not a numeric IPv4 address", p->host);
+    if (inet_pton(AF_INET, h->host, &sa.sin_addr) != 1) { /* a name: its first IPv4 address */
+        struct addrinfo hints, *ai = NULL;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_INET;
+        hints.ai_socktype = SOCK_STREAM;
+        int gr = getaddrinfo(h->host, NULL, &hints, &ai);
+        if (gr != 0 || !ai) {
+            free(h);
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: host '%s' is not an IPv4 address or a name that "
+                           "resolves to one (%s)", p->host, gai_strerror(gr));
+        }
+        sa.sin_addr = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+        freeaddrinfo(ai);
     }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;

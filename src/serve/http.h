@@ -13,7 +13,7 @@ typedef struct ct_http ct_http;
 
 typedef struct {
     size_t size;
-    const char *host;          /* numeric IPv4 address to bind (default "127.0.0.1") */
+    const char *host;          /* IPv4 address or a name resolving to one (default "127.0.0.1") */
     int port;                  /* 0 = any free port (see ct_http_port) */
     const char *api_key;       /* NULL or "" = no auth */
     const char *model_id;      /* served id for /v1/models and the `model` field (required) */
@@ -42,6 +42,8 @@ typedef struct {
     const char *voice_aliases; /* comma list alias=voice added to the OpenAI voice table (alloy,
                                   ash, ... mapped to this model's voices; docs/SERVE.md); "" = none
                                   beyond the table; "-" = no aliases at all */
+    const char *cors_origin;   /* NULL = no CORS; else every answer allows this origin ("*" = any)
+                                  and OPTIONS preflights get 204 */
 } ct_http_params;
 
 ct_http_params ct_http_params_default(void);
