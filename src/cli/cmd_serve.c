@@ -25,9 +25,16 @@
 #include "serve/http.h"
 #include "stream/metrics.h"
 
+/* The access log: one line per request on stderr. */
+static void access_line(void *ud, const char *line) {
+    (void)ud;
+    fprintf(stderr, "%s\n", line);
+}
+
 int ct_cli_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *profile = NULL, *api_key = NULL, *tok = NULL, *weights = NULL;
     const char *placement = NULL, *model_alias = NULL, *voice_alias = NULL, *cors = NULL;
+    int quiet = 0;
     int port = 8000, max_streams = 0, queue = 8, threads = 0, codec_threads = 0, ctx = 0, timeout = 30, f32 = 0;
     int body_kb = 64, codec_chunk = 0, kv_mib = 0;
     int margin = -1, max_chars = 4096, buffer_ms = 10000, no_throttle = 0;
@@ -36,6 +43,8 @@ int ct_cli_serve(int argc, char **argv) {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address or host name to bind (default 127.0.0.1)"},
         {"cors", 0, CT_OPT_STR, &cors, "ORIGIN", "allow browsers on ORIGIN (or *) to call the API (CORS headers, preflights)"},
+        {"quiet", 'q', CT_OPT_FLAG, &quiet, NULL,
+         "no access log (default: one line per request on stderr: method, path, status, bytes, audio s, TTFA, RTF)"},
         {"port", 'p', CT_OPT_INT, &port, "N", "TCP port (default 8000; 0 = any free port)"},
         {"profile", 0, CT_OPT_STR, &profile, "auto|none|FILE",
          "deploy profile (default auto: weight formats, streams, KV budget, placement, threads, CPUs, chunks, "
@@ -182,6 +191,7 @@ int ct_cli_serve(int argc, char **argv) {
     hp.codec_chunk = codec_chunk;
     hp.model_aliases = model_alias;
     hp.cors_origin = cors;
+    hp.log_fn = quiet ? NULL : access_line;
     hp.voice_aliases = voice_alias;
     hp.schedule = sp.schedule;
     hp.stream = &sp;

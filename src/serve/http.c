@@ -69,11 +69,23 @@ typedef struct {
     int too_big;
     size_t discarded;    /* body bytes of requests other than speech */
     ct_gate_conn *k;     /* the connection's record in the gate */
+    /* the access-log line: what was asked, what went back */
+    char method[8], path[96];
+    double t0_ms;
+    int status;
+    uint64_t bytes;
+    double audio_s, ttfa_ms, rtf; /* audio requests; audio_s < 0 = none */
+    struct stream_ctx *sc; /* its streamed body while that lives */
 } conn_ctx;
 
-typedef struct {
+/* The request the connection's thread is handling (MHD runs a connection's handler, body
+   reader and completion on one thread). */
+static _Thread_local conn_ctx *tl_cc;
+
+typedef struct stream_ctx {
     ct_http *h;
     struct MHD_Connection *c;
+    conn_ctx *cc;        /* the request's log record, NULL once the request completed */
     ct_stream *st;
     ct_gate_conn *k;
     ct_resp_mode mode;
@@ -148,6 +160,10 @@ static enum MHD_Result send_buf(ct_http *h, struct MHD_Connection *c, int code, 
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)code, r);
     MHD_destroy_response(r);
     ct_srv_metrics_status(&h->mx, code);
+    if (tl_cc) {
+        tl_cc->status = code;
+        tl_cc->bytes += n;
+    }
     return ret;
 }
 
@@ -376,9 +392,18 @@ static int pend_codes_end(stream_ctx *s) {
 /* The end of the stream: the closing event (done or error), or for a raw WAV stream without
    any audio its header. Returns 1 when something is pending, 0 when nothing is left, -1 to cut
    the body short (a raw stream whose generation failed). */
+/* The audio facts of a finished stream into the request's log record. */
+static void log_audio(conn_ctx *cc, const ct_stream_info *si, int rate) {
+    if (!cc || rate <= 0) return;
+    cc->audio_s = (double)si->samples / rate;
+    cc->ttfa_ms = si->ttfa_ms;
+    cc->rtf = cc->audio_s > 0 ? (si->done_ms - si->queue_ms) / 1e3 / cc->audio_s : 0;
+}
+
 static int pend_end(stream_ctx *s) {
     ct_stream_info si = ct_stream_get_info(s->st);
     s->end_sent = 1;
+    log_audio(s->cc, &si, s->h->rate);
     if (si.state == CT_STREAM_FAILED) {
         if (s->mode == CT_MODE_AUDIO) return -1; /* truncated body: the client sees an error */
         json_t *ee = json_pack("{s:s, s:s, s:o, s:s}", "message", ct_stream_errmsg(s->st), "type", "server_error",
@@ -439,12 +464,14 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     if (n > max) n = max;
     memcpy(buf, s->pend + s->poff, n);
     s->poff += n;
+    if (s->cc) s->cc->bytes += n;
     ct_gate_stream_waiting(s->k, 1); /* now the client owes us reading it (--write-timeout) */
     return (ssize_t)n;
 }
 
 static void stream_free(void *cls) {
     stream_ctx *s = cls;
+    if (s->cc) s->cc->sc = NULL;
     if (s->st) {
         ct_gate_stream_detach(s->k, s->st);
         stream_done(s->h, s->st);
@@ -548,6 +575,7 @@ static enum MHD_Result speech_full(ct_http *h, struct MHD_Connection *c, ct_stre
         return send_error(h, c, &e, NULL);
     }
     size_t n = (len - off) / 2;
+    log_audio(tl_cc, &si, h->rate);
     if (off) ct_wav_header(out, h->rate, CT_WAV_PCM16, n);
     char it[24], ot[24], tt[24], as[32];
     snprintf(it, sizeof it, "%d", si.text_tokens);
@@ -753,6 +781,11 @@ static enum MHD_Result queue_stream(ct_http *h, struct MHD_Connection *c, stream
     enum MHD_Result ret = MHD_queue_response(c, 200, r);
     MHD_destroy_response(r);
     ct_srv_metrics_status(&h->mx, 200);
+    if (tl_cc) {
+        tl_cc->status = 200;
+        tl_cc->sc = s;
+        s->cc = tl_cc;
+    }
     return ret;
 }
 
@@ -955,9 +988,17 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     ct_http *h = cls;
     (void)version;
     conn_ctx *cc = *con_cls;
+    tl_cc = cc;
     if (!cc) {
         ct_gate_conn *k = ct_gate_conn_of(c);
         ct_gate_request_begin(k);
+        if (!(cc = calloc(1, sizeof *cc))) return MHD_NO;
+        cc->k = k;
+        cc->t0_ms = ct_now_ms();
+        cc->audio_s = -1;
+        snprintf(cc->method, sizeof cc->method, "%s", method);
+        snprintf(cc->path, sizeof cc->path, "%s", url);
+        *con_cls = tl_cc = cc;
         enum MHD_Result ret;
         if (head_refused(h, c, url, &ret)) return ret;
         int speech_post = strcmp(url, "/v1/audio/speech") == 0 && strcmp(method, "POST") == 0;
@@ -969,11 +1010,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                 return send_err(h, c, 413, "invalid_request_error", NULL, "body_too_large", m);
             }
         }
-        cc = calloc(1, sizeof *cc);
-        if (!cc) return MHD_NO;
         cc->is_speech = speech_post;
-        cc->k = k;
-        *con_cls = cc;
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -1008,10 +1045,21 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t) {
-    (void)cls, (void)t;
+    ct_http *h = cls;
     conn_ctx *cc = *con_cls;
+    tl_cc = NULL;
     ct_gate_request_end(cc ? cc->k : ct_gate_conn_of(c));
+    if (cc && h->p.log_fn) { /* one access-log line */
+        char line[512], audio[96] = "";
+        if (cc->audio_s >= 0)
+            snprintf(audio, sizeof audio, " audio %.2fs ttfa %.0fms rtf %.3f", cc->audio_s, cc->ttfa_ms, cc->rtf);
+        snprintf(line, sizeof line, "%s %s %d %llub%s %.0fms%s", cc->method, cc->path, cc->status,
+                 (unsigned long long)cc->bytes, audio, ct_now_ms() - cc->t0_ms,
+                 t == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (cut short)");
+        h->p.log_fn(h->p.log_ud, line);
+    }
     if (cc) {
+        if (cc->sc) cc->sc->cc = NULL;
         free(cc->body);
         free(cc);
         *con_cls = NULL;

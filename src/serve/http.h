@@ -44,6 +44,10 @@ typedef struct {
                                   beyond the table; "-" = no aliases at all */
     const char *cors_origin;   /* NULL = no CORS; else every answer allows this origin ("*" = any)
                                   and OPTIONS preflights get 204 */
+    void (*log_fn)(void *ud, const char *line); /* NULL = no access log; else one line per
+                                  request: method, path, status, bytes, audio seconds, TTFA, RTF,
+                                  elapsed ms (the library does not print: the caller does) */
+    void *log_ud;
 } ct_http_params;
 
 ct_http_params ct_http_params_default(void);

@@ -172,7 +172,16 @@ has "^HTTP/1.1 204" "$WORK/out"; has "^Access-Control-Allow-Origin: https://app.
 has "^Access-Control-Allow-Headers: Authorization, Content-Type" "$WORK/out"
 curl -s -i "http://127.0.0.1:$PORT/v1/models" > "$WORK/out" 2>&1
 has "^HTTP/1.1 200" "$WORK/out"; has "^Access-Control-Allow-Origin: https://app.example" "$WORK/out"
+curl -s -o "$WORK/a.pcm" -H 'Content-Type: application/json' \
+  -d '{"input":"Logged.","voice":"vivian","max_new_tokens":5,"response_format":"pcm","stream_format":"audio"}' \
+  "http://127.0.0.1:$PORT/v1/audio/speech"
+curl -s -o /dev/null "http://127.0.0.1:$PORT/nowhere"
 kill -TERM $SRV; wait $SRV
+# the access log: one line per request, audio facts for speech
+has "^OPTIONS /v1/audio/speech 204 0b [0-9]*ms$" "$WORK/srv.log"
+has "^GET /v1/models 200 [0-9]*b [0-9]*ms$" "$WORK/srv.log"
+has "^POST /v1/audio/speech 200 $(stat -c %s "$WORK/a.pcm")b audio 0.32s ttfa [0-9]*ms rtf [0-9.]* [0-9]*ms$" "$WORK/srv.log"
+has "^GET /nowhere 404 " "$WORK/srv.log"
 expect_rc 1 "$BIN" serve -m "$M" --host no-such-host.invalid --port 0 --profile none
 has "not an IPv4 address or a name" "$WORK/err"
 for c in serve export quantize stats; do
