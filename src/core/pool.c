@@ -65,6 +65,14 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* One step of a wait: a pause, and every 64th step a yield, so a waiting thread hands its core
+   to a runnable thread queued behind it there (a descheduled worker or the caller sharing the
+   core, or another process) instead of spinning through its time slice. */
+static inline void spin_step(int i) {
+    if ((i & 63) == 63) sched_yield();
+    else cpu_relax();
+}
+
 static int pin_self(const int *cpus, int n_cpus, int ith) {
     if (!cpus || n_cpus <= 0) return 0;
     cpu_set_t set;
@@ -102,7 +110,7 @@ static void *worker(void *arg) {
         int spins = 0;
         while ((g = atomic_load(&p->gen)) == seen) {
             if (atomic_load(&p->quit)) return NULL;
-            if (++spins < SPIN_ITERS) cpu_relax();
+            if (++spins < SPIN_ITERS) spin_step(spins);
             else {
                 atomic_fetch_add(&p->sleepers, 1);
                 if (atomic_load(&p->gen) == seen) futex_wait(&p->gen, seen);
@@ -127,7 +135,7 @@ static void wait_workers(ct_pool *p, int all) {
         uint64_t a = atomic_load(&p->act);
         if (ACT_INSIDE(a) == 0 && (!all || ACT_JOINED(a) == p->n - 1)) return;
         if (spins < WAIT_SPINS) {
-            cpu_relax();
+            spin_step(spins);
             continue;
         }
         if (!(a & ACT_WAITER) && !atomic_compare_exchange_strong(&p->act, &a, a | ACT_WAITER)) continue;
