@@ -22,7 +22,7 @@ static uint32_t rd32(const uint8_t *p) {
 
 void ct_wav_header(uint8_t h[CT_WAV_HEADER_BYTES], int rate, ct_wav_format fmt, uint64_t samples) {
     int bps = fmt == CT_WAV_FLOAT32 ? 4 : 2;
-    const uint64_t max = 0xFFFFFFFFull - 36;
+    const uint64_t max = (0xFFFFFFFFull - 36) / (uint64_t)bps * (uint64_t)bps; /* whole samples */
     uint64_t data = samples > max / (uint64_t)bps ? max : samples * (uint64_t)bps;
     uint32_t d32 = (uint32_t)data;
     memcpy(h, "RIFF", 4);

@@ -15,8 +15,9 @@ typedef enum { CT_WAV_PCM16 = 0, CT_WAV_FLOAT32 = 1, CT_WAV_RAW_S16LE = 2 } ct_w
 #define CT_WAV_STREAMING UINT64_MAX /* ct_wav_header: length unknown (a pipe or a stream) */
 
 /* The 44-byte RIFF/WAVE header of a mono stream of `samples` samples (fmt PCM16 or FLOAT32);
-   CT_WAV_STREAMING, or a length over the 32-bit limit, writes the streaming maximum
-   (data size 0xFFFFFFFF - 36), which players accept. */
+   CT_WAV_STREAMING, or a length over the 32-bit limit, writes the streaming maximum: the largest
+   whole number of samples that fits 0xFFFFFFFF - 36 data bytes (RIFF size = data + 36), which
+   players and Python's wave read up to the end of the bytes that come. */
 void ct_wav_header(uint8_t h[CT_WAV_HEADER_BYTES], int rate, ct_wav_format fmt, uint64_t samples);
 
 typedef struct {

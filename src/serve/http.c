@@ -538,56 +538,6 @@ static ct_status submit(ct_http *h, const ct_speech_request *rq, const char *utt
 }
 
 /* The whole clip in one response, with exact WAV sizes and the usage headers. */
-static enum MHD_Result speech_full(ct_http *h, struct MHD_Connection *c, ct_stream *st, ct_resp_format fmt) {
-    const size_t off = fmt == CT_RESP_WAV ? HDR : 0;
-    size_t cap = off + (size_t)h->rate * 4, len = off;
-    unsigned char *out = malloc(cap);
-    float *tmp = malloc(sizeof(float) * READ_SAMPLES);
-    int finished = 0;
-    while (out && tmp && !finished) {
-        if (len + 2 * READ_SAMPLES > cap) {
-            unsigned char *no = realloc(out, 2 * cap);
-            if (!no) break;
-            out = no;
-            cap *= 2;
-        }
-        size_t got = ct_stream_read(st, tmp, READ_SAMPLES, POLL_MS * 5, &finished);
-        ct_pcm_s16le(out + len, tmp, got);
-        len += 2 * got;
-        if (!got && !finished && client_gone(h, c)) {
-            free(out);
-            free(tmp);
-            stream_done(h, st);
-            return MHD_NO;
-        }
-    }
-    free(tmp);
-    ct_stream_info si = ct_stream_get_info(st);
-    ct_api_error e;
-    if (!finished) ct_api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-    else if (si.state == CT_STREAM_FAILED && si.status == CT_ERR_TIMEOUT) /* a deadline of the profile */
-        ct_api_error_set(&e, 504, "server_error", NULL, "timeout", "%s", ct_stream_errmsg(st));
-    else if (si.state == CT_STREAM_FAILED)
-        ct_api_error_set(&e, 500, "server_error", NULL, "generation_failed", "%s", ct_stream_errmsg(st));
-    stream_done(h, st);
-    if (!finished || si.state == CT_STREAM_FAILED) {
-        free(out);
-        return send_error(h, c, &e, NULL);
-    }
-    size_t n = (len - off) / 2;
-    log_audio(tl_cc, &si, h->rate);
-    if (off) ct_wav_header(out, h->rate, CT_WAV_PCM16, n);
-    char it[24], ot[24], tt[24], as[32];
-    snprintf(it, sizeof it, "%d", si.text_tokens);
-    snprintf(ot, sizeof ot, "%d", si.frames);
-    snprintf(tt, sizeof tt, "%d", si.text_tokens + si.frames);
-    snprintf(as, sizeof as, "%.3f", (double)n / h->rate);
-    const char *hd[] = {"x-codectalk-input-tokens", it, "x-codectalk-output-tokens", ot,
-                        "x-codectalk-total-tokens", tt, "x-codectalk-audio-seconds", as,
-                        "x-codectalk-stop-reason", ct_stop_reason_str(si.stop), NULL};
-    return send_buf(h, c, 200, fmt == CT_RESP_WAV ? "audio/wav" : "audio/pcm", (char *)out, len, hd);
-}
-
 /* A context for a streamed or collected body (st attached later): audio in format af (an
    encoder for mp3 / opus / aac / flac), at speed (1 = as generated); NULL when out of memory
    or the encoder cannot start (*why says which). */
@@ -804,9 +754,9 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
     ct_resp_format fmt = rq.format;
     int af = rq.audio_format;
     float speed = rq.speed;
-    /* encoded or time-stretched audio streams even without stream_format, as the OpenAI API
-       streams plain requests; plain WAV/PCM at speed 1 are collected (an exact WAV header) */
-    if (mode == CT_MODE_FULL && (fmt == CT_RESP_ENCODED || speed != 1.0f)) mode = CT_MODE_AUDIO;
+    /* audio streams as it is made also without stream_format, as the OpenAI API streams plain
+       requests (a WAV then carries the streaming header); codes may be collected whole */
+    if (mode == CT_MODE_FULL && fmt != CT_RESP_CODES) mode = CT_MODE_AUDIO;
     stream_ctx *cs = NULL; /* codes: the context that submits utterance by utterance */
     if (fmt == CT_RESP_CODES && !(cs = codes_new(h, c, &rq)))
         return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
@@ -844,7 +794,6 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
         if (cs) stream_free(cs);
         return send_error(h, c, &e, NULL);
     }
-    if (mode == CT_MODE_FULL && !cs) return speech_full(h, c, st, fmt);
     char why[256];
     stream_ctx *s = cs ? cs : stream_new(h, c, mode, fmt, af, speed, why, sizeof why);
     if (!s) {

@@ -50,6 +50,18 @@ for fmt in ("mp3", "opus", "aac", "flac", "wav", "pcm"):
         parts = list(r.iter_bytes())
     near(duration(b"".join(parts), fmt), BASE_S, f"{fmt} streamed", fmt)
     checks += 1
+# a streamed WAV saved as it arrives reads with Python's wave: a correct RIFF layout (whole
+# samples), the audio up to the end of the file
+import wave  # noqa: E402
+
+with client.audio.speech.with_streaming_response.create(model="tts-1", voice="alloy", input="Hello there.",
+                                                        response_format="wav", extra_body=EXTRA) as r:
+    r.stream_to_file("/tmp/.codectalk_stream.wav" if len(sys.argv) < 3 else sys.argv[2])
+with wave.open("/tmp/.codectalk_stream.wav" if len(sys.argv) < 3 else sys.argv[2]) as w:
+    assert w.getframerate() == 24000 and w.getnchannels() == 1 and w.getsampwidth() == 2
+    got = len(w.readframes(w.getnframes())) / 2 / 24000
+near(got, BASE_S, "streamed wav through wave", "wav")
+checks += 1
 # the model's own voice and id work too; unknown names are 400/404 with the choices
 models = [m.id for m in client.models.list()]
 assert "tts-1" in models and "tts-1-hd" in models and "gpt-4o-mini-tts" in models, models

@@ -51,4 +51,5 @@ for _ in $(seq 1 600); do
     sleep 0.1
 done
 [ -n "$PORT" ] || { echo "FAIL: server did not start: $(cat "$WORK/srv.log")"; exit 1; }
-PYTHONDONTWRITEBYTECODE=1 timeout 600 "$VENV/bin/python" "$SRC/tests/openai/check_openai.py" "http://127.0.0.1:$PORT/v1"
+PYTHONDONTWRITEBYTECODE=1 timeout 600 "$VENV/bin/python" "$SRC/tests/openai/check_openai.py" \
+    "http://127.0.0.1:$PORT/v1" "$WORK/stream.wav"
