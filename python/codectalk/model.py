@@ -38,32 +38,26 @@ def _b(s, what):
 
 
 class Model:
-    """Model(path, profile="auto", *, weights=None, placement="auto", threads=0)
+    """Model(path, *, weights=None, placement="auto", threads=0)
 
     path: a checkpoint directory (config.json, model.safetensors, tokenizer files and the codec
     in speech_tokenizer/), as for `codectalk synth -m`.
 
-    profile: "auto", the settings the library chooses by itself: weights as stored, placement
-    auto (one serial pool on 2 or fewer CPUs, else the talker and the codec side by side), the
-    engine's thread counts, the exact chunk schedule, 300-byte utterances. These are the plain
-    defaults that `codectalk synth --profile none` runs with, so the audio equals its output for
-    the same text, voice, language and seed. The program's deploy profile (cost model,
-    calibration, profile files) is not part of the public C API, so Python does not apply it;
-    its settings that the API takes are these keywords:
+    The library's own settings apply: weights as stored, placement auto (one serial pool on 2 or
+    fewer CPUs, else the talker and the codec side by side), the engine's thread counts, the
+    exact chunk schedule, 300-byte utterances: the plain defaults `codectalk synth --profile
+    none` runs with, so the audio equals its output for the same text, voice, language and
+    seed. The program's deploy profile (cost model, calibration, profile files) is not part of
+    the public C API, so there is no profile here; the settings the API takes are these:
       weights    "bf16" / "stored" (as stored), "int8", "int4" or "mixed" (ct_model_params.weights)
       placement  "auto", "serial" or "overlapped" (ct_engine_params.placement)
       threads    talker threads, 0 = the engine decides (ct_engine_params.talker_threads)
     """
 
-    def __init__(self, path, profile="auto", *, weights=None, placement="auto", threads=0):
+    def __init__(self, path, *, weights=None, placement="auto", threads=0):
         lib = _lib.load()
         self._lib = lib
         self._model = self._codec = self._engine = None
-        if profile != "auto":
-            raise ValueError("codectalk: profile %r: only 'auto' (the library's own settings) is "
-                             "available from Python; the deploy profiles of `codectalk synth "
-                             "--profile` need the program. Set weights=, placement=, threads= "
-                             "instead" % (profile,))
         if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
             raise ValueError("codectalk: threads must be an int >= 0 (0 = the engine decides), "
                              "not %r" % (threads,))

@@ -139,8 +139,8 @@ def test_bad_path_raises_library_message(bin_path, tmp_path):
 
 
 def test_bad_arguments(model_dir, model):
-    with pytest.raises(ValueError, match="profile 'fast'"):
-        codectalk.Model(model_dir, profile="fast")
+    with pytest.raises(TypeError):  # no deploy profile in the library (README "Python")
+        codectalk.Model(model_dir, profile="auto")
     with pytest.raises(ValueError, match="placement 'sideways'"):
         codectalk.Model(model_dir, placement="sideways")
     with pytest.raises(ValueError, match="threads must be an int >= 0"):
