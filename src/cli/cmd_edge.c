@@ -151,12 +151,13 @@ static void explain_plan(const ct_auto_report *r, char *out, size_t cap) {
                               o->measured ? "" : "predicted", i == pl->chosen ? " <- chosen" : "");
         if (o->measured && u < cap) {
             const ct_cal_run *k = &o->run;
+            char mplace[32];
+            if (k->serial) snprintf(mplace, sizeof mplace, "serial %d", k->talker_threads);
+            else snprintf(mplace, sizeof mplace, "overlapped %d+%d", k->talker_threads, k->codec_threads);
             u += (size_t)snprintf(out + u, cap - u,
-                                  "| %s/%s measured | %s %d%s%d | %.1f (pred %+.0f%%) | %.1f (pred %+.0f%%) | %.1f (pred "
+                                  "| %s/%s measured | %s | %.1f (pred %+.0f%%) | %.1f (pred %+.0f%%) | %.1f (pred "
                                   "%+.0f%%) | %.1f (pred %+.0f%%) | %.2f | | measured |\n",
-                                  ct_wformat_name(o->talker_fmt), ct_wformat_name(o->pred_fmt),
-                                  k->serial ? "serial" : "overlapped", k->talker_threads, k->serial ? "" : "+",
-                                  k->serial ? 0 : k->codec_threads, k->talker_ms,
+                                  ct_wformat_name(o->talker_fmt), ct_wformat_name(o->pred_fmt), mplace, k->talker_ms,
                                   100 * (p->talker_ms / (k->talker_ms > 0 ? k->talker_ms : 1) - 1), k->predictor_ms,
                                   100 * (p->predictor_ms / (k->predictor_ms > 0 ? k->predictor_ms : 1) - 1),
                                   k->codec_ms, 100 * (p->codec_ms / (k->codec_ms > 0 ? k->codec_ms : 1) - 1),
@@ -282,7 +283,8 @@ done:
 }
 
 /* One measured placement of a format combination: a warmed-up engine, one request of `frames`
-   frames with the exact schedule; the run's per-frame stage costs and the chunk timeline. */
+   frames with the adaptive schedule the profile deploys (the codec's cost depends on its chunk
+   sizes); the run's per-frame stage costs and the chunk timeline. */
 static int measure_run(ct_model *m, ct_codec *c, const ct_cost_cfg *cfg, int frames, ct_cal_run *run,
                        ct_chunk_rec **chunks, int *nc) {
     char err[1024];
@@ -304,6 +306,7 @@ static int measure_run(ct_model *m, ct_codec *c, const ct_cost_cfg *cfg, int fra
     g.max_frames = frames;
     g.min_new_tokens = frames;
     ct_stream_params sp = ct_stream_params_default();
+    sp.schedule = "adaptive";
     ct_stream_info in;
     int rc = ct_cli_run_stream(e, &g, &sp, "measured request", chunks, nc, &in);
     ct_engine_free(e);
