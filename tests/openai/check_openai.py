@@ -50,6 +50,20 @@ for fmt in ("mp3", "opus", "aac", "flac", "wav", "pcm"):
         parts = list(r.iter_bytes())
     near(duration(b"".join(parts), fmt), BASE_S, f"{fmt} streamed", fmt)
     checks += 1
+# stream_format "sse" (the SDK's own parameter): speech.audio.delta events carry base64 bytes of
+# the format, then speech.audio.done
+import base64  # noqa: E402
+import json  # noqa: E402
+
+for fmt in ("mp3", "pcm"):
+    with client.audio.speech.with_streaming_response.create(model="tts-1", voice="echo", input="Hello there.",
+                                                            response_format=fmt, stream_format="sse",
+                                                            extra_body=EXTRA) as r:
+        events = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: ")]
+    assert events[-1]["type"] == "speech.audio.done" and all(e["type"] == "speech.audio.delta" for e in events[:-1])
+    data = b"".join(base64.b64decode(e["audio"]) for e in events[:-1])
+    near(duration(data, fmt), BASE_S, f"{fmt} sse", fmt)
+    checks += 1
 # a streamed WAV saved as it arrives reads with Python's wave: a correct RIFF layout (whole
 # samples), the audio up to the end of the file
 import wave  # noqa: E402
