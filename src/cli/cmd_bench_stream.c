@@ -412,6 +412,16 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         fprintf(stderr, "error: --model DIR is required\n");
         return 2;
     }
+    if (ct_args_given(&a->max_frames) && (a->max_frames < 1 || a->max_frames > 1000000)) {
+        fprintf(stderr, "error: --max-frames must be in [1, 1000000]\n");
+        return 2;
+    }
+    if ((ct_args_given(&a->threads) && (a->threads < 0 || a->threads > 256)) ||
+        (ct_args_given(&a->codec_threads) && (a->codec_threads < 1 || a->codec_threads > 256)) ||
+        (ct_args_given(&a->context) && (a->context < 0 || a->context > 1000))) {
+        fprintf(stderr, "error: --threads must be in [0, 256], --codec-threads in [1, 256], --context in [0, 1000]\n");
+        return 2;
+    }
     if (a->concurrency < 0 || a->concurrency > 256) {
         fprintf(stderr, "error: --concurrency must be in [1, 256]\n");
         return 2;

@@ -90,6 +90,10 @@ int ct_cli_bench_emulate(int argc, char **argv) {
         fprintf(stderr, "error: --model DIR is required\n");
         return 2;
     }
+    if (frames < 1 || frames > 1000000 || repeat < 1 || repeat > 1000) {
+        fprintf(stderr, "error: --max-frames must be in [1, 1000000] and --repeat in [1, 1000]\n");
+        return 2;
+    }
     char self[1024];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     if (sl <= 0) {

@@ -4,6 +4,7 @@
    or U8 [rows, cols/2] (INT4, layout on ct_mat in kernels/ops.h) with its F32 scales in
    "<name>.scale" ([rows] or [rows, cols/32]). Put OUT next to config.json etc. as
    model.safetensors to load it; the loader checks every scales tensor by name and shape. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,7 @@ int ct_cli_quantize(int argc, char **argv) {
     json_t *h = json_object();
     int rc = 1;
     FILE *f = NULL;
+    char tmp_path[4200] = "";
     if (!e || !h) goto done;
     n = add_stack(e, n, "talker.model", &m->talker);
     n = add_stack(e, n, "talker.code_predictor.model", &m->pred);
@@ -120,9 +122,17 @@ int ct_cli_quantize(int argc, char **argv) {
     if (!js) goto done;
     size_t hl = strlen(js), pad = (8 - hl % 8) % 8;
     uint64_t len = hl + pad;
-    f = fopen(out, "wb");
+    /* a regular or new file: written to OUT.partial and renamed when complete */
+    int in_place = ct_cli_out_in_place(out);
+    if (in_place < 0) {
+        free(js);
+        goto done;
+    }
+    if (!in_place) snprintf(tmp_path, sizeof tmp_path, "%s.partial", out);
+    f = fopen(in_place ? out : tmp_path, "wb");
     if (!f) {
-        fprintf(stderr, "error: cannot write '%s'\n", out);
+        fprintf(stderr, "error: cannot write '%s': %s\n", in_place ? out : tmp_path, strerror(errno));
+        tmp_path[0] = 0;
         free(js);
         goto done;
     }
@@ -142,17 +152,25 @@ int ct_cli_quantize(int argc, char **argv) {
             ok &= fwrite(t->data, 1, t->nbytes, f) == t->nbytes;
         }
     }
+    errno = 0;
     ok &= fclose(f) == 0;
     f = NULL;
     if (!ok) {
-        fprintf(stderr, "error: writing '%s' failed\n", out);
+        fprintf(stderr, "error: writing '%s' failed: %s\n", out, errno == ENOSPC ? "no space left on device"
+                                                                 : errno ? strerror(errno) : "write error");
         goto done;
     }
+    if (tmp_path[0] && rename(tmp_path, out) != 0) {
+        fprintf(stderr, "error: cannot rename '%s' to '%s': %s\n", tmp_path, out, strerror(errno));
+        goto done;
+    }
+    tmp_path[0] = 0;
     printf("wrote %s: %zu tensors, %zu quantized (%s), %.1f MB of data\n", out, nt, nq, weights,
            (double)off / 1e6);
     rc = 0;
 done:
     if (f) fclose(f);
+    if (tmp_path[0]) remove(tmp_path); /* never a half-written checkpoint */
     json_decref(h);
     free(e);
     ct_model_free(m);

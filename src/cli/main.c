@@ -118,6 +118,7 @@ static int cmd_codes(int argc, char **argv) {
     ct_engine *e = NULL;
     ct_stream *st = NULL;
     FILE *fo = NULL;
+    char tmp_path[4200] = "";
     int32_t *frames = NULL;
     if (!text || ct_cli_read_xvector(&a, m, &xv) != 0) goto done;
     /* one stream on the engine, codes out: the same frames as every other entry point */
@@ -163,10 +164,15 @@ static int cmd_codes(int argc, char **argv) {
     }
     double wall = now_s() - t0;
     if (tty) fputc('\n', stderr);
-    fo = out && strcmp(out, "-") != 0 ? fopen(out, bin ? "wb" : "w") : stdout;
+    /* a regular or new file: written to FILE.partial and renamed when complete (as synth does) */
+    int to_file = out && strcmp(out, "-") != 0, in_place = to_file ? ct_cli_out_in_place(out) : 1;
+    if (in_place < 0) goto done;
+    if (!in_place) snprintf(tmp_path, sizeof tmp_path, "%s.partial", out);
+    fo = to_file ? fopen(in_place ? out : tmp_path, bin ? "wb" : "w") : stdout;
     if (!fo) {
-        fprintf(stderr, "error: cannot open '%s' for writing: %s\n", out,
+        fprintf(stderr, "error: cannot open '%s' for writing: %s\n", in_place ? out : tmp_path,
                 errno == EISDIR ? "it is a directory" : strerror(errno));
+        tmp_path[0] = 0;
         goto done;
     }
     errno = 0;
@@ -189,6 +195,11 @@ static int cmd_codes(int argc, char **argv) {
         goto write_fail;
     }
     fo = NULL;
+    if (tmp_path[0] && rename(tmp_path, out) != 0) {
+        fprintf(stderr, "error: cannot rename '%s' to '%s': %s\n", tmp_path, out, strerror(errno));
+        goto done;
+    }
+    tmp_path[0] = 0;
     if (!a.quiet)
         fprintf(stderr, "%d frames (%.2f s of audio), stop: %s, prefill %.3f s, %.1f ms/frame, "
                 "wall %.2f s\n", nf, nf * 0.08, ct_stop_reason_str(si.stop),
@@ -205,6 +216,7 @@ write_fail:
             errno == ENOSPC ? "no space left on device" : errno ? strerror(errno) : "write error");
 done:
     if (fo && fo != stdout) fclose(fo);
+    if (tmp_path[0]) remove(tmp_path); /* never a half-written frames file */
     free(frames);
     free(xv);
     free(text);

@@ -39,6 +39,23 @@ expect_rc 0 "$BIN" codes -m "$M" -t "Hi." -s vivian --max-frames 3 --greedy -o "
 if cmp -s "$WORK/g0.json" "$WORK/g1.json"; then ok; else bad "--temperature 0 is not greedy"; fi
 expect_rc 0 "$BIN" codes -m "$M" -t "Hi." -s vivian --max-frames 2 --top-k 0 --top-p 1 --repetition-penalty 1 --max-new-tokens 1 -o "$WORK/e.json"
 
+# ---- the benchmarks' counts: out of range is exit 2 naming the flag, never a silent default ----
+for args in "stream --max-frames 0" "stream --max-frames -3" "stream --threads -1" "stream --codec-threads 0" \
+    "stream --context -1" "stream --concurrency 300" "threads --max-frames -1" "emulate --max-frames 0" \
+    "emulate --repeat 0" "model --frames 1" "model --compete -1"; do
+  set -- $args
+  out=(-o "$WORK/bench"); [ "$1" = model ] && out=()   # bench model writes no result directory
+  expect_rc 2 "$BIN" bench $args -m "$M" "${out[@]}"; has "$2" "$WORK/err"
+done
+
+# ---- codes and quantize write FILE.partial and rename it: nothing half-written stays -------
+expect_rc 0 "$BIN" codes -m "$M" -t "Hi." -s vivian --max-frames 2 -o "$WORK/c.json"
+[ -s "$WORK/c.json" ] && [ ! -e "$WORK/c.json.partial" ] && ok || bad "codes -o: partial file left"
+expect_rc 0 "$BIN" quantize -m "$M" --weights int8 -o "$WORK/q.safetensors"
+[ -s "$WORK/q.safetensors" ] && [ ! -e "$WORK/q.safetensors.partial" ] && ok || bad "quantize -o: partial file left"
+expect_rc 1 "$BIN" quantize -m "$M" --weights int8 -o /dev/full; has "no space left on device" "$WORK/err"
+[ -c /dev/full ] && ok || bad "quantize replaced /dev/full"
+
 # ---- text input: NUL bytes and directories ------------------------------------------------
 printf 'Hello\0world' > "$WORK/nul.txt"
 expect_rc 1 "$BIN" tokenize -m "$M" -f "$WORK/nul.txt";  has "NUL" "$WORK/err"
