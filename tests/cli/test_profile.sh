@@ -64,10 +64,19 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 has "^profile .*p.yaml: weights bf16/bf16" "$WORK/srv.log"
+# codes are collected whole: the deadline is a 504 with the engine's message
 code="$(curl -sS --max-time 60 -o "$WORK/resp" -w '%{http_code}' -H 'Content-Type: application/json' \
-        --data-binary '{"model":"qwen3-tts-12hz-0b6-custom_voice","input":"Hello there.","voice":"vivian"}' "http://127.0.0.1:$PORT/v1/audio/speech")"
-[ "$code" = 504 ] && ok || bad "deadline over HTTP: $code $(head -c 300 "$WORK/resp")"
+        --data-binary '{"input":"Hello there.","voice":"vivian","response_format":"codes"}' \
+        "http://127.0.0.1:$PORT/v1/audio/speech")"
+[ "$code" = 504 ] && ok || bad "deadline over HTTP: $code $(head -c 300 "$WORK/resp" | tr -d '\0')"
 has "deadline_ms 1 passed" "$WORK/resp"
+# audio streams: a 504 when the deadline passes before the headers, else a body cut short (curl
+# exit 18), never a complete answer
+curl -sS --max-time 60 -o "$WORK/resp" -w '%{http_code}' -H 'Content-Type: application/json' \
+  --data-binary '{"input":"Hello there.","voice":"vivian"}' "http://127.0.0.1:$PORT/v1/audio/speech" \
+  > "$WORK/code" 2>/dev/null
+rc=$?
+{ [ "$(cat "$WORK/code")" = 504 ] || [ $rc = 18 ]; } && ok || bad "audio past its deadline: HTTP $(cat "$WORK/code"), curl $rc"
 kill -TERM $SRV; wait $SRV
 
 # calibration: measured, cached per formats, preferred by the next auto profile
