@@ -1,4 +1,5 @@
-/* Test helpers: random-weight model directories made with make-model, and small file edits. */
+/* Test helpers: random-weight model directories made with make-model, small file edits, a
+   sleep, and the fixed-length request the engine and server tests send. */
 #ifndef CT_TEST_MODELS_H
 #define CT_TEST_MODELS_H
 
@@ -7,11 +8,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codectalk.h"
 #include "core/fileio.h"
 #include "model/make_model.h"
+
+static inline void ct_test_sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* A request of exactly `frames` frames for the tiny CustomVoice model (voice uncle_fu). */
+static inline ct_gen_params ct_test_gen(const char *text, uint64_t seed, int frames) {
+    ct_gen_params g = ct_gen_params_default();
+    g.text = text;
+    g.speaker = "uncle_fu";
+    g.seed = seed;
+    g.max_frames = frames;
+    g.min_new_tokens = frames;
+    return g;
+}
 
 /* Writes preset into CT_BIN_DIR/<tag> (overwriting) and returns the path (static buffer per
    call site's tag). Returns NULL and prints the error on failure. */

@@ -308,6 +308,29 @@ int ct_cli_out_in_place(const char *out) {
     return lstat(out, &lsb) == 0 && S_ISREG(lsb.st_mode) ? 0 : 1;
 }
 
+FILE *ct_cli_open_audio_out(const char *out, int raw, char *tmp_path, size_t cap) {
+    tmp_path[0] = 0;
+    int in_place = raw ? 1 : ct_cli_out_in_place(out);
+    if (in_place < 0) return NULL;
+    if (!in_place) {
+        snprintf(tmp_path, cap, "%s.partial", out);
+        ct_cli_catch_signals(); /* before the partial file exists: an interrupt removes it */
+    }
+    FILE *f = raw ? stdout : fopen(in_place ? out : tmp_path, "wb");
+    if (!f) {
+        fprintf(stderr, "error: cannot open '%s' for writing: %s\n", in_place ? out : tmp_path, strerror(errno));
+        tmp_path[0] = 0;
+        return NULL;
+    }
+    if (in_place) ct_cli_catch_signals(); /* after the open: an open blocked on a FIFO stays killable */
+    if (!raw && in_place && isatty(fileno(f))) {
+        fprintf(stderr, "error: refusing to write audio to a terminal ('%s')\n", out);
+        fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
 int ct_cli_write_error(FILE *f, const char *what, int e, int tty) {
     if (e == EPIPE) {
         if (f) clearerr(f); /* handled here: main's final stdout check stays quiet */

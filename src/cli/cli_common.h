@@ -58,6 +58,12 @@ int ct_cli_run_stream(ct_engine *e, const ct_gen_params *g, const ct_stream_para
    written through to its target) is opened in place and never replaced. Returns 1 for in place,
    0 for partial-then-rename, -1 (error printed) for a directory. */
 int ct_cli_out_in_place(const char *out);
+/* Opens the audio output by that rule: stdout when raw; else FILE.partial (its path written to
+   tmp_path[cap]) or FILE in place; catches SIGINT/SIGTERM around the open (ct_cli_catch_signals:
+   before a partial file exists, after an in-place open so a FIFO open stays killable); refuses a
+   terminal. NULL with the error printed (and tmp_path "") on failure; the caller closes the file
+   and removes tmp_path unless it renamed it. */
+FILE *ct_cli_open_audio_out(const char *out, int raw, char *tmp_path, size_t cap);
 /* A write error of what (errno e): the reader of a pipe going away (EPIPE) is not an error
    (returns 0, nothing printed: `synth -o - | head -c 100` stops quietly; f's error flag is
    cleared); anything else is named (returns 1). tty: start on a new line (after a progress bar). */

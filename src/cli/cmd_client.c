@@ -389,23 +389,8 @@ int ct_cli_client(int argc, char **argv) {
         fprintf(stderr, "error: cannot open --timeline '%s': %s\n", timeline, strerror(errno));
         goto done;
     }
-    int in_place = raw ? 1 : ct_cli_out_in_place(out);
-    if (in_place < 0) goto done;
-    if (!in_place) {
-        snprintf(tmp_path, sizeof tmp_path, "%s.partial", out);
-        ct_cli_catch_signals(); /* before the partial file exists: an interrupt removes it */
-    }
-    f = raw ? stdout : fopen(in_place ? out : tmp_path, "wb");
-    if (!f) {
-        fprintf(stderr, "error: cannot open '%s' for writing: %s\n", in_place ? out : tmp_path, strerror(errno));
-        tmp_path[0] = 0;
-        goto done;
-    }
-    if (in_place) ct_cli_catch_signals();
-    if (!raw && in_place && isatty(fileno(f))) {
-        fprintf(stderr, "error: refusing to write audio to a terminal ('%s')\n", out);
-        goto done;
-    }
+    f = ct_cli_open_audio_out(out, raw, tmp_path, sizeof tmp_path);
+    if (!f) goto done;
     ct_wav_writer w;
     errno = 0;
     if (ct_wav_begin(&w, f, ct_codec_sample_rate(codec),

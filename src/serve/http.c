@@ -251,9 +251,10 @@ static int pend_event(stream_ctx *s, json_t *ev) {
     return r;
 }
 
-/* bytes of an audio body as the next piece: as they are (chunked body) or one speech.audio.delta
-   event carrying them in base64 (SSE). */
-static int pend_bytes(stream_ctx *s, const unsigned char *b, size_t n) {
+/* n bytes as the next piece: as they are (a chunked body) or one SSE event of `type` carrying
+   them in base64 under `field` (with response_format when fmt is not NULL). */
+static int pend_piece(stream_ctx *s, const unsigned char *b, size_t n, const char *type, const char *field,
+                      const char *fmt) {
     if (n == 0) return 0;
     if (s->mode == CT_MODE_AUDIO) {
         if (pend_reserve(s, n)) return -1;
@@ -264,10 +265,16 @@ static int pend_bytes(stream_ctx *s, const unsigned char *b, size_t n) {
     char *enc = malloc((n + 2) / 3 * 4 + 1);
     if (!enc) return -1;
     enc[ct_b64_encode(enc, b, n)] = 0;
-    int r = pend_event(s, json_pack("{s:s, s:s, s:s}", "type", "speech.audio.delta", "audio", enc, "response_format",
-                                    ct_audio_format_name(s->af)));
+    json_t *ev = json_pack("{s:s, s:s}", "type", type, field, enc);
+    if (ev && fmt) json_object_set_new(ev, "response_format", json_string(fmt));
+    int r = pend_event(s, ev);
     free(enc);
     return r;
+}
+
+/* audio body bytes: speech.audio.delta events under SSE */
+static int pend_bytes(stream_ctx *s, const unsigned char *b, size_t n) {
+    return pend_piece(s, b, n, "speech.audio.delta", "audio", ct_audio_format_name(s->af));
 }
 
 /* n samples as WAV/PCM bytes (after the streaming WAV header the first time) or through the
@@ -323,21 +330,9 @@ static int enc_sink(void *ud, const uint8_t *b, size_t n) {
     return 0;
 }
 
-/* Bytes of the codes wire format (docs/CODES_WIRE.md) as the next piece: as they are (binary
-   stream) or as one speech.codes.delta event carrying them in base64 (SSE). */
+/* Bytes of the codes wire format (docs/CODES_WIRE.md): speech.codes.delta events under SSE. */
 static int pend_wire(stream_ctx *s, const unsigned char *b, size_t n) {
-    if (s->mode == CT_MODE_AUDIO) {
-        if (pend_reserve(s, n)) return -1;
-        memcpy(s->pend + s->pn, b, n);
-        s->pn += n;
-        return 0;
-    }
-    char *enc = malloc((n + 2) / 3 * 4 + 1);
-    if (!enc) return -1;
-    enc[ct_b64_encode(enc, b, n)] = 0;
-    int r = pend_event(s, json_pack("{s:s, s:s}", "type", "speech.codes.delta", "codes", enc));
-    free(enc);
-    return r;
+    return pend_piece(s, b, n, "speech.codes.delta", "codes", NULL);
 }
 
 /* nf frames of s->codes as frame records (after the header record the first time). */

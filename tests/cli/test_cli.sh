@@ -156,16 +156,8 @@ expect_rc 0 "$BIN" calibrate -m "$M" --frames 8 --dry-run --cache-dir "$WORK/cal
 has "| bf16/bf16 | serial " "$WORK/out"; has "not written (dry run)" "$WORK/out"
 [ ! -e "$WORK/cal/calibration" ] && ok || bad "calibrate --dry-run wrote the cache"
 # serve: a host name binds (localhost), --cors answers preflights and marks every answer
-"$BIN" serve -m "$M" --host localhost --port 0 --cors https://app.example --profile none > /dev/null 2>"$WORK/srv.log" &
-SRV=$!
-PORT=""
-for _ in $(seq 1 300); do
-  PORT="$(sed -n 's|.*on http://localhost:\([0-9]*\) .*|\1|p' "$WORK/srv.log" | head -1)"
-  { [ -n "$PORT" ] && grep -q '^ready' "$WORK/srv.log"; } && break
-  kill -0 $SRV 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$PORT" ] && ok || bad "serve --host localhost: $(cat "$WORK/srv.log")"
+start_serve -m "$M" --host localhost --cors https://app.example --profile none && ok || \
+  bad "serve --host localhost: $(cat "$WORK/srv.log")"
 curl -s -i -X OPTIONS -H 'Origin: https://app.example' -H 'Access-Control-Request-Method: POST' \
   "http://127.0.0.1:$PORT/v1/audio/speech" > "$WORK/out" 2>&1
 has "^HTTP/1.1 204" "$WORK/out"; has "^Access-Control-Allow-Origin: https://app.example" "$WORK/out"

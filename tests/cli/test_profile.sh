@@ -54,15 +54,7 @@ has "p.yaml:2:.*engine.turbo" "$WORK/err"
 
 # the server runs by the profile too: its deadline ends a request with 504
 printf 'engine:\n  request_deadline_ms: 1\n' > "$P"
-"$BIN" serve -m "$M" --host 127.0.0.1 --port 0 --profile "$P" > /dev/null 2>"$WORK/srv.log" &
-SRV=$!
-PORT=""
-for _ in $(seq 1 600); do
-  PORT="$(sed -n 's|.*on http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$WORK/srv.log" | head -1)"
-  { [ -n "$PORT" ] && grep -q '^ready' "$WORK/srv.log"; } && break
-  kill -0 $SRV 2>/dev/null || break
-  sleep 0.1
-done
+start_serve -m "$M" --host 127.0.0.1 --profile "$P" && ok || bad "serve: $(cat "$WORK/srv.log")"
 has "^profile .*p.yaml: weights bf16/bf16" "$WORK/srv.log"
 # codes are collected whole: the deadline is a 504 with the engine's message
 code="$(curl -sS --max-time 60 -o "$WORK/resp" -w '%{http_code}' -H 'Content-Type: application/json' \

@@ -21,21 +21,6 @@ static ct_codec *C;
 #define SPF 1920
 #define CAP (200 * SPF)
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static ct_gen_params gen(const char *text, uint64_t seed, int frames) {
-    ct_gen_params g = ct_gen_params_default();
-    g.text = text;
-    g.speaker = "uncle_fu";
-    g.seed = seed;
-    g.max_frames = frames;
-    g.min_new_tokens = frames;
-    return g;
-}
-
 /* Sequential reference: session frames of each utterance (seed + k), one-shot decode each. */
 static long reference(const ct_gen_params *g0, const char *const *utts, int n_utts, float *pcm, long cap) {
     char err[256];
@@ -72,7 +57,7 @@ static void *read_all(void *arg) {
         size_t got = ct_stream_read(r->s, r->pcm + r->n, (size_t)(CAP - r->n < 4096 ? CAP - r->n : 4096), 2000, &fin);
         r->n += (long)got;
         if (r->cancel_after_samples && r->n >= r->cancel_after_samples) ct_stream_cancel(r->s);
-        if (r->sleep_ms && got) sleep_ms(r->sleep_ms);
+        if (r->sleep_ms && got) ct_test_sleep_ms(r->sleep_ms);
         if (r->n >= CAP) break;
     }
     return NULL;
@@ -128,7 +113,7 @@ int main(void) {
     CHECK(ct_test_load("tiny", "engine-tiny", 8, &M, &C));
     if (!M || !C) return ct_test_finish();
     float *ref = malloc(sizeof(float) * CAP), *got = malloc(sizeof(float) * CAP);
-    ct_gen_params g = gen(TEXT, 77, 30);
+    ct_gen_params g = ct_test_gen(TEXT, 77, 30);
     long nref = reference(&g, &TEXT, 1, ref, CAP);
     CHECK(nref == 30 * SPF);
 
@@ -177,7 +162,7 @@ int main(void) {
         long nsolo[4];
         ct_engine *e1 = engine(CT_PLACEMENT_SERIAL, 1, 1, 0);
         for (int k = 0; k < 4 && e1; k++) {
-            ct_gen_params gk = gen(texts[k], 100 + (uint64_t)k, frames[k]);
+            ct_gen_params gk = ct_test_gen(texts[k], 100 + (uint64_t)k, frames[k]);
             nsolo[k] = run_one(e1, &gk, sc[k], k == 3, solo[k], NULL);
             CHECK(nsolo[k] == (long)frames[k] * SPF);
         }
@@ -190,7 +175,7 @@ int main(void) {
             pthread_t th[4];
             static float out[4][CAP];
             for (int k = 0; k < 4; k++) {
-                ct_gen_params gk = gen(texts[k], 100 + (uint64_t)k, frames[k]);
+                ct_gen_params gk = ct_test_gen(texts[k], 100 + (uint64_t)k, frames[k]);
                 ct_stream_params sp = ct_stream_params_default();
                 sp.schedule = sc[k];
                 sp.windowed = k == 3;
@@ -215,7 +200,7 @@ int main(void) {
     /* 3. a slow reader pauses only its own stream and loses nothing (small buffers) */
     {
         ct_engine *e = engine(CT_PLACEMENT_OVERLAPPED, 2, 1, 400);
-        ct_gen_params g2 = gen("A second voice keeps going.", 5, 30);
+        ct_gen_params g2 = ct_test_gen("A second voice keeps going.", 5, 30);
         static float other_ref[CAP], other[CAP];
         long nother = reference(&g2, &g2.text, 1, other_ref, CAP);
         ct_stream *a = NULL, *b = NULL;
@@ -238,10 +223,10 @@ int main(void) {
     for (int pl = 0; pl < 2; pl++) {
         ct_engine *e = engine(pl, 3, 1, 0);
         if (!e) continue;
-        ct_gen_params lg = gen(TEXT, 9, 0);
+        ct_gen_params lg = ct_test_gen(TEXT, 9, 0);
         lg.min_new_tokens = 100000;
         lg.budget_base = 100000;
-        ct_gen_params bad = gen(TEXT, 1, 10);
+        ct_gen_params bad = ct_test_gen(TEXT, 1, 10);
         bad.speaker = "nobody_here";
         ct_stream *a = NULL, *b = NULL, *c = NULL;
         CHECK(ct_engine_submit(e, &lg, NULL, &a, err, sizeof err) == CT_OK);
@@ -260,7 +245,7 @@ int main(void) {
         for (int t = 0; t < 200; t++) {
             k = ct_engine_get_counters(e);
             if (k.active == 0) break;
-            sleep_ms(10);
+            ct_test_sleep_ms(10);
         }
         CHECK(k.active == 0 && k.kv_bytes_in_use == 0 && k.cancelled == 1 && k.failed == 1 && k.completed == 1);
         free(rc.pcm);
@@ -274,7 +259,7 @@ int main(void) {
     {
         const char *three = "One sentence comes first. A second sentence follows it! Does the third one ask?";
         const char *utts[3] = {"One sentence comes first.", "A second sentence follows it!", "Does the third one ask?"};
-        ct_gen_params g3 = gen(three, 21, 8);
+        ct_gen_params g3 = ct_test_gen(three, 21, 8);
         static float r3[CAP];
         long n3 = reference(&g3, utts, 3, r3, CAP);
         ct_engine *e = engine(CT_PLACEMENT_SERIAL, 1, 1, 0);
@@ -362,7 +347,7 @@ int main(void) {
         p.max_context = 512;
         ct_engine *e = NULL;
         CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_OK);
-        ct_gen_params lg = gen(TEXT, 3, 0);
+        ct_gen_params lg = ct_test_gen(TEXT, 3, 0);
         lg.min_new_tokens = 100000;
         lg.budget_base = 100000;
         ct_stream *a = NULL, *b = NULL;
@@ -376,7 +361,7 @@ int main(void) {
         bad = ct_stream_params_default();
         bad.schedule = "sometimes";
         CHECK(ct_engine_submit(e, &g, &bad, &b, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "sometimes"));
-        ct_gen_params empty = gen("  \n ", 1, 5);
+        ct_gen_params empty = ct_test_gen("  \n ", 1, 5);
         CHECK(ct_engine_submit(e, &empty, NULL, &b, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "empty"));
         /* the request is read through its size: an older, shorter struct gets defaults (no text) */
         ct_gen_params shortg = g;
@@ -431,7 +416,7 @@ int main(void) {
         ct_engine *e = NULL;
         CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_OK);
         ct_stream *a = NULL, *b = NULL;
-        ct_gen_params lg = gen(TEXT, 9, 0); /* runs until cancelled */
+        ct_gen_params lg = ct_test_gen(TEXT, 9, 0); /* runs until cancelled */
         lg.min_new_tokens = 100000;
         lg.budget_base = 100000;
         CHECK(e && ct_engine_submit(e, &lg, NULL, &a, err, sizeof err) == CT_OK);
@@ -459,7 +444,7 @@ int main(void) {
         ct_engine *e = NULL;
         CHECK(ct_engine_create(M, C, &p, &e, err, sizeof err) == CT_OK);
         int r = 0;
-        for (int t = 0; t < 500 && (r = ct_engine_ready(e, err, sizeof err)) == 0; t++) sleep_ms(10);
+        for (int t = 0; t < 500 && (r = ct_engine_ready(e, err, sizeof err)) == 0; t++) ct_test_sleep_ms(10);
         CHECK(r == 1);
         ct_engine_counters k = ct_engine_get_counters(e);
         CHECK(k.admitted == 0 && k.completed == 0 && k.active == 0);

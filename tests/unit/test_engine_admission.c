@@ -25,21 +25,6 @@ static ct_codec *C;
 
 static const char *TEXT = "The engine must match the plain loop, sample for sample.";
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static ct_gen_params gen(const char *text, uint64_t seed, int frames) {
-    ct_gen_params g = ct_gen_params_default();
-    g.text = text;
-    g.speaker = "uncle_fu";
-    g.seed = seed;
-    g.max_frames = frames;
-    g.min_new_tokens = frames;
-    return g;
-}
-
 typedef struct {
     ct_stream *s;
     float *pcm;
@@ -84,7 +69,7 @@ static ct_stream *submit(ct_engine *e, const ct_gen_params *g, const ct_stream_p
 /* Waits (up to 10 s) until s made at least frames frames; returns its frame count. */
 static int wait_frames(ct_stream *s, int frames) {
     int f = 0;
-    for (int t = 0; t < 1000 && (f = ct_stream_get_info(s).frames) < frames; t++) sleep_ms(10);
+    for (int t = 0; t < 1000 && (f = ct_stream_get_info(s).frames) < frames; t++) ct_test_sleep_ms(10);
     return f;
 }
 
@@ -95,7 +80,7 @@ static uint64_t wait_counter(ct_engine *e, size_t off, uint64_t want) {
         ct_engine_counters k = ct_engine_get_counters(e);
         memcpy(&v, (const char *)&k + off, sizeof v);
         if (v >= want) break;
-        sleep_ms(10);
+        ct_test_sleep_ms(10);
     }
     return v;
 }
@@ -116,7 +101,7 @@ static void test_prefill_chunk(void) {
     char err[512];
     const char *three = "One sentence comes first. A second sentence follows it! Does the third one ask?";
     const char *utts[3] = {"One sentence comes first.", "A second sentence follows it!", "Does the third one ask?"};
-    ct_gen_params g = gen(three, 21, 8);
+    ct_gen_params g = ct_test_gen(three, 21, 8);
     int plen[3];
     for (int u = 0; u < 3; u++) {
         ct_session *s = NULL;
@@ -164,10 +149,10 @@ static void test_deadlines(void) {
     char err[512];
     static float got[CAP];
     CHECK(strcmp(ct_status_str(CT_ERR_TIMEOUT), "timed out") == 0);
-    ct_gen_params lg = gen(TEXT, 9, 0); /* runs until cancelled */
+    ct_gen_params lg = ct_test_gen(TEXT, 9, 0); /* runs until cancelled */
     lg.min_new_tokens = 100000;
     lg.budget_base = 100000;
-    ct_gen_params g = gen(TEXT, 3, 10);
+    ct_gen_params g = ct_test_gen(TEXT, 3, 10);
     { /* real clock: a stream queued behind a paused one expires on time, the idle engine wakes */
         ct_engine_params p = base(1);
         p.buffer_ms = 400;
@@ -232,7 +217,7 @@ static void test_deadlines(void) {
                    ic.frames == 5,
                "%s: %d frames", ct_stream_errmsg(c), ic.frames);
         ct_engine_counters k = {0};
-        for (int t = 0; t < 500 && (k = ct_engine_get_counters(e)).active > 0; t++) sleep_ms(10);
+        for (int t = 0; t < 500 && (k = ct_engine_get_counters(e)).active > 0; t++) ct_test_sleep_ms(10);
         CHECK(k.timed_out == 3 && k.active == 0 && k.kv_bytes_in_use == 0);
         const char *lines[] = {"codectalk_requests_timed_out_total 3", "codectalk_requests_failed_total 3"};
         expect_metrics(e, lines, 2);
@@ -258,7 +243,7 @@ static void test_throttle(void) {
     ct_engine *e = engine(p);
     if (!e) return;
     ct_engine_test_clock(e, 200, 0, 10);
-    ct_gen_params g = gen(TEXT, 9, 30);
+    ct_gen_params g = ct_test_gen(TEXT, 9, 30);
     ct_stream *a = submit(e, &g, NULL);
     CHECK(wait_frames(a, 5) == 5);
     ct_stream *b = submit(e, &g, NULL);
@@ -295,7 +280,7 @@ static void test_compute(void) {
     ct_engine *e = engine(p);
     if (!e) return;
     ct_engine_test_clock(e, 10, 60, 10);
-    ct_gen_params g1 = gen(TEXT, 9, 100), g2 = gen(TEXT, 10, 30);
+    ct_gen_params g1 = ct_test_gen(TEXT, 9, 100), g2 = ct_test_gen(TEXT, 10, 30);
     ct_stream *a = submit(e, &g1, NULL);
     CHECK(wait_frames(a, 5) == 5); /* its buffer is full: it waits for its reader */
     ct_stream *b = submit(e, &g2, NULL);
@@ -367,7 +352,7 @@ static void test_measured(void) {
     ct_engine *e = engine(p);
     if (!e) return;
     ct_engine_test_clock(e, 10, 60, 10);
-    ct_gen_params g1 = gen(TEXT, 9, 100), g2 = gen(TEXT, 10, 20), g3 = gen(TEXT, 11, 10);
+    ct_gen_params g1 = ct_test_gen(TEXT, 9, 100), g2 = ct_test_gen(TEXT, 10, 20), g3 = ct_test_gen(TEXT, 11, 10);
     ct_stream *a = submit(e, &g1, NULL), *b = submit(e, &g2, NULL);
     reader rb = {b, gb, 0};
     read_all(&rb); /* a is not read: it pauses after 15 frames, most of them shared with b */
@@ -397,7 +382,7 @@ static void test_absorb(void) {
     ct_engine *e = engine(p);
     if (!e) return;
     ct_engine_test_clock(e, 10, 30, 10);
-    ct_gen_params g1 = gen(TEXT, 9, 100), g2 = gen(TEXT, 10, 10);
+    ct_gen_params g1 = ct_test_gen(TEXT, 9, 100), g2 = ct_test_gen(TEXT, 10, 10);
     ct_stream *a = submit(e, &g1, NULL);
     CHECK(wait_frames(a, 15) == 15);
     ct_stream *b = submit(e, &g2, NULL);
@@ -455,7 +440,7 @@ static void test_pinning(void) {
         }
         ct_engine *e = engine(p);
         if (!e) continue;
-        ct_gen_params g = gen(TEXT, 3, 4);
+        ct_gen_params g = ct_test_gen(TEXT, 3, 4);
         reader r = {submit(e, &g, NULL), got, 0};
         read_all(&r); /* every thread has run by now */
         CHECK(r.n == 4 * SPF);

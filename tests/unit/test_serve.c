@@ -29,11 +29,6 @@ static ct_codec *C;
 static const char *KEY_HDR = "Authorization: Bearer s3cret\r\n";
 static const char *TEXT = "Serving must match the synth path, byte for byte.";
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* WAV bytes (PCM16, exact header) of the synth path: session frames, each decoded by the
    exact streaming codec as it is produced, written by the WAV writer. */
 static unsigned char *reference_wav(uint64_t seed, int max_new_tokens, const char *speaker, size_t *len,
@@ -174,10 +169,10 @@ static int client_cb(void *ud, const unsigned char *p, size_t n) {
     (void)p, (void)n;
     c->pieces++;
     if (c->hold) {
-        while (!atomic_load(c->stop)) sleep_ms(5);
+        while (!atomic_load(c->stop)) ct_test_sleep_ms(5);
         return 1;
     }
-    if (c->slow_ms) sleep_ms(c->slow_ms);
+    if (c->slow_ms) ct_test_sleep_ms(c->slow_ms);
     if (c->abort_after && c->pieces >= c->abort_after) return 1;
     return c->stop && atomic_load(c->stop);
 }
@@ -192,7 +187,7 @@ static int wait_until(ct_engine *e, int active, int queued, int ms) {
     for (int t = 0; t < ms; t += 5) {
         ct_engine_counters k = ct_engine_get_counters(e);
         if ((active < 0 || k.active == active) && (queued < 0 || k.queued == queued)) return 1;
-        sleep_ms(5);
+        ct_test_sleep_ms(5);
     }
     return 0;
 }
@@ -244,7 +239,7 @@ int main(void) {
             CHECK(r.status == 200 || r.status == 503);
             ct_http_resp_free(&r);
         }
-        if (!ready) sleep_ms(50);
+        if (!ready) ct_test_sleep_ms(50);
     }
     CHECK(ready);
 

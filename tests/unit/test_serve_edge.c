@@ -38,11 +38,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* A connected socket from source address src (127.0.0.x) with recv/send timeouts of tmo_ms;
    rcvbuf > 0 shrinks the receive buffer first. -1 on failure. */
 static int dial(int port, const char *src, int tmo_ms, int rcvbuf) {
@@ -216,7 +211,7 @@ static void slow_header(int port) {
     size_t i = 0;
     for (; q[i] && now_s() - t0 < 4.0; i++) {
         if (send(fd, q + i, 1, MSG_NOSIGNAL) != 1) break;
-        sleep_ms(100);
+        ct_test_sleep_ms(100);
     }
     size_t n = read_resp(fd, out, sizeof out, 1);
     CHECKF(n > 0 && one_json_error(out, 408) && now_s() - t0 < 3.5, "slow header: %.1f s, %.200s", now_s() - t0,
@@ -247,7 +242,7 @@ static void *slow_read(void *arg) {
         ssize_t k = recv(s->fd, b, sizeof b, 0);
         if (k <= 0) break;
         s->got += (size_t)k;
-        sleep_ms(500);
+        ct_test_sleep_ms(500);
     }
     return NULL;
 }
@@ -301,14 +296,14 @@ int main(void) {
         n = raw(port, health, strlen(health), out, sizeof out);
         CHECKF(n && strncmp(out, "HTTP/1.1 200", 12) == 0 && strcasestr(out, "Connection: close"), "reserve: %.200s",
                out);
-        sleep_ms(200); /* the reserve connection is closed */
+        ct_test_sleep_ms(200); /* the reserve connection is closed */
         idle[2] = dial(port, NULL, 5000, 0); /* third from 127.0.0.1: fine; the fourth is over */
-        sleep_ms(100);
+        ct_test_sleep_ms(100);
         n = raw(port, health, strlen(health), out, sizeof out);
         CHECKF(n && one_json_error(out, 429), "per address: %.200s", out);
         for (int i = 0; i < 3; i++)
             if (idle[i] >= 0) close(idle[i]);
-        sleep_ms(200);
+        ct_test_sleep_ms(200);
     }
     ct_http_stop(H);
     ct_engine_free(E);
@@ -323,7 +318,7 @@ int main(void) {
             if (fds[i] >= 0) opened++, (void)!send(fds[i], "GET /health HTTP/1.1\r\nX: ", 25, MSG_NOSIGNAL);
         }
         CHECK(opened == 70);
-        sleep_ms(300);
+        ct_test_sleep_ms(300);
         static char out[4096];
         int fd = dial(port, "127.0.0.2", 3000, 0); /* another client */
         const char *health = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
@@ -335,7 +330,7 @@ int main(void) {
         if (fd >= 0) close(fd);
         for (int i = 0; i < 70; i++)
             if (fds[i] >= 0) close(fds[i]);
-        sleep_ms(300); /* the gate sees them go */
+        ct_test_sleep_ms(300); /* the gate sees them go */
         double refused = metric_value(port, "codectalk_connections_refused_total");
         CHECKF(refused >= 38, "refused %g", refused);
     }
@@ -357,7 +352,7 @@ int main(void) {
                           strlen(body), body);
         CHECK(fd >= 0 && send(fd, req, (size_t)rl, MSG_NOSIGNAL) == rl);
         int active = 0;
-        for (int t = 0; t < 400 && !active; t++, sleep_ms(10)) active = ct_engine_get_counters(E).active == 1;
+        for (int t = 0; t < 400 && !active; t++, ct_test_sleep_ms(10)) active = ct_engine_get_counters(E).active == 1;
         CHECK(active);
         slow_reader sr = {fd, 0, 0};
         pthread_t th;
