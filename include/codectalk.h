@@ -186,6 +186,13 @@ typedef struct {
     /* Runaway guard: frames <= budget_base + budget_per_token * text_tokens. */
     int budget_base;       /* default 50 frames */
     float budget_per_token; /* default 12 frames per text token */
+    /* Base voice cloning, ICL mode (docs/CLONING.md): the reference clip's codes and its
+       transcript; requires xvector. Without ref_codes a Base request with an xvector is an
+       x-vector-only clone. The output holds only the new speech (MODEL.md 6.3 semantics:
+       the reference frames prime the codec and their samples are dropped). */
+    const int32_t *ref_codes; /* [ref_frames][n_groups], frame-major, codebook 0 first */
+    int ref_frames;
+    const char *ref_text;     /* UTF-8 transcript of the whole reference clip */
 } ct_gen_params;
 
 CT_API ct_gen_params ct_gen_params_default(void);
@@ -295,6 +302,69 @@ CT_API void ct_codec_stream_reset(ct_codec_stream *s);
 
 /* Frees a stream (NULL is fine). */
 CT_API void ct_codec_stream_free(ct_codec_stream *s);
+
+/* ---- voice cloning (Base models; docs/CLONING.md) -------------------------------------- */
+
+/* The x-vector of a mono clip at 24 kHz (pcm[n], n >= 1 s worth) through the model's speaker
+   encoder (ECAPA-TDNN, MODEL.md 6): writes talker_hidden floats to xvec (cap >= that).
+   CT_ERR_UNSUPPORTED for a model without a speaker encoder (not Base), CT_ERR_INVALID_ARG for
+   a clip too short. Thread-safe on a shared model; allocates its working memory per call. */
+CT_API ct_status ct_model_speaker_embed(const ct_model *m, const float *pcm, size_t n, float *xvec,
+                                        int cap, char *err, size_t errcap);
+
+/* The speech-tokenizer encoder (Mimi-style, MODEL.md 5.4): 24 kHz mono PCM -> 16 codes per
+   80 ms frame, the codes the decoder and ICL prompts take. Loaded on its own (the encoder.*
+   tensors of model_dir/speech_tokenizer/model.safetensors) since only cloning needs it. */
+typedef struct ct_speech_encoder ct_speech_encoder;
+CT_API ct_status ct_speech_encoder_load(const char *model_dir, ct_speech_encoder **out, char *err,
+                                        size_t errcap);
+CT_API void ct_speech_encoder_free(ct_speech_encoder *e);
+/* Encodes pcm[n] (24 kHz mono) into codes[ceil(n / 1920)][16] (frame-major); *n_frames gets the
+   count; CT_ERR_LIMIT when it exceeds max_frames (nothing written). Thread-safe. */
+CT_API ct_status ct_speech_encode(const ct_speech_encoder *e, const float *pcm, size_t n,
+                                  int32_t *codes, int max_frames, int *n_frames, char *err,
+                                  size_t errcap);
+
+/* A cloned voice: the x-vector, and for ICL the reference codes and transcript, tied to the
+   model it was made with. Immutable; shareable by threads. */
+typedef struct ct_voice ct_voice;
+
+/* Makes a voice from a 24 kHz mono clip: x-vector through the speaker encoder; when enc and
+   ref_text are both given also the reference codes (ICL voice), else x-vector-only. */
+CT_API ct_status ct_voice_create(const ct_model *m, const ct_speech_encoder *enc, const float *pcm,
+                                 size_t n, const char *ref_text, ct_voice **out, char *err,
+                                 size_t errcap);
+/* Makes a voice from its parts (copied): xvec[xvector_len] (= talker hidden), optional ICL
+   ref_codes[ref_frames][n_groups] with ref_text. */
+CT_API ct_status ct_voice_from_parts(const ct_model *m, const float *xvec, int xvector_len,
+                                     const int32_t *ref_codes, int ref_frames, const char *ref_text,
+                                     ct_voice **out, char *err, size_t errcap);
+/* Writes the voice file (docs/CLONING.md: versioned, x-vector, codes, transcript, model id,
+   audio hash) atomically: nothing is left at path on failure. */
+CT_API ct_status ct_voice_save(const ct_voice *v, const char *path, char *err, size_t errcap);
+/* Reads a voice file; CT_ERR_FORMAT for a corrupt one, CT_ERR_INVALID_ARG for one made with
+   another model (the message names both ids). */
+CT_API ct_status ct_voice_load(const ct_model *m, const char *path, ct_voice **out, char *err,
+                               size_t errcap);
+CT_API ct_status ct_voice_load_memory(const ct_model *m, const void *buf, size_t len,
+                                      ct_voice **out, char *err, size_t errcap);
+CT_API void ct_voice_free(ct_voice *v);
+
+typedef struct {
+    int xvector_len, ref_frames;   /* ref_frames 0: x-vector-only voice */
+    const char *ref_text;          /* NULL for x-vector-only */
+    const char *model_hash;        /* ct_model_hash of the model the voice was made with */
+    const char *audio_sha256;      /* of the reference PCM, hex; "" when made from parts */
+} ct_voice_info;
+CT_API ct_voice_info ct_voice_get_info(const ct_voice *v);
+
+/* Points g's xvector (and, unless xvector_only, ref_codes/ref_frames/ref_text) at the voice's
+   data, borrowed for as long as g is used. */
+CT_API void ct_voice_apply(const ct_voice *v, ct_gen_params *g, int xvector_only);
+
+/* The model's identity for voice files: hex sha256 (64 chars) over config.json and the bytes
+   of the speaker-encoder and codec-embedding tensors, computed at load. Borrowed. */
+CT_API const char *ct_model_hash(const ct_model *m);
 
 /* ---- the stream engine ----------------------------------------------------------------- */
 
