@@ -509,7 +509,7 @@ typedef struct {
 
 CT_API ct_stream_params ct_stream_params_default(void);
 
-/* Queues a request. g's strings and x-vector are copied. Admission happens on the engine
+/* Queues a request. g's strings, x-vector and reference codes are copied. Admission happens on the engine
    thread; a request that cannot be generated (unknown voice, text over the context) fails
    there and its stream reports CT_STREAM_FAILED with the message. Returns CT_ERR_INVALID_ARG
    (bad parameters: message in err), CT_ERR_LIMIT when every slot is busy and the queue is full,

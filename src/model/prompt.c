@@ -1,5 +1,6 @@
 /* Prompt builder: the talker prefill layouts of docs/MODEL_PATH.md "Prompt" (CustomVoice, VoiceDesign,
-   Base x-vector; streaming-text and non-streaming bodies). */
+   Base x-vector; streaming-text and non-streaming bodies) and the two ICL voice-clone layouts
+   (docs/CLONING.md "ICL and x-vector-only modes"). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,61 @@ void ct_embed_text_rows(ct_session *s, const int32_t *ids, int n, float *out) {
     }
 }
 
+/* Text rows [a, b) of the ICL text items X = [R_1..R_nr, T_1..T_nt, tts_eos] into out[b-a][H]. */
+static void embed_icl_text(ct_session *s, const int32_t *R, int nr, const int32_t *T, int nt, int a, int b,
+                           float *out) {
+    const int H = s->m->cfg.talker.hidden;
+    int lo = a, hi = b < nr ? b : nr; /* reference transcript part */
+    if (lo < hi) ct_embed_text_rows(s, R + lo, hi - lo, out), out += (size_t)(hi - lo) * H;
+    lo = a > nr ? a : nr, hi = b < nr + nt ? b : nr + nt; /* target text part */
+    if (lo < hi) ct_embed_text_rows(s, T + (lo - nr), hi - lo, out), out += (size_t)(hi - lo) * H;
+    if (a <= nr + nt && b > nr + nt) ct_embed_text_rows(s, &s->m->cfg.tts_eos, 1, out);
+}
+
+/* Adds the embedding of one reference frame codes[n_groups] (codebook 0 through the talker's
+   codec table, g >= 1 through the predictor's, as decode feedback) to out[H]. */
+static void add_ref_frame(const ct_model *m, const int32_t *codes, float *out) {
+    ct_embed_codec_add(m, codes[0], out);
+    for (int g = 1; g < m->cfg.n_groups; g++) ct_embed_group_add(m, g, codes[g], out);
+}
+
+/* Checks the ICL fields of g (ref_codes / ref_frames / ref_text); *icl = 1 when they ask for ICL. */
+static ct_status check_icl(ct_session *s, const ct_gen_params *g, int *icl) {
+    const ct_config *c = &s->m->cfg;
+    *icl = g->ref_codes != NULL || g->ref_frames != 0;
+    if (!*icl) {
+        if (g->ref_text)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: ref_text without ref_codes: ICL "
+                           "needs both (the reference clip's codes and its transcript); x-vector-only mode "
+                           "takes neither");
+        return CT_OK;
+    }
+    if (c->kind != CT_KIND_BASE)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: reference codes (ICL voice cloning) "
+                       "are only accepted by Base models, this one is %s", ct_model_kind_name(c->kind));
+    if (!g->ref_codes || g->ref_frames < 1)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: ref_frames %d with %s ref_codes: "
+                       "ICL needs both, ref_frames >= 1", g->ref_frames, g->ref_codes ? "" : "no");
+    if (g->ref_frames > s->cap)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: %d reference frames do not fit the "
+                       "session context of %d positions", g->ref_frames, s->cap);
+    if (!g->xvector)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: ICL (ref_codes) needs the "
+                       "reference clip's x-vector too (xvector)");
+    if (!g->ref_text || !g->ref_text[0])
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: ICL needs the reference "
+                       "transcript; use x-vector-only mode without ref_codes");
+    const int G = c->n_groups, V = c->pred.vocab;
+    for (int f = 0; f < g->ref_frames; f++)
+        for (int k = 0; k < G; k++) {
+            int32_t v = g->ref_codes[(size_t)f * G + k];
+            if (v < 0 || v >= V)
+                return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: reference code %d at frame "
+                               "%d, group %d is outside [0, %d)", (int)v, f, k, V);
+        }
+    return CT_OK;
+}
+
 ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     const ct_model *m = s->m;
     const ct_config *c = &m->cfg;
@@ -82,6 +138,9 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
             return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: x-vector has %d "
                            "values, the talker hidden size is %d", g->xvector_len, H);
     }
+    int icl = 0;
+    ct_status st = check_icl(s, g, &icl);
+    if (st != CT_OK) return st;
     int has_instruct = g->instruct && g->instruct[0];
     if (c->kind == CT_KIND_VOICE_DESIGN && !has_instruct)
         return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: a VoiceDesign model needs "
@@ -128,7 +187,7 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     memcpy(full + sizeof pre - 1, g->text, tl);
     memcpy(full + sizeof pre - 1 + tl, post, sizeof post);
     size_t idcap = (size_t)s->cap + 64, n = 0;
-    ct_status st = tokenize(s, full, s->ids, idcap, &n);
+    st = tokenize(s, full, s->ids, idcap, &n);
     if (st != CT_OK) return st;
     const int32_t *ids = s->ids;
     const int32_t role[3] = {c->im_start, c->assistant, 198};
@@ -160,6 +219,30 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
         n_instr = (int)ni;
     }
 
+    /* ICL reference transcript: <|im_start|>assistant\n{ref_text}<|im_end|>\n, ids[3:-2]
+       (Base models take no instruction, so its ids take the instruction's place) */
+    int n_ref = 0;
+    const int32_t *R = iids + 3;
+    if (icl) {
+        size_t rl = strlen(g->ref_text);
+        static const char rpost[] = "<|im_end|>\n";
+        char *rbuf = full + sizeof pre + tl + sizeof post;
+        if (rl > (size_t)s->cap * 64 || (size_t)(rbuf - full) + sizeof pre + rl + sizeof rpost > full_cap)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: reference transcript of %zu bytes "
+                           "cannot fit the session context of %d positions", rl, s->cap);
+        memcpy(rbuf, pre, sizeof pre - 1);
+        memcpy(rbuf + sizeof pre - 1, g->ref_text, rl);
+        memcpy(rbuf + sizeof pre - 1 + rl, rpost, sizeof rpost);
+        size_t nr = 0;
+        st = tokenize(s, rbuf, iids, (size_t)2 * idcap - n, &nr);
+        if (st != CT_OK) return st;
+        const int32_t rtail[2] = {c->im_end, 198};
+        if (nr < 5 || memcmp(iids, role, sizeof role) != 0 || memcmp(iids + nr - 2, rtail, sizeof rtail) != 0)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: the reference transcript merges "
+                           "with the chat template around it (does it start or end with a newline?)");
+        n_ref = (int)nr - 5;
+    }
+
     /* codec header list */
     int list[8], nl = 0;
     if (lang_id >= 0) {
@@ -178,11 +261,21 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     list[nl++] = c->codec_pad;
     list[nl++] = c->codec_bos;
     int header = nl - 1;
+    const int F = icl ? g->ref_frames : 0, nx = n_ref + N + 1; /* ICL: reference frames, text items */
     int body = non_streaming ? N + 2 : 1;
+    if (icl) body = non_streaming ? nx + 1 + F : F + 1;
     int L = n_instr + 3 + header + body;
-    if (L + 2 > s->cap)
+    if (L + 2 > s->cap) {
+        if (icl)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: %d prefill positions (%d reference "
+                           "frames, %d reference and %d text tokens) do not fit the session context of %d",
+                           L, F, n_ref, N, s->cap);
         return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: %d prefill positions do not fit "
                        "the session context of %d (text has %d tokens)", L, s->cap, N);
+    }
+    if (icl && !non_streaming && nx - (F + 1) > s->cap)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: %d text items beyond the %d reference "
+                       "frames do not fit the session context of %d", nx - (F + 1), F, s->cap);
 
     /* the trailing overlay rows are written last because `full` borrowed their storage */
     float *P = s->pad_row;
@@ -201,7 +294,28 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     }
     const int32_t *T = ids + 3;
     int n_trailing = 0;
-    if (non_streaming) {
+    if (icl && non_streaming) {
+        /* X_k + c(pad) for the R + N + 1 text items, P + c(bos), then P + frame_f */
+        embed_icl_text(s, R, n_ref, T, N, 0, nx, row);
+        for (int k = 0; k < nx; k++, row += H) ct_embed_codec_add(m, c->codec_pad, row);
+        memcpy(row, P, (size_t)H * sizeof(float));
+        ct_embed_codec_add(m, c->codec_bos, row);
+        row += H;
+        for (int f = 0; f < F; f++, row += H) {
+            memcpy(row, P, (size_t)H * sizeof(float));
+            add_ref_frame(m, g->ref_codes + (size_t)f * c->n_groups, row);
+        }
+    } else if (icl) {
+        /* X summed with Y = [c(bos), frame_1..frame_F]: X padded with P to F + 1 items, or its
+           items past F + 1 become the trailing overlay (written below) */
+        int both = nx < F + 1 ? nx : F + 1;
+        embed_icl_text(s, R, n_ref, T, N, 0, both, row);
+        for (int k = both; k < F + 1; k++) memcpy(row + (size_t)k * H, P, (size_t)H * sizeof(float));
+        ct_embed_codec_add(m, c->codec_bos, row);
+        row += H;
+        for (int f = 0; f < F; f++, row += H) add_ref_frame(m, g->ref_codes + (size_t)f * c->n_groups, row);
+        n_trailing = nx - both;
+    } else if (non_streaming) {
         ct_embed_text_rows(s, T, N, row);
         for (int i = 0; i < N; i++, row += H) ct_embed_codec_add(m, c->codec_pad, row);
         ct_embed_text_rows(s, &c->tts_eos, 1, row);
@@ -218,7 +332,9 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
         n_trailing = N; /* T_2..T_N then E */
     }
     s->prompt_len = L;
-    if (n_trailing) {
+    if (icl) {
+        if (n_trailing) embed_icl_text(s, R, n_ref, T, N, nx - n_trailing, nx, s->trailing);
+    } else if (n_trailing) {
         if (n_trailing > s->cap)
             return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text too long");
         /* ids live in s->ids (not in the borrowed buffer), so this is safe */

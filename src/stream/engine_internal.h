@@ -25,7 +25,8 @@
 
 /* What the step stage hands to the codec stage, in order. */
 typedef enum {
-    CT_REC_START = 0, /* an utterance begins: reset the slot's codec state for rec.st */
+    CT_REC_START = 0, /* an utterance begins: reset the slot's codec state for rec.st (ICL: primed
+                         with the reference frames, their samples dropped) */
     CT_REC_FRAME = 1, /* one frame of codes */
     CT_REC_END = 2    /* the utterance ended (flush); last = 1: the stream's generation ended */
 } ct_rec_kind;
@@ -67,6 +68,8 @@ struct ct_stream {
     ct_gen_params g;      /* strings point at the copies below */
     char *text, *speaker, *language, *instruct;
     float *xvector;       /* [g.xvector_len] */
+    int32_t *ref_codes;   /* ICL: [g.ref_frames][G] reference codes (prompt, and the codec's priming) */
+    char *ref_text;       /* ICL: the reference transcript */
     char *utt_text;       /* [strlen(text) + 1] the utterance being prefilled */
     ct_span *utts;        /* [n_utts] */
     int n_utts;

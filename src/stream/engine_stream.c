@@ -32,6 +32,8 @@ static void stream_free(ct_stream *s) {
     free(s->language);
     free(s->instruct);
     free(s->xvector);
+    free(s->ref_codes);
+    free(s->ref_text);
     free(s->utt_text);
     free(s->utts);
     free(s->est);
@@ -112,6 +114,18 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
         if (s->xvector) memcpy(s->xvector, q->xvector, sizeof(float) * (size_t)q->xvector_len);
         else oom = 1;
     }
+    s->ref_text = dup_or_null(q->ref_text, &oom);
+    if (q->ref_codes || q->ref_frames) { /* ICL: the codes are checked at admission (prompt builder) */
+        const ct_engine *e = s->e;
+        if (!q->ref_codes || q->ref_frames < 1 || q->ref_frames > e->p.max_context)
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "stream: ref_frames %d with %s ref_codes: ICL needs "
+                           "both, 1 <= ref_frames <= max_context %d", q->ref_frames, q->ref_codes ? "" : "no",
+                           e->p.max_context);
+        size_t nb = sizeof(int32_t) * (size_t)q->ref_frames * (size_t)e->G;
+        s->ref_codes = malloc(nb);
+        if (s->ref_codes) memcpy(s->ref_codes, q->ref_codes, nb);
+        else oom = 1;
+    }
     size_t len = strlen(s->text ? s->text : "");
     s->utt_text = malloc(len + 1);
     if (oom || !s->utt_text) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
@@ -120,6 +134,8 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
     s->g.language = s->language;
     s->g.instruct = s->instruct;
     s->g.xvector = s->xvector;
+    s->g.ref_codes = s->ref_codes;
+    s->g.ref_text = s->ref_text;
     size_t max = s->p.utterance_bytes > 0 ? (size_t)s->p.utterance_bytes : len + 1;
     size_t ns = ct_split_utterances(s->text, len, max, NULL, 0);
     s->utts = malloc(sizeof(ct_span) * (ns ? ns : 1));
@@ -345,6 +361,36 @@ static void finish_locked(ct_engine *e, ct_stream *s) {
     }
 }
 
+/* ICL: primes the slot's decoder with the stream's reference frames, dropping their samples, so
+   the utterance's audio is that of decoding reference + new frames with the reference part cut
+   (MODEL.md 6.3). Exact: the frames go through the stateful decoder in pieces of the slot's
+   chunk capacity (into its scratch); windowed: the last context_frames of them become the left
+   context. 0 = done, -1 = the stream failed. */
+static int prime(ct_engine *e, ct_slot *sl, const ct_stream *s) {
+    const int F = s->g.ref_frames, G = e->G;
+    if (s->p.windowed) {
+        int k = F < s->p.context_frames ? F : s->p.context_frames;
+        memcpy(sl->hist, s->ref_codes + (size_t)(F - k) * G, sizeof(int32_t) * (size_t)k * G);
+        sl->n_hist = k;
+        return 0;
+    }
+    char err[400];
+    for (int f = 0; f < F;) {
+        int k = F - f < e->p.max_chunk_frames ? F - f : e->p.max_chunk_frames;
+        ct_status st = ct_codec_stream_push(sl->cs, s->ref_codes + (size_t)f * G, k, sl->pcm, err, sizeof err);
+        if (st != CT_OK) {
+            char msg[480];
+            snprintf(msg, sizeof msg, "codec: reference frames: %s", err);
+            pthread_mutex_lock(&e->mu);
+            ct_stream_fail_locked(sl->cst, st, msg);
+            pthread_mutex_unlock(&e->mu);
+            return -1;
+        }
+        f += k;
+    }
+    return 0;
+}
+
 void ct_engine_take(ct_engine *e, const ct_rec *r) {
     ct_slot *sl = &e->slots[r->slot];
     ct_stream *s = r->st;
@@ -357,6 +403,7 @@ void ct_engine_take(ct_engine *e, const ct_rec *r) {
         sl->npend = sl->produced = sl->n_hist = 0;
         ct_codec_stream_reset(sl->cs);
         ct_sched_init(&sl->sched, &s->sp, NULL, 0); /* checked at submit */
+        if (!failed && s->p.output == CT_OUTPUT_PCM && s->g.ref_frames > 0) prime(e, sl, s);
         return;
     case CT_REC_FRAME:
         if (failed) return;
