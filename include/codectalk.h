@@ -339,11 +339,14 @@ CT_API ct_status ct_voice_create(const ct_model *m, const ct_speech_encoder *enc
 CT_API ct_status ct_voice_from_parts(const ct_model *m, const float *xvec, int xvector_len,
                                      const int32_t *ref_codes, int ref_frames, const char *ref_text,
                                      ct_voice **out, char *err, size_t errcap);
-/* Writes the voice file (docs/CLONING.md: versioned, x-vector, codes, transcript, model id,
-   audio hash) atomically: nothing is left at path on failure. */
+/* Writes the voice file (docs/CLONING.md "Voices and voice files": a safetensors file with the
+   x-vector, the reference codes, the transcript, the model hash and name, the audio hash;
+   versioned) through path.partial renamed at the end: nothing is left at path on failure. */
 CT_API ct_status ct_voice_save(const ct_voice *v, const char *path, char *err, size_t errcap);
-/* Reads a voice file; CT_ERR_FORMAT for a corrupt one, CT_ERR_INVALID_ARG for one made with
-   another model (the message names both ids). */
+/* Reads and validates a voice file: CT_ERR_FORMAT for a corrupt or truncated one (or not a
+   voice file), CT_ERR_UNSUPPORTED for another file version, CT_ERR_INVALID_ARG for one made
+   with another model (the message names both model hashes). m NULL reads the file without the
+   model checks (to inspect it: `codectalk voice info`). */
 CT_API ct_status ct_voice_load(const ct_model *m, const char *path, ct_voice **out, char *err,
                                size_t errcap);
 CT_API ct_status ct_voice_load_memory(const ct_model *m, const void *buf, size_t len,
@@ -351,10 +354,16 @@ CT_API ct_status ct_voice_load_memory(const ct_model *m, const void *buf, size_t
 CT_API void ct_voice_free(ct_voice *v);
 
 typedef struct {
+    int version;                   /* voice file format version (1) */
     int xvector_len, ref_frames;   /* ref_frames 0: x-vector-only voice */
+    int n_groups;                  /* codes per reference frame (16); 0 for x-vector-only */
     const char *ref_text;          /* NULL for x-vector-only */
     const char *model_hash;        /* ct_model_hash of the model the voice was made with */
-    const char *audio_sha256;      /* of the reference PCM, hex; "" when made from parts */
+    const char *model_name;        /* that model's "<size>-<kind>", e.g. "0b6-base" */
+    const char *audio_sha256;      /* of the reference PCM (f32 LE, 24 kHz mono), hex; "" when
+                                      made from parts */
+    uint64_t n_samples;            /* reference samples at 24 kHz; 0 when made from parts */
+    const char *created_by;        /* "codectalk <version>" that made it */
 } ct_voice_info;
 CT_API ct_voice_info ct_voice_get_info(const ct_voice *v);
 
@@ -363,7 +372,8 @@ CT_API ct_voice_info ct_voice_get_info(const ct_voice *v);
 CT_API void ct_voice_apply(const ct_voice *v, ct_gen_params *g, int xvector_only);
 
 /* The model's identity for voice files: hex sha256 (64 chars) over config.json and the bytes
-   of the speaker-encoder and codec-embedding tensors, computed at load. Borrowed. */
+   of the speaker-encoder and talker codec-embedding tensors (docs/CLONING.md), computed once
+   on the first call (thread-safe). Borrowed; "" for NULL. */
 CT_API const char *ct_model_hash(const ct_model *m);
 
 /* ---- the stream engine ----------------------------------------------------------------- */

@@ -4,7 +4,7 @@
 # from PyPI into a venv in the build dir: `make onnx-venv` (part of `make test`).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
-      libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev libssl-dev
+      libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev
       libavcodec-dev libavformat-dev libavutil-dev libsonic-dev curl librsvg2-bin
       libfftw3-dev libsndfile1-dev libsoxr-dev libwebsockets-dev nginx-light
       ca-certificates python3 python3-venv protobuf-compiler libonnx-dev

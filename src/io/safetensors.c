@@ -21,6 +21,7 @@ struct ct_st_file {
     ct_st_tensor *t;    /* [n] sorted by name */
     size_t n;
     char *names;        /* all names, NUL-separated */
+    json_t *meta;       /* the __metadata__ object (owned reference), or NULL */
 };
 
 char *ct_st_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap) {
@@ -107,6 +108,7 @@ static ct_status parse_header(ct_st_file *f, char *err, size_t errcap) {
                 st = ct_errf(err, errcap, CT_ERR_FORMAT, "safetensors: __metadata__ is not an object");
                 goto done;
             }
+            f->meta = json_incref(val);
             continue;
         }
         ct_st_tensor *t = &f->t[i];
@@ -281,7 +283,13 @@ void ct_st_close(ct_st_file *f) {
     if (f->map) munmap(f->map, f->map_len);
     free(f->t);
     free(f->names);
+    json_decref(f->meta);
     free(f);
+}
+
+const char *ct_st_meta(const ct_st_file *f, const char *key) {
+    json_t *v = f && f->meta && key ? json_object_get(f->meta, key) : NULL;
+    return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 size_t ct_st_count(const ct_st_file *f) { return f ? f->n : 0; }

@@ -46,6 +46,10 @@ const ct_st_tensor *ct_st_at(const ct_st_file *f, size_t i);
 /* Tensor by exact name, or NULL. O(log n). */
 const ct_st_tensor *ct_st_find(const ct_st_file *f, const char *name);
 
+/* The string value of key in the header's __metadata__ object (borrowed, valid until close);
+   NULL when there is no such key or its value is not a string. */
+const char *ct_st_meta(const ct_st_file *f, const char *key);
+
 /* Formats a shape as "[a, b, c]" into buf. Returns buf. */
 char *ct_st_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
 

@@ -28,6 +28,8 @@ struct ct_stw {
     char *path;        /* final path */
     char *tmp_path;    /* path + ".partial" */
     int begun, finished, failed;
+    char **meta;       /* [2 * n_meta] key, value pairs for __metadata__ (owned) */
+    size_t n_meta;
 };
 
 size_t ct_stw_dtype_size(ct_stw_dtype dt) {
@@ -196,7 +198,19 @@ ct_status ct_stw_begin(ct_stw *w, const char *path, char *err, size_t errcap) {
                            w->t[w->order[i]].name);
 
     sbuf b = {0};
-    sb_str(&b, "{\"__metadata__\":{\"format\":\"pt\"}");
+    const char *format = "pt";
+    for (size_t i = 0; i < w->n_meta; i++)
+        if (!strcmp(w->meta[2 * i], "format")) format = w->meta[2 * i + 1];
+    sb_str(&b, "{\"__metadata__\":{\"format\":");
+    sb_json_str(&b, format);
+    for (size_t i = 0; i < w->n_meta; i++) {
+        if (!strcmp(w->meta[2 * i], "format")) continue;
+        sb_str(&b, ",");
+        sb_json_str(&b, w->meta[2 * i]);
+        sb_str(&b, ":");
+        sb_json_str(&b, w->meta[2 * i + 1]);
+    }
+    sb_str(&b, "}");
     uint64_t off = 0;
     for (size_t i = 0; i < w->n; i++) {
         stw_tensor *t = &w->t[w->order[i]];
@@ -311,6 +325,24 @@ ct_status ct_stw_finish(ct_stw *w, char *err, size_t errcap) {
     return CT_OK;
 }
 
+ct_status ct_stw_meta(ct_stw *w, const char *key, const char *value, char *err, size_t errcap) {
+    if (!w || !key || !key[0] || !value)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "st_write: NULL or empty metadata key/value");
+    if (w->begun) return ct_errf(err, errcap, CT_ERR_STATE, "st_write: metadata after begin");
+    for (size_t i = 0; i < w->n_meta; i++)
+        if (!strcmp(w->meta[2 * i], key))
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "st_write: metadata key '%s' given twice", key);
+    char **m = realloc(w->meta, (2 * w->n_meta + 2) * sizeof *m);
+    if (!m) return ct_errf(err, errcap, CT_ERR_NOMEM, "st_write: out of memory");
+    w->meta = m;
+    m[2 * w->n_meta] = strdup(key);
+    m[2 * w->n_meta + 1] = strdup(value);
+    w->n_meta++;
+    if (!m[2 * w->n_meta - 2] || !m[2 * w->n_meta - 1])
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "st_write: out of memory");
+    return CT_OK;
+}
+
 size_t ct_stw_count(const ct_stw *w) { return w ? w->n : 0; }
 
 uint64_t ct_stw_header_len(const ct_stw *w) { return w ? w->header_len : 0; }
@@ -322,6 +354,8 @@ void ct_stw_free(ct_stw *w) {
     if (w->fp) fclose(w->fp);
     if (w->begun && !w->finished && w->tmp_path) remove(w->tmp_path);
     for (size_t i = 0; i < w->n; i++) free(w->t[i].name);
+    for (size_t i = 0; i < 2 * w->n_meta; i++) free(w->meta[i]);
+    free(w->meta);
     free(w->t);
     free(w->order);
     free(w->path);

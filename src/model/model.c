@@ -383,6 +383,8 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     if (st != CT_OK) goto fail;
     st = bind_all(m, err, errcap);
     if (st != CT_OK) goto fail;
+    st = ct_model_hash_begin(m, dir, err, errcap);
+    if (st != CT_OK) goto fail;
     *out = m;
     return CT_OK;
 fail:
@@ -396,6 +398,7 @@ void ct_model_free(ct_model *m) {
     free(m->owned);
     ct_st_close(m->st);
     ct_bpe_free(m->tok);
+    if (m->hash_mu_init) pthread_mutex_destroy(&m->hash_mu);
     free(m);
 }
 

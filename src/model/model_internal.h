@@ -3,7 +3,10 @@
 #ifndef CT_MODEL_INTERNAL_H
 #define CT_MODEL_INTERNAL_H
 
+#include <pthread.h>
+
 #include "codectalk.h"
+#include "core/sha256.h"
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/config.h"
@@ -43,7 +46,16 @@ struct ct_model {
     ct_mat pred_head[CT_MAX_GROUPS]; /* [n_groups-1] x [codebook, pH] */
     ct_layer_w *p_layers;    /* [pred layers] */
     ct_stack_w pred;
+    /* ct_model_hash: config.json is hashed at load into hash_ctx; the tensors are added and
+       the digest finished once, on the first call (under hash_mu). */
+    ct_sha256_ctx hash_ctx;
+    pthread_mutex_t hash_mu;
+    int hash_mu_init, hash_done;
+    char hash[65];
 };
+
+/* Starts the model hash with the bytes of dir/config.json (model/voice.c); at load. */
+ct_status ct_model_hash_begin(ct_model *m, const char *dir, char *err, size_t errcap);
 
 /* t(id): text_projection(text_embedding[id]) -> out[H]; tmp needs 2*text_hidden floats. */
 void ct_embed_text(const ct_model *m, int id, float *out, float *tmp);
