@@ -602,7 +602,7 @@ static stream_ctx *codes_new(ct_http *h, struct MHD_Connection *c, ct_speech_req
     s->n_utts = (int)ct_split_utterances(s->rq.input, len, max, s->utts, ns);
     if (s->n_utts < 1) { /* whitespace only was refused by the parser; keep the engine's message path */
         s->n_utts = 1;
-        s->utts[0] = (ct_span){0, len};
+        s->utts[0] = (ct_span){0, len, 0};
     }
     if (!s->rq.has_seed) {
         struct timespec ts;
