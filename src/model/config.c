@@ -56,6 +56,87 @@ static int get_int(json_t *obj, const char *key, long lo, long hi, long def, int
     return 1;
 }
 
+/* Reads an integer list field of n_min..CT_SPK_MAX_LAYERS entries in [lo, hi] (def[nd] when
+   absent); *n gets the count. */
+static int get_int_list(json_t *obj, const char *key, int lo, int hi, const int *def, int nd,
+                        int *out, int *n, const char *where, char *err, size_t errcap) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) {
+        memcpy(out, def, (size_t)nd * sizeof *out);
+        *n = nd;
+        return 1;
+    }
+    if (!json_is_array(v) || json_array_size(v) < 3 || json_array_size(v) > CT_SPK_MAX_LAYERS) {
+        ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s.%s is not a list of 3 to %d integers",
+                where, key, CT_SPK_MAX_LAYERS);
+        return 0;
+    }
+    *n = (int)json_array_size(v);
+    for (int i = 0; i < *n; i++) {
+        json_t *e = json_array_get(v, (size_t)i);
+        if (!json_is_integer(e) || json_integer_value(e) < lo || json_integer_value(e) > hi) {
+            ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s.%s[%d] is not an integer in [%d, %d]",
+                    where, key, i, lo, hi);
+            return 0;
+        }
+        out[i] = (int)json_integer_value(e);
+    }
+    return 1;
+}
+
+/* The speaker encoder's geometry (Qwen3TTSSpeakerEncoderConfig defaults) and the constraints
+   its forward needs: equal list lengths, the residual SE-Res2 blocks keep their width, widths
+   divisible by the Res2Net scale, the MFA width = the SE-Res2 widths summed, 128 mel bins at
+   24 kHz (the front end's), enc_dim = talker hidden (the x-vector fills a talker position). */
+static int parse_spk(json_t *se, ct_config *c, char *err, size_t errcap) {
+    static const int dch[] = {512, 512, 512, 512, 1536}, dk[] = {5, 3, 3, 3, 1}, dd[] = {1, 2, 3, 4, 1};
+    const char *W = "speaker_encoder_config";
+    ct_spk_cfg *s = &c->spk;
+    int nk = 0, nd = 0;
+    s->enc_dim = c->spk_enc_dim;
+    if (!get_int(se, "mel_dim", 1, 4096, 128, &s->mel_dim, W, err, errcap) ||
+        !get_int(se, "enc_attention_channels", 1, 16384, 128, &s->attention, W, err, errcap) ||
+        !get_int(se, "enc_res2net_scale", 2, 64, 8, &s->res2net_scale, W, err, errcap) ||
+        !get_int(se, "enc_se_channels", 1, 16384, 128, &s->se_channels, W, err, errcap) ||
+        !get_int(se, "sample_rate", 1, 1000000, 24000, &s->sample_rate, W, err, errcap) ||
+        !get_int_list(se, "enc_channels", 1, 16384, dch, 5, s->channels, &s->n_layers, W, err, errcap) ||
+        !get_int_list(se, "enc_kernel_sizes", 1, 31, dk, 5, s->kernels, &nk, W, err, errcap) ||
+        !get_int_list(se, "enc_dilations", 1, 64, dd, 5, s->dilations, &nd, W, err, errcap))
+        return 0;
+    const int L = s->n_layers;
+    if (nk != L || nd != L) {
+        ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s: enc_channels, enc_kernel_sizes and "
+                "enc_dilations have %d, %d and %d entries (must be equal)", W, L, nk, nd);
+        return 0;
+    }
+    int sum = 0;
+    for (int i = 1; i < L - 1; i++) {
+        if (s->channels[i] != s->channels[i - 1] || s->channels[i] % s->res2net_scale) {
+            ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s: SE-Res2 block %d has %d channels "
+                    "(must equal the block before, %d, and divide by enc_res2net_scale %d)", W, i,
+                    s->channels[i], s->channels[i - 1], s->res2net_scale);
+            return 0;
+        }
+        sum += s->channels[i];
+    }
+    if (sum != s->channels[L - 1]) {
+        ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s: the MFA width enc_channels[%d] = %d "
+                "must be the SE-Res2 widths summed (%d)", W, L - 1, s->channels[L - 1], sum);
+        return 0;
+    }
+    if (s->mel_dim != 128 || s->sample_rate != 24000) {
+        ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s: mel_dim %d at %d Hz (the front end "
+                "makes 128 bins at 24000 Hz)", W, s->mel_dim, s->sample_rate);
+        return 0;
+    }
+    if (s->enc_dim != c->talker.hidden) {
+        ct_errf(err, errcap, CT_ERR_FORMAT, "config: %s.enc_dim = %d but the talker hidden size "
+                "is %d (the x-vector fills a talker position)", W, s->enc_dim, c->talker.hidden);
+        return 0;
+    }
+    return 1;
+}
+
 /* Reads a number field in [lo, hi], same rule for a missing field. */
 static int get_num(json_t *obj, const char *key, double lo, double hi, double def, double *out,
                    const char *where, char *err, size_t errcap) {
@@ -299,6 +380,7 @@ ct_status ct_config_parse(const char *config_json, size_t len, const char *gen_j
         if (!get_int(se, "enc_dim", 1, 16384, c->talker.hidden, &c->spk_enc_dim,
                      "speaker_encoder_config", err, errcap))
             goto done;
+        if (c->kind == CT_KIND_BASE && !parse_spk(se, c, err, errcap)) goto done;
     }
     if (gen_json) {
         gen = json_loadb(gen_json, gen_len, JSON_REJECT_DUPLICATES, &je);

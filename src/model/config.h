@@ -31,6 +31,24 @@ typedef struct {
     char dialect[CT_NAME_LEN]; /* speakers: dialect language name or "" */
 } ct_named_id;
 
+#define CT_SPK_MAX_LAYERS 8
+
+/* speaker_encoder_config of a Base model (MODEL.md 1.9, 6.2; the class defaults for absent
+   keys): block 0 is a TDNN mel_dim -> channels[0], blocks 1..n_layers-2 are SE-Res2 blocks,
+   the last entry is the MFA TDNN (its input = the SE-Res2 outputs concatenated). */
+typedef struct {
+    int mel_dim;                          /* 128 (the front end's bins) */
+    int enc_dim;                          /* x-vector width = talker hidden */
+    int n_layers;                         /* len(enc_channels) */
+    int channels[CT_SPK_MAX_LAYERS];      /* enc_channels */
+    int kernels[CT_SPK_MAX_LAYERS];       /* enc_kernel_sizes */
+    int dilations[CT_SPK_MAX_LAYERS];     /* enc_dilations */
+    int attention;                        /* enc_attention_channels */
+    int res2net_scale;                    /* enc_res2net_scale */
+    int se_channels;                      /* enc_se_channels */
+    int sample_rate;                      /* 24000 */
+} ct_spk_cfg;
+
 typedef struct {
     ct_model_kind kind;
     char size_tag[16];          /* "0b6" / "1b7" */
@@ -40,6 +58,7 @@ typedef struct {
     int text_hidden;            /* text embedding width */
     int n_groups;               /* code groups per frame (16) */
     int spk_enc_dim;            /* Base speaker-encoder width, 0 if absent */
+    ct_spk_cfg spk;             /* valid when spk_enc_dim > 0 */
     /* special text ids */
     int im_start, im_end, assistant, tts_pad, tts_bos, tts_eos;
     /* codec control ids */

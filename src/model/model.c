@@ -385,6 +385,10 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     if (st != CT_OK) goto fail;
     st = ct_model_hash_begin(m, dir, err, errcap);
     if (st != CT_OK) goto fail;
+    if (m->cfg.kind == CT_KIND_BASE && m->cfg.spk_enc_dim > 0) {
+        st = ct_spkenc_load(m->st, &m->cfg.spk, &m->spk, err, errcap);
+        if (st != CT_OK) goto fail;
+    }
     *out = m;
     return CT_OK;
 fail:
@@ -396,6 +400,7 @@ void ct_model_free(ct_model *m) {
     if (!m) return;
     for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
     free(m->owned);
+    ct_spkenc_free(m->spk);
     ct_st_close(m->st);
     ct_bpe_free(m->tok);
     if (m->hash_mu_init) pthread_mutex_destroy(&m->hash_mu);

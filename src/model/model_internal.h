@@ -10,6 +10,7 @@
 #include "io/safetensors.h"
 #include "kernels/ops.h"
 #include "model/config.h"
+#include "model/spkenc.h"
 #include "model/stack.h"
 #include "text/bpe.h"
 
@@ -52,6 +53,8 @@ struct ct_model {
     pthread_mutex_t hash_mu;
     int hash_mu_init, hash_done;
     char hash[65];
+    /* speaker encoder (Base models only; NULL otherwise) */
+    ct_spkenc *spk;
 };
 
 /* Starts the model hash with the bytes of dir/config.json (model/voice.c); at load. */
