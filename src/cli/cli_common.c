@@ -64,6 +64,8 @@ int ct_cli_gen_opts(ct_cli_gen *a, ct_opt *o, int cap) {
         {"language", 'l', CT_OPT_STR, &a->language, "NAME", "language name or 'auto' (default auto)"},
         {"instruct", 'i', CT_OPT_STR, &a->instruct, "TEXT", "voice instruction (VoiceDesign, 1.7B CustomVoice)"},
         {"xvector", 0, CT_OPT_STR, &a->xvec, "FILE", "Base: raw float32 x-vector file (talker hidden values)"},
+        {"voice", 0, CT_OPT_STR, &a->voice, "FILE", "Base: a cloned voice file (codectalk voice create)"},
+        {"x-vector-only", 0, CT_OPT_FLAG, &a->x_vector_only, NULL, "clone in x-vector-only mode (no reference codes or transcript)"},
         {"seed", 0, CT_OPT_U64, &a->seed, "N", "random seed (default 0); a seed replays exactly"},
         {"greedy", 0, CT_OPT_FLAG, &a->greedy, NULL, "argmax decoding (parity checks; loops on real models)"},
         {"temperature", 0, CT_OPT_FLOAT, &a->temperature, "T", "talker temperature in [0, 10]; 0 = greedy (default: generation_config)"},

@@ -14,7 +14,9 @@
 
 typedef struct {
     const char *model, *text, *file, *speaker, *language, *instruct, *tok, *xvec, *weights;
+    const char *voice; /* --voice FILE (a voice file) */
     uint64_t seed;
+    int x_vector_only; /* --x-vector-only: an ICL voice used in x-vector-only mode */
     int greedy, max_frames, max_new_tokens, streaming, non_streaming, f32, ctx, top_k, sub_top_k,
         min_new_tokens, quiet, threads;
     float temperature, top_p, rep, sub_temperature, sub_top_p;
@@ -31,6 +33,15 @@ void ct_cli_gen_params(const ct_cli_gen *a, ct_gen_params *g, const char *text, 
                        const ct_model *m);
 /* Reads --xvector into a malloc'd buffer (*out stays NULL when not given); prints errors. */
 int ct_cli_read_xvector(const ct_cli_gen *a, const ct_model *m, float **out);
+
+/* The cloned voice of the flags (cli_voice.c): --voice FILE loaded and checked against m, or
+   *out NULL when no voice flag was given. Prints errors; returns 0, 1 (a failure: exit 1) or 2
+   (flags that do not go together: exit 2). */
+int ct_cli_voice_get(const ct_cli_gen *a, const ct_model *m, ct_voice **out);
+/* Points g at v (NULL: nothing) in the mode the flags ask for (--x-vector-only). */
+void ct_cli_voice_apply(const ct_cli_gen *a, const ct_voice *v, ct_gen_params *g);
+/* `codectalk voice create|info` */
+int ct_cli_voice(int argc, char **argv);
 
 /* Text from --text, --file, or stdin (malloc'd); strip trims surrounding whitespace. NULL (error
    printed) when it cannot be read, is a directory, or holds a NUL byte. */

@@ -162,6 +162,7 @@ int ct_cli_synth(int argc, char **argv) {
     char *text = NULL;
     FILE *f = NULL;
     float *xv = NULL;
+    ct_voice *voice = NULL;
     int rc = 1, tty = isatty(2) && !a.quiet;
     char err[1024], tmp_path[4200] = "";
     double t_load = ct_now_ms();
@@ -189,6 +190,11 @@ int ct_cli_synth(int argc, char **argv) {
     if (!text) goto done;
     if (!text[0]) {
         fprintf(stderr, "error: the text is empty\n");
+        goto done;
+    }
+    int vr = ct_cli_voice_get(&a, m, &voice);
+    if (vr) {
+        rc = vr;
         goto done;
     }
     if (ct_cli_read_xvector(&a, m, &xv) != 0) goto done;
@@ -223,6 +229,7 @@ int ct_cli_synth(int argc, char **argv) {
     }
     ct_gen_params g;
     ct_cli_gen_params(&a, &g, text, xv, m);
+    ct_cli_voice_apply(&a, voice, &g);
     double t_start = ct_now_ms();
     t_load = t_start - t_load;
     if (ct_engine_submit(e, &g, &sp, &s, err, sizeof err) != CT_OK) {
@@ -281,6 +288,7 @@ done:
     ct_engine_free(e);
     free(text);
     free(xv);
+    ct_voice_free(voice);
     ct_codec_free(codec);
     ct_model_free(m);
     ct_cli_deploy_free(&prof);

@@ -114,13 +114,20 @@ static int cmd_codes(int argc, char **argv) {
     ct_model_info info = ct_model_get_info(m);
     char *text = ct_cli_get_text(a.text, a.file, 1);
     float *xv = NULL;
+    ct_voice *voice = NULL;
     int rc = 1;
     ct_engine *e = NULL;
     ct_stream *st = NULL;
     FILE *fo = NULL;
     char tmp_path[4200] = "";
     int32_t *frames = NULL;
-    if (!text || ct_cli_read_xvector(&a, m, &xv) != 0) goto done;
+    if (!text) goto done;
+    int vr = ct_cli_voice_get(&a, m, &voice);
+    if (vr) {
+        rc = vr;
+        goto done;
+    }
+    if (ct_cli_read_xvector(&a, m, &xv) != 0) goto done;
     /* one stream on the engine, codes out: the same frames as every other entry point */
     ep.max_streams = 1;
     ep.kv_budget_bytes = 0;
@@ -132,6 +139,7 @@ static int cmd_codes(int argc, char **argv) {
     }
     ct_gen_params g;
     ct_cli_gen_params(&a, &g, text, xv, m);
+    ct_cli_voice_apply(&a, voice, &g);
     ct_stream_params sp = ct_stream_params_default();
     sp.output = CT_OUTPUT_CODES;
     sp.utterance_bytes = 0; /* the whole text is one prompt */
@@ -222,6 +230,7 @@ done:
     free(text);
     ct_stream_release(st);
     ct_engine_free(e);
+    ct_voice_free(voice);
     ct_model_free(m);
     ct_cli_deploy_free(&prof);
     return rc;
@@ -340,6 +349,7 @@ static void usage(void) {
            "  tokenize     text -> Qwen2 BPE token ids (JSON)\n"
            "  make-model   write a random-weight model in the published layout\n"
            "  info         load, validate and describe a model directory\n"
+           "  voice        cloned voices (Base models): info FILE\n"
            "  quantize     write INT8/INT4 weights (+ scales) as a safetensors file the loader accepts\n"
            "  export       ONNX programs: talker/predictor decode steps, windowed codec, sanitize\n"
            "  serve        OpenAI-compatible streaming HTTP server (POST /v1/audio/speech)\n"
@@ -377,6 +387,7 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(c, "bench")) return ct_cli_bench(argc - 2, argv + 2);
     if (!strcmp(c, "make-model")) return cmd_make_model(argc - 2, argv + 2);
     if (!strcmp(c, "info")) return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(c, "voice")) return ct_cli_voice(argc - 2, argv + 2);
     if (!strcmp(c, "quantize")) return ct_cli_quantize(argc - 2, argv + 2);
     if (!strcmp(c, "export")) return ct_cli_export(argc - 1, argv + 1);
     if (!strcmp(c, "onnx-sanitize")) {
