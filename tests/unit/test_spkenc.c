@@ -1,12 +1,17 @@
-/* Speaker encoder parity (model/spkenc.h, audio/mel.h) against the official qwen-tts code:
-   tests/data/parity/base06 (widths 16, tools/parity/make_parity.py) for the mel front end and
-   the x-vector. f32 path: NMSE <= 1e-8 each. */
+/* Speaker encoder parity (model/spkenc.h, audio/mel.h, audio/audio_in.h) against the official
+   qwen-tts code: tests/data/parity/base06 (widths 16, tools/parity/make_parity.py) and
+   tests/data/spk_parity (widths 64/192, tools/parity/make_spk_parity.py: a speaker encoder
+   loaded from a directory holding only config.json and speaker_encoder.safetensors) for the
+   mel front end and the x-vector, f32 path, NMSE <= 1e-8 each; the libsoxr resample of a
+   44.1 kHz stereo clip against librosa's soxr_hq (tolerances at RESAMPLE_*). Then the public
+   entry on make-model's tiny-base. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "audio/audio_in.h"
 #include "audio/mel.h"
 #include "ct_test.h"
 #include "io/safetensors.h"
@@ -81,6 +86,96 @@ static void test_base06(void) {
     free(mel);
     ct_mel_free(mf);
 out:
+    ct_st_close(ref);
+    ct_st_close(w);
+}
+
+/* Our loader (Debian's libsndfile 1.2.0 + libsoxr 0.1.3) against the wrapper's (soundfile's
+   libsndfile 1.2.2 + python-soxr 1.1.0's bundled libsoxr): bit-identical on this machine
+   (max |diff| 0); the bound leaves room for another libsoxr build's float rounding only. */
+#define RESAMPLE_MAX_ABS 1e-6
+#define RESAMPLE_XVEC_NMSE 1e-8
+
+static void test_wide(void) {
+    const char *dir = CT_SRC_DIR "/tests/data/spk_parity";
+    char err[512], path[1024];
+    ct_config cfg;
+    CHECKF(ct_config_load(dir, &cfg, err, sizeof err) == CT_OK, "%s", err);
+    CHECK(cfg.spk.channels[0] == 64 && cfg.spk.channels[4] == 192 && cfg.spk.enc_dim == 64 &&
+          cfg.spk.attention == 16 && cfg.spk.se_channels == 16);
+    ct_st_file *ref = NULL, *w = NULL;
+    snprintf(path, sizeof path, "%s/ref.safetensors", dir);
+    CHECKF(ct_st_open(path, &ref, err, sizeof err) == CT_OK, "%s", err);
+    snprintf(path, sizeof path, "%s/speaker_encoder.safetensors", dir);
+    CHECKF(ct_st_open(path, &w, err, sizeof err) == CT_OK, "%s", err);
+    ct_spkenc *enc = NULL;
+    ct_mel *mf = NULL;
+    if (ref && w) CHECKF(ct_spkenc_load(w, &cfg.spk, &enc, err, sizeof err) == CT_OK, "%s", err);
+    CHECK(ct_mel_create(&mf, err, sizeof err) == CT_OK);
+    if (!enc || !mf) goto out;
+    CHECK(ct_st_find(w, "speaker_encoder.fc.weight")->dtype == CT_DT_BF16);
+    const char *clips[] = {"a", "b"};
+    for (int c = 0; c < 2; c++) {
+        char k[32];
+        size_t nw = 0, nm = 0, nx = 0;
+        snprintf(k, sizeof k, "%s.wav", clips[c]);
+        const float *wav = ref_f32(ref, k, &nw);
+        snprintf(k, sizeof k, "%s.mel", clips[c]);
+        const float *mref = ref_f32(ref, k, &nm);
+        snprintf(k, sizeof k, "%s.xvector", clips[c]);
+        const float *xref = ref_f32(ref, k, &nx);
+        CHECK(wav && mref && xref && nx == 64);
+        if (!wav || !mref || !xref || nx != 64) continue;
+        const int T = ct_mel_frames(nw);
+        CHECK((size_t)T * CT_MEL_BINS == nm);
+        float *mel = malloc(nm * sizeof *mel), xv[64];
+        CHECK(ct_mel_compute(mf, wav, nw, mel, err, sizeof err) == CT_OK);
+        double e = ct_nmse(mel, mref, nm);
+        printf("clip %s (%.2f s, %d frames): mel NMSE %.3g", clips[c], nw / 24000.0, T, e);
+        CHECKF(e <= NMSE_MAX, "clip %s mel NMSE %g", clips[c], e);
+        CHECK(ct_spkenc_forward(enc, mref, T, xv, err, sizeof err) == CT_OK);
+        e = ct_nmse(xv, xref, 64);
+        printf(", x-vector NMSE %.3g from the official mel", e);
+        CHECKF(e <= NMSE_MAX, "clip %s x-vector NMSE %g", clips[c], e);
+        CHECK(ct_spkenc_embed(enc, wav, nw, xv, err, sizeof err) == CT_OK);
+        e = ct_nmse(xv, xref, 64);
+        printf(", %.3g end to end\n", e);
+        CHECKF(e <= NMSE_MAX, "clip %s end-to-end x-vector NMSE %g", clips[c], e);
+        free(mel);
+    }
+    /* the resample case: the file through our loader against the wrapper's loading path */
+    size_t nsrc = 0, n24 = 0, nx = 0;
+    const float *src = ref_f32(ref, "r.src_mono", &nsrc), *r24 = ref_f32(ref, "r.wav24k", &n24),
+                *rx = ref_f32(ref, "r.xvector", &nx);
+    ct_ref_audio a;
+    snprintf(path, sizeof path, "%s/clip44k_stereo.flac", dir);
+    CHECKF(ct_ref_audio_load_file(path, &a, err, sizeof err) == CT_OK, "%s", err);
+    CHECK(src && r24 && rx && a.pcm);
+    if (src && r24 && rx && a.pcm) {
+        CHECK(a.src_rate == 44100 && a.src_channels == 2 &&
+              (a.note_mask & (CT_REF_NOTE_DOWNMIXED | CT_REF_NOTE_RESAMPLED)));
+        CHECKF(a.n == n24, "resampled length %zu, official %zu", a.n, n24);
+        float *again = NULL;
+        size_t nm2 = 0;
+        double maxd = 0, e;
+        for (size_t i = 0; i < n24 && i < a.n; i++) maxd = fmax(maxd, fabs(a.pcm[i] - r24[i]));
+        e = ct_nmse(a.pcm, r24, a.n < n24 ? a.n : n24);
+        printf("44.1 kHz stereo -> 24 kHz: max |diff| %.3g, NMSE %.3g vs librosa soxr_hq\n", maxd, e);
+        CHECKF(maxd <= RESAMPLE_MAX_ABS, "resample max diff %g", maxd);
+        /* our resampler on the official mono source: the same samples as the file path */
+        CHECK(ct_ref_resample(src, nsrc, 44100, &again, &nm2, err, sizeof err) == CT_OK);
+        CHECK(nm2 == a.n && again && memcmp(again, a.pcm, a.n * sizeof(float)) == 0);
+        free(again);
+        float xv[64];
+        CHECK(ct_spkenc_embed(enc, a.pcm, a.n, xv, err, sizeof err) == CT_OK);
+        e = ct_nmse(xv, rx, 64);
+        printf("44.1 kHz clip x-vector through our loader: NMSE %.3g\n", e);
+        CHECKF(e <= RESAMPLE_XVEC_NMSE, "x-vector NMSE %g", e);
+    }
+    ct_ref_audio_free(&a);
+out:
+    ct_spkenc_free(enc);
+    ct_mel_free(mf);
     ct_st_close(ref);
     ct_st_close(w);
 }
@@ -167,6 +262,7 @@ out:
 
 int main(void) {
     test_base06();
+    test_wide();
     test_public();
     return ct_test_finish();
 }
