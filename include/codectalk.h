@@ -100,6 +100,16 @@ typedef struct {
     const char *talker_weights;    /* the talker's format, same names ("mixed": attention and
                                       lm head int8, MLP int4); NULL = follow `weights` */
     const char *predictor_weights; /* the code predictor's format, likewise */
+    const char *cache_dir;         /* NULL (default): no weight cache. Else a cache root: when a
+                                      format above makes the loader convert matrices, it reads
+                                      them from <cache_dir>/weights/<model id>-<talker>-<predictor>-
+                                      <engine version>.safetensors when that file is valid for
+                                      this model.safetensors (size, mtime, header), formats and
+                                      engine version (mmap'd, nothing converted), and otherwise
+                                      converts and writes that file once (atomically: a unique
+                                      temporary file renamed into place). A stale or corrupt file
+                                      is rebuilt; a cache that cannot be written leaves the load
+                                      working without it (ct_model_info.cache_warning). */
 } ct_model_params;
 
 CT_API ct_model_params ct_model_params_default(void);
@@ -126,6 +136,19 @@ typedef struct {
        "f32" (stored so, or f32_weights), "int8", "int4", or "mixed" when attention and MLP
        differ (predictor under "mixed") */
     const char *talker_weights, *predictor_weights;
+    /* where the layer and head matrices come from: "stored" (model.safetensors as stored),
+       "quantized" (model.safetensors is `codectalk quantize` output), "converted" (converted
+       at load: no cache_dir, or the cache file was missing or invalid), "cache" (the cache
+       file, mmap'd) */
+    const char *weights_source;
+    const char *weights_file;   /* the file they are read from (model.safetensors, or the cache
+                                   file when weights_source is "cache") */
+    int converted;              /* matrices converted at load (0 with a valid cache file) */
+    const char *cache_file;     /* the weight cache file of this model and formats ("" when no
+                                   cache_dir or nothing to convert); written by this load when
+                                   weights_source is "converted" and cache_warning is "" */
+    const char *cache_warning;  /* "" or why the cache was not used or not written (read-only
+                                   directory, stale or corrupt file rebuilt) */
 } ct_model_info;
 
 CT_API ct_model_info ct_model_get_info(const ct_model *m);

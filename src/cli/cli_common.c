@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "edge/calibrate.h"
+
 /* "Not given" marks: the parser never produces them (floats are finite, ints > INT_MIN), so
    a flag given with any value, even the library's own "default" sentinel, is range-checked. */
 #define UNSET_F NAN
@@ -234,11 +236,15 @@ ct_model *ct_cli_load_model_p(const char *dir, const ct_model_params *mp) {
         return NULL;
     }
     ct_model *m = NULL;
-    char err[1024];
-    if (ct_model_load(dir, mp, &m, err, sizeof err) != CT_OK) {
+    char err[1024], root[4096];
+    ct_model_params p = mp ? *mp : ct_model_params_default();
+    if (!p.cache_dir && ct_cache_root(NULL, root, sizeof root, err, sizeof err) == CT_OK) p.cache_dir = root;
+    if (ct_model_load(dir, &p, &m, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         return NULL;
     }
+    const char *w = ct_model_get_info(m).cache_warning;
+    if (w && w[0]) fprintf(stderr, "warning: %s\n", w);
     return m;
 }
 

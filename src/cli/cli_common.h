@@ -50,7 +50,9 @@ char *ct_cli_get_text(const char *text, const char *file, int strip);
    returns NULL. */
 ct_model *ct_cli_load_model_w(const char *dir, const char *tok_dir, int f32, const char *weights);
 ct_model *ct_cli_load_model(const char *dir, const char *tok_dir, int f32);
-/* The same with full params. */
+/* The same with full params. Unless mp->cache_dir is set, weights converted at load are cached
+   under the cache root ($XDG_CACHE_HOME/codectalk, else ~/.cache/codectalk: <root>/weights/);
+   a cache warning is printed to stderr. */
 ct_model *ct_cli_load_model_p(const char *dir, const ct_model_params *mp);
 /* The model and engine flags of the generation table that were given (--tokenizer always;
    --f32, --weights, --context, --threads when given, whatever their value) over what the deploy

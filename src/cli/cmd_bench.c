@@ -174,13 +174,11 @@ static int cmd_model(int argc, char **argv) {
     char err[1024];
     ct_model_params mp = ct_model_params_default();
     mp.weights = weights;
-    ct_model *m = NULL;
     double tl0 = ct_now_ms();
-    if (ct_model_load(model, &mp, &m, err, sizeof err) != CT_OK) {
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
-    }
+    ct_model *m = ct_cli_load_model_p(model, &mp); /* the weight cache as every command uses it */
+    if (!m) return 1;
     double load_ms = ct_now_ms() - tl0;
+    const ct_model_info minfo = ct_model_get_info(m);
     ct_codec *codec = NULL;
     if (!no_codec && ct_codec_load(model, &codec, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s (use --no-codec to skip it)\n", err);
@@ -250,9 +248,10 @@ static int cmd_model(int argc, char **argv) {
     double total_exact = best_talk + best_pred + (codec ? best_codec[0] : 0);
     double floor_ms = (double)(tb + pb) / (rl.read_gbs_nt * 1e9) * 1e3;
     printf("model %s (%s %s), weights %s, %d threads, kernels %s%s, %d frames x %d (best), prompt %d "
-           "positions, load %.0f ms\n", model, ct_model_get_info(m).kind, m->cfg.size_tag,
+           "positions, load %.0f ms (%s: %s, %d matrices converted)\n", model, minfo.kind, m->cfg.size_tag,
            weights ? weights : "bf16", threads, ct_isa_name(ct_kernels()->isa),
-           ct_kernels()->amx ? "+amx" : "", nf, reps, prompt_len, load_ms);
+           ct_kernels()->amx ? "+amx" : "", nf, reps, prompt_len, load_ms, minfo.weights_source,
+           minfo.weights_file, minfo.converted);
     printf("roofline: read %.1f GB/s (%d threads), %.1f GB/s (1 thread); F32 FMA peak %.0f GFLOP/s\n",
            rl.read_gbs_nt, threads, rl.read_gbs_1t, rl.fma_gflops_nt);
     printf("| stage | ms/frame | MB/frame | GB/s | %% of read roofline | share of 80 ms |\n");

@@ -12,30 +12,12 @@
 
 #include "cli/cli_common.h"
 #include "model/model_internal.h"
+#include "model/wcache.h"
 
 /* Entry point of `codectalk quantize` (argv after the command name). */
 int ct_cli_quantize(int argc, char **argv);
 
-typedef struct {
-    char name[160];
-    const ct_mat *w;
-} qentry;
-
-static int add_stack(qentry *e, int n, const char *prefix, const ct_stack_w *s) {
-    static const char *nm[7] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
-    for (int l = 0; l < s->cfg->layers; l++) {
-        const ct_layer_w *L = &s->layers[l];
-        const ct_mat *w[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
-        for (int i = 0; i < 7; i++) {
-            snprintf(e[n].name, sizeof e[n].name, "%s.layers.%d.%s.weight", prefix, l, nm[i]);
-            e[n++].w = w[i];
-        }
-    }
-    return n;
-}
-
-static const ct_mat *lookup(const qentry *e, int n, const char *name) {
+static const ct_mat *lookup(const ct_qmat_ref *e, int n, const char *name) {
     for (int i = 0; i < n; i++)
         if (!strcmp(e[i].name, name)) return e[i].w->dtype == CT_DT_I8 || e[i].w->dtype == CT_DT_U8 ? e[i].w : NULL;
     return NULL;
@@ -72,22 +54,14 @@ int ct_cli_quantize(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }
-    const ct_config *c = &m->cfg;
-    int cap = 7 * (c->talker.layers + c->pred.layers) + c->n_groups + 1, n = 0;
-    qentry *e = calloc((size_t)cap, sizeof *e);
+    int n = ct_model_qmats(m, NULL, 0);
+    ct_qmat_ref *e = calloc((size_t)n, sizeof *e);
     json_t *h = json_object();
     int rc = 1;
     FILE *f = NULL;
     char tmp_path[4200] = "";
     if (!e || !h) goto done;
-    n = add_stack(e, n, "talker.model", &m->talker);
-    n = add_stack(e, n, "talker.code_predictor.model", &m->pred);
-    snprintf(e[n].name, sizeof e[n].name, "talker.codec_head.weight");
-    e[n++].w = &m->codec_head;
-    for (int g = 0; g < c->n_groups - 1; g++) {
-        snprintf(e[n].name, sizeof e[n].name, "talker.code_predictor.lm_head.%d.weight", g);
-        e[n++].w = &m->pred_head[g];
-    }
+    ct_model_qmats(m, e, n);
     /* header: every source tensor, quantized ones replaced, plus their scales */
     size_t off = 0, nt = ct_st_count(m->st);
     for (size_t i = 0; i < nt; i++) {

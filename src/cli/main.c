@@ -301,15 +301,23 @@ static int cmd_make_model(int argc, char **argv) {
 /* ---- info --------------------------------------------------------------------------- */
 
 static int cmd_info(int argc, char **argv) {
-    const char *model = NULL, *tok = NULL;
+    const char *model = NULL, *tok = NULL, *weights = NULL, *tw = NULL, *pw = NULL;
     ct_opt opts[] = {{"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
                      {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files directory"},
+                     {"weights", 0, CT_OPT_STR, &weights, "FMT", "load in this weight format: bf16, int8, int4 or mixed"},
+                     {"talker-weights", 0, CT_OPT_STR, &tw, "FMT", "the talker's format (default: --weights)"},
+                     {"predictor-weights", 0, CT_OPT_STR, &pw, "FMT", "the code predictor's format (default: --weights)"},
                      {NULL, 0, 0, NULL, NULL, NULL}};
-    int r = ct_args_parse(argc, argv, opts, "usage: codectalk info -m DIR\n"
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk info -m DIR [--weights FMT]\n"
                                             "Loads and validates a model (talker, tokenizer, speech_tokenizer/ codec)\n"
-                                            "and prints what it is.");
+                                            "and prints what it is, and which file its weights are read from.");
     if (r) return r < 0 ? 2 : 0;
-    ct_model *m = ct_cli_load_model(model, tok, 0);
+    ct_model_params mp = ct_model_params_default();
+    mp.tokenizer_dir = tok;
+    mp.weights = weights;
+    mp.talker_weights = tw;
+    mp.predictor_weights = pw;
+    ct_model *m = ct_cli_load_model_p(model, &mp);
     if (!m) return 1;
     ct_codec *codec = NULL; /* speech_tokenizer/ is part of a model: validate it too */
     char err[1024];
@@ -335,6 +343,9 @@ static int cmd_info(int argc, char **argv) {
     printf("\nlanguages: auto");
     for (int k = 0; k < i.n_languages; k++) printf(" %s", ct_model_language(m, k));
     printf("\ncodec: speech_tokenizer, %d Hz\n", ct_codec_sample_rate(codec));
+    printf("weight file: %s (%s)\n", i.weights_file, i.weights_source);
+    printf("converted at load: %d matrices\n", i.converted);
+    if (i.cache_file[0]) printf("weight cache: %s\n", i.cache_file);
     ct_codec_free(codec);
     ct_model_free(m);
     return 0;

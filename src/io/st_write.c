@@ -38,6 +38,8 @@ size_t ct_stw_dtype_size(ct_stw_dtype dt) {
     case CT_STW_F16: return 2;
     case CT_STW_F32:
     case CT_STW_I32: return 4;
+    case CT_STW_I8:
+    case CT_STW_U8: return 1;
     }
     return 0;
 }
@@ -48,6 +50,8 @@ const char *ct_stw_dtype_name(ct_stw_dtype dt) {
     case CT_STW_F16: return "F16";
     case CT_STW_F32: return "F32";
     case CT_STW_I32: return "I32";
+    case CT_STW_I8: return "I8";
+    case CT_STW_U8: return "U8";
     }
     return "?";
 }

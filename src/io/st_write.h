@@ -8,18 +8,18 @@
 
 #include "core/status.h"
 
-/* Element types the writer can declare (safetensors names BF16, F16, F32, I32). */
-typedef enum { CT_STW_BF16 = 0, CT_STW_F16 = 1, CT_STW_F32 = 2, CT_STW_I32 = 3 } ct_stw_dtype;
+/* Element types the writer can declare (safetensors names BF16, F16, F32, I32, I8, U8). */
+typedef enum { CT_STW_BF16 = 0, CT_STW_F16 = 1, CT_STW_F32 = 2, CT_STW_I32 = 3, CT_STW_I8 = 4, CT_STW_U8 = 5 } ct_stw_dtype;
 
 #define CT_STW_MAX_DIMS 8
 
 /* Opaque writer. Not thread-safe; one writer per output file. */
 typedef struct ct_stw ct_stw;
 
-/* Bytes per element of dt (2 or 4); 0 for an unknown value. */
+/* Bytes per element of dt (1, 2 or 4); 0 for an unknown value. */
 size_t ct_stw_dtype_size(ct_stw_dtype dt);
 
-/* safetensors dtype string ("BF16", "F16", "F32", "I32"); "?" for an unknown value. */
+/* safetensors dtype string ("BF16", "F16", "F32", "I32", "I8", "U8"); "?" for an unknown value. */
 const char *ct_stw_dtype_name(ct_stw_dtype dt);
 
 /* Creates an empty writer in *out (owned; release with ct_stw_free).

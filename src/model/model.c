@@ -10,6 +10,7 @@
 #include "core/params.h"
 #include "kernels/cpu.h"
 #include "model/model_internal.h"
+#include "model/wcache.h"
 
 const char *ct_version(void) { return CT_VERSION_STRING; }
 
@@ -102,22 +103,25 @@ static void *alloc_kept(binder *b, size_t bytes, const char *name) {
 /* Weight formats a matrix may be converted to at load. */
 typedef enum { Q_NONE = 0, Q_I8, Q_Q4 } qfmt;
 
-/* Binds a pre-quantized matrix t: its scales are the F32 tensor "<name>.scale" of shape
-   [rows] (INT8) or [rows, cols/32] (INT4). */
-static ct_mat bind_prequant(binder *b, const ct_st_tensor *t, const char *name, int rows, int cols) {
+/* Binds a pre-quantized matrix t of file f: its scales are the F32 tensor "<name>.scale" of
+   shape [rows] (INT8) or [rows, cols/32] (INT4). soft (the weight cache): a problem leaves
+   w.data NULL and b->st as it is. */
+static ct_mat bind_prequant(binder *b, ct_st_file *f, const ct_st_tensor *t, const char *name, int rows,
+                            int cols, int soft) {
     ct_mat w = {0};
     char sn[300];
     snprintf(sn, sizeof sn, "%s.scale", name);
     int64_t sd[2] = {rows, cols / CT_Q4_GROUP};
     int sdim = t->dtype == CT_DT_I8 ? 1 : 2;
-    const ct_st_tensor *s = ct_st_find(b->m->st, sn);
+    const ct_st_tensor *s = ct_st_find(f, sn);
+    int same = s && s->ndim == sdim && s->dtype == CT_DT_F32;
+    for (int i = 0; same && i < sdim; i++) same = s->shape[i] == sd[i];
+    if (soft && !same) return w;
     if (!s) {
         b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT, "model.safetensors: quantized tensor '%s' "
                         "(%s) has no scales tensor '%s'", name, ct_dtype_name(t->dtype), sn);
         return w;
     }
-    int same = s->ndim == sdim && s->dtype == CT_DT_F32;
-    for (int i = 0; same && i < sdim; i++) same = s->shape[i] == sd[i];
     if (!same) {
         char want[64], got[64];
         b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT, "model.safetensors: scales tensor '%s' is "
@@ -133,6 +137,7 @@ static ct_mat bind_prequant(binder *b, const ct_st_tensor *t, const char *name, 
     memcpy(sc, s->data, s->nbytes);
     for (size_t i = 0; i < ns; i++)
         if (!isfinite(sc[i]) || sc[i] < 0.0f) {
+            if (soft) return w;
             b->st = ct_errf(b->err, b->errcap, CT_ERR_FORMAT, "model.safetensors: scales tensor "
                             "'%s' has a negative or non-finite value at %zu", sn, i);
             return w;
@@ -167,7 +172,8 @@ static ct_mat bind_qmat(binder *b, const char *name, int rows, int cols, qfmt q)
     w.cols = cols;
     const size_t n = (size_t)rows * (size_t)cols;
     if (t->dtype == CT_DT_I8 || t->dtype == CT_DT_U8) {
-        w = bind_prequant(b, t, name, rows, cols);
+        w = bind_prequant(b, b->m->st, t, name, rows, cols, 0);
+        b->m->n_prequant++;
         if (b->st == CT_OK && b->m->f32_weights) { /* reference mode: dequantize */
             float *f = alloc_kept(b, n * sizeof(float), name);
             if (!f) return w;
@@ -177,6 +183,23 @@ static ct_mat bind_qmat(binder *b, const char *name, int rows, int cols, qfmt q)
         return counted(b, with_xq(w));
     }
     if (q == Q_Q4 && cols % CT_Q4_GROUP) q = Q_I8; /* INT4 needs whole groups */
+    if (b->m->qst && q != Q_NONE && !b->m->f32_weights) { /* the weight cache: as converted */
+        const ct_st_tensor *c = ct_st_find(b->m->qst, name);
+        const int want = q == Q_I8 ? CT_DT_I8 : CT_DT_U8;
+        ct_mat cw = {0};
+        if (c && (int)c->dtype == want && c->ndim == 2 && c->shape[0] == rows &&
+            c->shape[1] == (q == Q_I8 ? cols : cols / 2))
+            cw = bind_prequant(b, b->m->qst, c, name, rows, cols, 1);
+        if (b->st != CT_OK) return w;
+        if (cw.data) {
+            b->m->n_cached++;
+            return counted(b, with_xq(cw));
+        }
+        if (!strstr(b->m->cache_warn, "rebuilt"))
+            snprintf(b->m->cache_warn, sizeof b->m->cache_warn, "weight cache '%.700s' is corrupt (tensor '%.150s' "
+                     "missing or malformed): rebuilt", b->m->cache_path, name);
+    }
+    if (q != Q_NONE && !b->m->f32_weights) b->m->n_converted++;
     if (b->m->f32_weights && t->dtype != CT_DT_F32) {
         w.data = to_f32_copy(b, t, n);
         w.dtype = CT_DT_F32;
@@ -381,6 +404,8 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     st = ct_st_open(path, &m->st, err, errcap);
     if (st != CT_OK) goto fail;
+    snprintf(m->src_path, sizeof m->src_path, "%s", path);
+    ct_wcache_open(m, p.cache_dir);
     st = bind_all(m, err, errcap);
     if (st != CT_OK) goto fail;
     st = ct_model_hash_begin(m, dir, err, errcap);
@@ -389,6 +414,8 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
         st = ct_spkenc_load(m->st, &m->cfg.spk, &m->spk, err, errcap);
         if (st != CT_OK) goto fail;
     }
+    ct_wcache_write(m);
+    if (!m->n_converted && !m->n_cached) m->cache_path[0] = 0; /* nothing to cache */
     *out = m;
     return CT_OK;
 fail:
@@ -402,6 +429,7 @@ void ct_model_free(ct_model *m) {
     free(m->owned);
     ct_spkenc_free(m->spk);
     ct_st_close(m->st);
+    ct_st_close(m->qst);
     ct_bpe_free(m->tok);
     if (m->hash_mu_init) pthread_mutex_destroy(&m->hash_mu);
     free(m);
@@ -444,6 +472,11 @@ ct_model_info ct_model_get_info(const ct_model *m) {
     i.weight_bytes = m->weight_bytes;
     i.talker_weights = loaded_fmt(m->t_layers, m->cfg.talker.layers);
     i.predictor_weights = loaded_fmt(m->p_layers, m->cfg.pred.layers);
+    i.weights_source = m->n_converted ? "converted" : m->n_cached ? "cache" : m->n_prequant ? "quantized" : "stored";
+    i.weights_file = m->n_cached && !m->n_converted ? m->cache_path : m->src_path;
+    i.converted = m->n_converted;
+    i.cache_file = m->cache_path;
+    i.cache_warning = m->cache_warn;
     return i;
 }
 

@@ -29,6 +29,12 @@ struct ct_model {
     void **owned;            /* f32 copies and quantized weights made at load */
     size_t n_owned, cap_owned;
     uint64_t weight_bytes;   /* bytes of every bound weight as loaded (ct_mat_bytes, f32 vectors) */
+    /* weight cache (model/wcache.h) and where the matrices came from (ct_model_info) */
+    ct_st_file *qst;         /* the cache file's mapping when valid (NULL: none) */
+    char src_path[4096];     /* <dir>/model.safetensors */
+    char cache_path[4096];   /* the cache file of this model and formats ("" = no caching) */
+    char cache_warn[1024];   /* "" or why the cache was not used / not written */
+    int n_converted, n_cached, n_prequant; /* matrices converted at load / from qst / stored quantized */
     /* talker */
     ct_mat text_emb;         /* [text_vocab, text_hidden] */
     ct_mat tp_fc1;           /* [text_hidden, text_hidden] */

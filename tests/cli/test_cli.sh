@@ -23,6 +23,20 @@ expect_rc 1 "$BIN" make-model --preset tiny --seed 4 --out "$M";  has "not empty
 expect_rc 1 "$BIN" make-model --preset huge --out "$WORK/x";      has "0.6b-customvoice" "$WORK/err"
 expect_rc 0 "$BIN" info -m "$M";               has "custom_voice" "$WORK/out"
 has "(talker bf16, code predictor bf16)" "$WORK/out"
+has "weight file: $M/model.safetensors (stored)" "$WORK/out"
+# the weight cache: the first load in a format converts and writes it, the next mmaps it; the
+# frames are the same either way, and a cache that cannot be written is a warning, not an error
+WC="$WORK/wc"
+XDG_CACHE_HOME="$WC" expect_rc 0 "$BIN" info -m "$M" --weights int8
+has "weight file: $M/model.safetensors (converted)" "$WORK/out"; has "converted at load: [1-9]" "$WORK/out"
+has "weight cache: $WC/codectalk/weights/.*-int8-int8-.*safetensors" "$WORK/out"
+XDG_CACHE_HOME="$WC" expect_rc 0 "$BIN" info -m "$M" --weights int8
+has "weight file: $WC/codectalk/weights/.*(cache)" "$WORK/out"; has "converted at load: 0 matrices" "$WORK/out"
+XDG_CACHE_HOME="$WC" expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivian --max-frames 6 --weights int8 -o "$WORK/wc1.json"
+: > "$WORK/wc-file"
+XDG_CACHE_HOME="$WORK/wc-file" expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivian --max-frames 6 --weights int8 -o "$WORK/wc2.json"
+has "warning: weight cache .* not written" "$WORK/err"
+if cmp -s "$WORK/wc1.json" "$WORK/wc2.json"; then ok; else bad "codes from the weight cache differ from converting at load"; fi
 
 expect_rc 0 "$BIN" tokenize -m "$M" --text "Hello world"
 if [ "$(cat "$WORK/out")" = "[9707, 1879]" ]; then ok; else bad "tokenize: $(cat "$WORK/out")"; fi
