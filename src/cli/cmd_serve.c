@@ -15,6 +15,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_common.h"
+#include "cli/cli_engine.h"
 #include "cli/cli_profile.h"
 #include "codec/codec.h"
 #include "codectalk.h"
@@ -32,37 +33,20 @@ static void access_line(void *ud, const char *line) {
 }
 
 int ct_cli_serve(int argc, char **argv) {
-    const char *model = NULL, *host = "127.0.0.1", *profile = NULL, *api_key = NULL, *tok = NULL, *weights = NULL;
-    const char *placement = NULL, *model_alias = NULL, *voice_alias = NULL, *cors = NULL;
+    const char *host = "127.0.0.1", *api_key = NULL, *model_alias = NULL, *voice_alias = NULL, *cors = NULL;
     int quiet = 0;
-    int port = 8000, max_streams = 0, queue = 8, threads = 0, codec_threads = 0, ctx = 0, timeout = 30, f32 = 0;
-    int body_kb = 64, codec_chunk = 0, kv_mib = 0;
-    int margin = -1, max_chars = 4096, buffer_ms = 10000, no_throttle = 0;
+    int port = 8000, timeout = 30;
+    int body_kb = 64, codec_chunk = 0, max_chars = 4096;
     int header_timeout = 10, write_timeout = 20, max_conns = 64, per_ip = 32, reserve = 4;
-    ct_opt opts[] = {
-        {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
+    ct_cli_engine_flags ef;
+    ct_cli_engine_flags_init(&ef);
+    ct_opt opts[48] = {
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address or host name to bind (default 127.0.0.1)"},
         {"cors", 0, CT_OPT_STR, &cors, "ORIGIN", "allow browsers on ORIGIN (or *) to call the API (CORS headers, preflights)"},
         {"quiet", 'q', CT_OPT_FLAG, &quiet, NULL,
          "no access log (default: one line per request on stderr: method, path, status, bytes, audio s, TTFA, RTF)"},
         {"port", 'p', CT_OPT_INT, &port, "N", "TCP port (default 8000; 0 = any free port)"},
-        {"profile", 0, CT_OPT_STR, &profile, "auto|none|FILE",
-         "deploy profile (default auto: weight formats, streams, KV budget, placement, threads, CPUs, chunks, "
-         "admission cost; none = plain defaults); every flag given overrides it"},
         {"api-key", 0, CT_OPT_STR, &api_key, "KEY", "require Authorization: Bearer KEY (default: $CODECTALK_API_KEY)"},
-        {"max-streams", 0, CT_OPT_INT, &max_streams, "N", "concurrent streams (default: the profile's)"},
-        {"queue", 0, CT_OPT_INT, &queue, "N", "requests that may wait for a stream (default: the profile's, 8)"},
-        {"threads", 0, CT_OPT_INT, &threads, "N", "talker/predictor threads (default: profile, else engine)"},
-        {"codec-threads", 0, CT_OPT_INT, &codec_threads, "N", "codec threads, overlapped (default: profile, else 1)"},
-        {"placement", 0, CT_OPT_STR, &placement, "MODE",
-         "overlapped | serial | auto (default: serial on 2 or fewer CPUs); the audio is the same"},
-        {"context", 0, CT_OPT_INT, &ctx, "N", "talker KV positions per stream (default: profile, else 2048)"},
-        {"kv-budget-mib", 0, CT_OPT_INT, &kv_mib, "N",
-         "talker KV budget in MiB (default: profile, else max-streams streams)"},
-        {"margin-ms", 0, CT_OPT_INT, &margin, "MS", "prefill throttle safety margin (default: profile, else 120)"},
-        {"no-throttle", 0, CT_OPT_FLAG, &no_throttle, NULL,
-         "never hold a prefill back for playback slack (maximises batching; listeners may stall)"},
-        {"buffer-ms", 0, CT_OPT_INT, &buffer_ms, "MS", "per-request audio buffer before back-pressure (default 10000)"},
         {"timeout", 0, CT_OPT_INT, &timeout, "S", "idle connection timeout and body upload limit in s (default 30)"},
         {"header-timeout", 0, CT_OPT_INT, &header_timeout, "S",
          "a request header must be complete within S s, also between keep-alive requests (default 10)"},
@@ -74,99 +58,43 @@ int ct_cli_serve(int argc, char **argv) {
          "extra connections only for GET /health and /metrics (default 4)"},
         {"max-body-kb", 0, CT_OPT_INT, &body_kb, "N", "request body limit in KiB (default 64)"},
         {"max-input-chars", 0, CT_OPT_INT, &max_chars, "N", "limit on `input` characters (default 4096)"},
-        {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files directory (default: model dir)"},
-        {"f32", 0, CT_OPT_FLAG, &f32, NULL, "convert weights to f32 at load"},
-        {"weights", 0, CT_OPT_STR, &weights, "FMT", "bf16 (as stored), int8, int4 or mixed (docs/KERNELS.md)"},
         {"model-alias", 0, CT_OPT_STR, &model_alias, "LIST",
          "other ids the `model` field may name (default tts-1,tts-1-hd,gpt-4o-mini-tts; \"\" = none)"},
         {"voice-alias", 0, CT_OPT_STR, &voice_alias, "LIST",
          "alias=voice pairs over the OpenAI voice table (alloy, ash, ... -> this model's voices); \"-\" = no aliases"},
         {"codec-chunk", 0, CT_OPT_INT, &codec_chunk, "N",
          "steady codec chunk in frames, 1..64: schedule fixed:IC,N (docs/SERVE.md; default: exact)"},
-        {NULL, 0, 0, NULL, NULL, NULL}};
+    };
+    int no = 16;
+    no += ct_cli_engine_opts(&ef, opts + no, 47 - no);
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk serve -m DIR [--host 127.0.0.1] [--port 8000] [--profile auto|FILE]\n"
                           "       [--api-key K] [--max-streams N] [--queue N] [--threads N] [--placement MODE]\n"
                           "OpenAI-compatible speech server: POST /v1/audio/speech, GET /v1/models, /health, /metrics.");
     if (r) return r < 0 ? 2 : 0;
-    if (!model) {
-        fprintf(stderr, "error: -m DIR is required\n");
-        return 2;
-    }
-    if (queue < 0 || threads < 0 || codec_threads < 0 || max_streams < 0 || kv_mib < 0 || codec_chunk < 0 ||
-        body_kb < 1 || timeout < 1 || max_chars < 1 || buffer_ms < 200 || header_timeout < 1 || write_timeout < 1 ||
+    if (ct_cli_engine_check(&ef) != 0) return 2;
+    if (codec_chunk < 0 || body_kb < 1 || timeout < 1 || max_chars < 1 || header_timeout < 1 || write_timeout < 1 ||
         max_conns < 1 || per_ip < 0 || reserve < 0) {
-        fprintf(stderr, "error: --queue/--threads/--codec-threads/--max-streams/--kv-budget-mib/--codec-chunk/"
-                        "--max-conn-per-ip/--reserve-connections must be >= 0; --max-body-kb, --timeout, "
-                        "--header-timeout, --write-timeout, --max-connections, --max-input-chars >= 1; "
-                        "--buffer-ms >= 200\n");
-        return 2;
-    }
-    ct_engine_params ep = ct_engine_params_default();
-    if (placement && ct_placement_parse(placement, &ep.placement) != CT_OK) {
-        fprintf(stderr, "error: --placement '%s': expected overlapped, serial or auto\n", placement);
+        fprintf(stderr, "error: --codec-chunk/--max-conn-per-ip/--reserve-connections must be >= 0; --max-body-kb, "
+                        "--timeout, --header-timeout, --write-timeout, --max-connections, --max-input-chars >= 1\n");
         return 2;
     }
     if (!api_key) api_key = getenv("CODECTALK_API_KEY");
     char err[1024];
-    ct_codec *codec = NULL;
-    if (ct_codec_load(model, &codec, err, sizeof err) != CT_OK) {
-        fprintf(stderr, "error: %s\n", err);
-        return 1;
-    }
-    /* the deploy profile (auto unless told), then every flag given over it */
-    ct_cli_deploy *pm = calloc(1, sizeof *pm);
-    ct_model_params mp = ct_model_params_default();
-    ct_stream_params sp = ct_stream_params_default();
-    if (!pm || ct_cli_deploy_resolve(profile, model, ct_codec_macs_per_frame(codec), 0, pm) != 0 ||
-        ct_cli_deploy_apply(pm, &mp, &ep, &sp) != 0) {
-        if (!pm) fprintf(stderr, "error: out of memory\n");
-        if (pm) ct_cli_deploy_free(pm);
-        free(pm);
-        ct_codec_free(codec);
-        return 1;
-    }
-    if (placement) ct_placement_parse(placement, &ep.placement);
-    if (ct_args_given(&max_streams)) {
-        ep.max_streams = max_streams;
-        ep.kv_budget_bytes = 0; /* the streams asked for, each with its worst-case KV */
-    }
-    if (ct_args_given(&ctx)) ep.max_context = ctx;
-    if (ct_args_given(&kv_mib)) ep.kv_budget_bytes = (uint64_t)kv_mib << 20;
-    if (ct_args_given(&margin)) ep.safety_margin_ms = margin;
-    if (no_throttle) ep.safety_margin_ms = -1; /* the engine's off switch (also for compute admission) */
-    if (ct_args_given(&threads)) ep.talker_threads = threads;
-    if (ct_args_given(&codec_threads)) ep.codec_threads = codec_threads;
-    if (ct_args_given(&queue)) ep.queue_cap = queue;
-    ep.buffer_ms = buffer_ms;
-    ep.warmup = 1;
-    mp.tokenizer_dir = tok;
-    if (ct_args_given(&f32)) mp.f32_weights = f32;
-    if (ct_args_given(&weights)) {
-        mp.weights = weights;
-        mp.talker_weights = mp.predictor_weights = NULL;
-    }
-    ct_model *m = ct_cli_load_model_p(model, &mp);
-    if (!m) {
-        ct_cli_deploy_free(pm);
-        free(pm);
-        ct_codec_free(codec);
-        return 1;
-    }
-    /* signals go to sigwait below, not to the engine or connection threads */
+    ct_cli_engine x;
+    if (ct_cli_engine_open(&ef, &x) != 0) return 1;
+    const char *model = ef.model;
+    ct_cli_deploy *pm = x.pm;
+    ct_engine *e = x.e;
+    ct_model *m = x.m;
+    ct_stream_params sp = x.sp;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    ct_engine *e = NULL;
     ct_http *h = NULL;
     int rc = 1;
-    if (ct_engine_create(m, codec, &ep, &e, err, sizeof err) != CT_OK) {
-        fprintf(stderr, "error: %s\n", err);
-        goto done;
-    }
     char id[96];
     ct_model_id(model, id, sizeof id);
     ct_http_params hp = ct_http_params_default();
@@ -210,14 +138,7 @@ int ct_cli_serve(int argc, char **argv) {
             api_key && *api_key ? ", auth on" : "");
     if (strcmp(host, "127.0.0.1") != 0 && !(api_key && *api_key))
         fprintf(stderr, "warning: listening on %s without --api-key\n", host);
-    while (ct_engine_ready(e, err, sizeof err) == 0) {
-        struct timespec ts = {0, 20 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    if (ct_engine_ready(e, err, sizeof err) < 0) {
-        fprintf(stderr, "error: %s\n", err);
-        goto done;
-    }
+    if (ct_cli_engine_wait_ready(&x) != 0) goto done;
     fprintf(stderr, "ready\n");
     int sig = 0;
     sigwait(&set, &sig);
@@ -225,11 +146,7 @@ int ct_cli_serve(int argc, char **argv) {
     rc = 0;
 done:
     ct_http_stop(h);
-    ct_engine_free(e);
-    ct_codec_free(codec);
-    ct_model_free(m);
-    ct_cli_deploy_free(pm);
-    free(pm);
+    ct_cli_engine_close(&x);
     return rc;
 }
 

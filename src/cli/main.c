@@ -16,6 +16,7 @@
 #include "cli/cmd_edge.h"
 #include "cli/cmd_export.h"
 #include "cli/cmd_serve.h"
+#include "cli/cmd_wyoming.h"
 #include "cli/cmd_stats.h"
 #include "cli/cmd_summarize.h"
 #include "codectalk.h"
@@ -364,6 +365,7 @@ static void usage(void) {
            "  quantize     write INT8/INT4 weights (+ scales) as a safetensors file the loader accepts\n"
            "  export       ONNX programs: talker/predictor decode steps, windowed codec, sanitize\n"
            "  serve        OpenAI-compatible streaming HTTP server (POST /v1/audio/speech)\n"
+           "  wyoming      Wyoming protocol server for Home Assistant (describe, synthesize, streaming)\n"
            "  client       codes from a server (response_format codes), decoded here -> WAV / raw s16le\n"
            "  bench        model | roofline | kernels | stream | threads | emulate | serve | summarize\n"
            "  stats        merge step-stats dumps into the attribution table\n"
@@ -415,6 +417,7 @@ static int dispatch(int argc, char **argv) {
         return ct_cli_export(5, av);
     }
     if (!strcmp(c, "serve")) return ct_cli_serve(argc - 2, argv + 2);
+    if (!strcmp(c, "wyoming")) return ct_cli_wyoming(argc - 2, argv + 2);
     if (!strcmp(c, "client")) return ct_cli_client(argc - 2, argv + 2);
     if (!strcmp(c, "stats")) return ct_cli_stats(argc - 2, argv + 2);
     if (!strcmp(c, "probe")) return ct_cli_probe(argc - 2, argv + 2);

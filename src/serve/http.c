@@ -31,6 +31,7 @@
 #include "core/stepstats.h"
 #include "serve/codes_wire.h"
 #include "serve/gate.h"
+#include "serve/listen.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
 #include "text/sentences.h"
@@ -1136,36 +1137,12 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
         free(h);
         return CT_ERR_INVALID_ARG;
     }
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)p->port);
-    if (inet_pton(AF_INET, h->host, &sa.sin_addr) != 1) { /* a name: its first IPv4 address */
-        struct addrinfo hints, *ai = NULL;
-        memset(&hints, 0, sizeof hints);
-        hints.ai_family = AF_INET;
-        hints.ai_socktype = SOCK_STREAM;
-        int gr = getaddrinfo(h->host, NULL, &hints, &ai);
-        if (gr != 0 || !ai) {
-            free(h);
-            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "http: host '%s' is not an IPv4 address or a name that "
-                           "resolves to one (%s)", p->host, gai_strerror(gr));
-        }
-        sa.sin_addr = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
-        freeaddrinfo(ai);
-    }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 128) != 0) {
-        int en = errno;
-        if (fd >= 0) close(fd);
+    int fd = -1;
+    ct_status ls = ct_tcp_listen("http", h->host, p->port, &fd, &h->port, err, errcap);
+    if (ls != CT_OK) {
         free(h);
-        return ct_errf(err, errcap, CT_ERR_IO, "http: cannot listen on %s:%d: %s", p->host, p->port, strerror(en));
+        return ls;
     }
-    socklen_t sl = sizeof sa;
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    h->port = ntohs(sa.sin_port);
     ct_srv_metrics_init(&h->mx);
     ct_gate_params gp = {fd, h->p.max_connections, h->p.reserve_connections, h->p.max_conn_per_ip,
                          h->p.header_timeout_s, h->p.connection_timeout_s, h->p.write_timeout_s, 32 * 1024, &h->mx};

@@ -21,7 +21,7 @@ ENTRY = {
     "synth": "ct_cli_synth", "codes": "cmd_codes", "tokenize": "cmd_tokenize",
     "make-model": "cmd_make_model", "info": "cmd_info", "quantize": "ct_cli_quantize",
     "export step": "cmd_step", "export codec": "cmd_codec", "export sanitize": "cmd_sanitize",
-    "serve": "ct_cli_serve", "client": "ct_cli_client", "stats merge": "ct_cli_stats", "probe": "ct_cli_probe",
+    "serve": "ct_cli_serve", "wyoming": "ct_cli_wyoming", "client": "ct_cli_client", "stats merge": "ct_cli_stats", "probe": "ct_cli_probe",
     "profile": "ct_cli_profile", "calibrate": "ct_cli_calibrate",
     "bench model": "cmd_model", "bench roofline": "cmd_roofline", "bench kernels": "cmd_kernels",
     "bench stream": "ct_cli_bench_stream", "bench threads": "ct_cli_bench_threads",

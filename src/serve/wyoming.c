@@ -1,0 +1,656 @@
+/* Wyoming server: a listener thread, one thread per connection reading events
+   (serve/wyoming_event.c) and answering them from the stream engine. */
+#include "serve/wyoming.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "audio/pcm.h"
+#include "core/clock.h"
+#include "core/status.h"
+#include "serve/listen.h"
+#include "serve/wyoming_event.h"
+#include "text/langcode.h"
+#include "text/sentences.h"
+
+#define READ_SAMPLES 8192 /* most samples per audio-chunk (341 ms); a chunk holds what was there */
+#define POLL_MS 200       /* how often blocked reads look at the stop flag */
+
+typedef struct wy_conn wy_conn;
+
+struct ct_wy {
+    ct_engine *e;
+    const ct_model *m;
+    ct_wy_params p;
+    ct_stream_params sp;
+    char host[64], model_id[128], schedule[128];
+    int fd, port, rate;
+    char **voices;  /* speakers, or {"default"} for a model without any */
+    int n_voices, has_speakers, def_voice;
+    json_t *info;   /* the info event's data, made once */
+    atomic_int stop;
+    pthread_t th;
+    pthread_mutex_t mu;
+    wy_conn *conns; /* [max_connections] slots */
+};
+
+struct wy_conn {
+    ct_wy *w;
+    int fd, used, done;
+    pthread_t th;
+    char peer[64];
+    uint8_t *buf;
+    size_t len, cap;
+    float *pcm;
+    uint8_t *s16;
+    /* streaming synthesis (synthesize-start .. synthesize-stop) */
+    int streaming, failed, sentence;
+    uint64_t seed;
+    char voice[64], language[64];
+    char *text;
+    size_t tlen, tcap;
+};
+
+ct_wy_params ct_wy_params_default(void) {
+    ct_wy_params p;
+    memset(&p, 0, sizeof p);
+    p.host = "127.0.0.1";
+    p.max_connections = 64;
+    p.timeout_s = 30;
+    p.max_input_chars = 4096;
+    return p;
+}
+
+ct_status ct_wy_parse_uri(const char *uri, char *host, size_t cap, int *port, char *err, size_t errcap) {
+    if (!uri || strncmp(uri, "tcp://", 6) != 0)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
+                       "--uri '%s': expected tcp://HOST:PORT (unix:// and stdio:// are not served)", uri ? uri : "");
+    const char *h = uri + 6, *c = strrchr(h, ':');
+    char *end = NULL;
+    long v = c ? strtol(c + 1, &end, 10) : -1;
+    if (!c || c == h || (size_t)(c - h) >= cap || !end || end == c + 1 || *end || v < 0 || v > 65535)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "--uri '%s': expected tcp://HOST:PORT with a port 0..65535",
+                       uri);
+    memcpy(host, h, (size_t)(c - h));
+    host[c - h] = 0;
+    *port = (int)v;
+    return CT_OK;
+}
+
+static void logf_(ct_wy *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(ct_wy *w, const char *fmt, ...) {
+    if (!w->p.log_fn) return;
+    char line[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    w->p.log_fn(w->p.log_ud, line);
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static int send_all(wy_conn *c, const uint8_t *b, size_t n) {
+    while (n > 0) {
+        ssize_t k = send(c->fd, b, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        b += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Sends one event; data is consumed (may be NULL). -1 when the client is gone. */
+static int send_event(wy_conn *c, const char *type, json_t *data, const void *payload, size_t plen) {
+    size_t n = 0;
+    uint8_t *b = ct_wy_format(type, data, payload, plen, &n);
+    json_decref(data);
+    if (!b) return -1;
+    int r = send_all(c, b, n);
+    free(b);
+    return r;
+}
+
+static int send_error(wy_conn *c, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int send_error(wy_conn *c, const char *code, const char *fmt, ...) {
+    char text[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    logf_(c->w, "wyoming %s: error %s: %s", c->peer, code, text);
+    return send_event(c, "error", json_pack("{s:s, s:s}", "text", text, "code", code), NULL, 0);
+}
+
+static json_t *audio_fmt(const ct_wy *w, int64_t ts_ms) {
+    return json_pack("{s:i, s:i, s:i, s:I}", "rate", w->rate, "width", 2, "channels", 1, "timestamp", (json_int_t)ts_ms);
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+/* The next event into *ev: 1; 0 when the connection ended (client closed, timeout, stop, bad
+   input: logged, and an error event sent where the client can still read it). */
+static int read_event(wy_conn *c, ct_wy_event *ev) {
+    ct_wy *w = c->w;
+    ct_wy_limits lim = ct_wy_limits_default();
+    char err[256];
+    for (;;) {
+        size_t used = 0;
+        int r = ct_wy_parse(c->buf, c->len, &lim, ev, &used, err, sizeof err);
+        if (r == 1) {
+            c->len -= used; /* the payload is not used by any event we answer */
+            memmove(c->buf, c->buf + used, c->len);
+            return 1;
+        }
+        if (r < 0) {
+            send_error(c, "bad_event", "%s; closing the connection", err);
+            logf_(w, "wyoming %s: closed: %s", c->peer, err);
+            return 0;
+        }
+        size_t need = used ? used : c->len + 4096;
+        if (need > c->cap) {
+            size_t nc = c->cap ? c->cap : 8192;
+            while (nc < need) nc *= 2;
+            uint8_t *nb = realloc(c->buf, nc);
+            if (!nb) {
+                logf_(w, "wyoming %s: closed: out of memory for a %zu-byte event", c->peer, need);
+                return 0;
+            }
+            c->buf = nb;
+            c->cap = nc;
+        }
+        double t0 = ct_now_ms();
+        for (;;) {
+            if (atomic_load(&w->stop)) return 0;
+            struct pollfd pf = {c->fd, POLLIN, 0};
+            int pr = poll(&pf, 1, POLL_MS);
+            if (pr > 0) break;
+            if (pr < 0 && errno != EINTR) return 0;
+            if (ct_now_ms() - t0 >= w->p.timeout_s * 1000.0) {
+                if (c->len == 0) {
+                    logf_(w, "wyoming %s: closed: idle for %d s", c->peer, w->p.timeout_s);
+                } else {
+                    snprintf(err, sizeof err, "event incomplete after %d s without data (%zu of %s%zu bytes arrived)",
+                             w->p.timeout_s, c->len, used ? "" : "more than ", used ? used : c->len);
+                    send_error(c, "bad_event", "%s; closing the connection", err);
+                    logf_(w, "wyoming %s: closed: %s", c->peer, err);
+                }
+                return 0;
+            }
+        }
+        ssize_t k = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            if (c->len > 0)
+                logf_(w, "wyoming %s: closed by the client inside an event (%zu of %s%zu bytes arrived)", c->peer,
+                      c->len, used ? "" : "more than ", used ? used : c->len);
+            return 0;
+        }
+        c->len += (size_t)k;
+    }
+}
+
+/* ---- synthesis ---------------------------------------------------------------------------- */
+
+static int find_voice(const ct_wy *w, const char *name) {
+    for (int i = 0; i < w->n_voices; i++)
+        if (strcasecmp(w->voices[i], name) == 0) return i;
+    return -1;
+}
+
+/* The model's language name for a code ("en", "en_US") or name ("english"); NULL if none. */
+static const char *find_language(const ct_wy *w, const char *s) {
+    ct_model_info mi = ct_model_get_info(w->m);
+    const char *code = ct_language_from_code(s);
+    for (int i = 0; i < mi.n_languages; i++) {
+        const char *l = ct_model_language(w->m, i);
+        if (strcasecmp(l, s) == 0 || (code && strcmp(l, code) == 0)) return l;
+    }
+    return NULL;
+}
+
+/* The voice object of a synthesize / synthesize-start event into voice[64] / language[64]
+   ("" = the default voice / "auto"). 0, or -1 after an error event (when the client is still
+   there: *gone says whether it is not). */
+static int parse_voice(wy_conn *c, const json_t *data, char *voice, char *language, int *gone) {
+    ct_wy *w = c->w;
+    const json_t *v = json_object_get(data, "voice");
+    voice[0] = 0;
+    snprintf(language, 64, "auto");
+    *gone = 0;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_object(v)) {
+        *gone = send_error(c, "invalid_request", "'voice' must be an object") < 0;
+        return -1;
+    }
+    const json_t *n = json_object_get(v, "name"), *l = json_object_get(v, "language");
+    if (n && !json_is_null(n)) {
+        int i = json_is_string(n) ? find_voice(w, json_string_value(n)) : -1;
+        if (i < 0) {
+            char names[400] = "";
+            for (int k = 0; k < w->n_voices; k++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", w->voices[k]);
+            *gone = send_error(c, "unknown_voice", "unknown voice '%.60s'; voices: %s",
+                               json_is_string(n) ? json_string_value(n) : "(not a string)", names) < 0;
+            return -1;
+        }
+        snprintf(voice, 64, "%s", w->voices[i]);
+    }
+    if (l && !json_is_null(l)) {
+        const char *name = json_is_string(l) ? find_language(w, json_string_value(l)) : NULL;
+        if (!name) {
+            *gone = send_error(c, "unknown_language", "unknown language '%.60s' (info lists this model's)",
+                               json_is_string(l) ? json_string_value(l) : "(not a string)") < 0;
+            return -1;
+        }
+        snprintf(language, 64, "%s", name);
+    }
+    return 0;
+}
+
+static uint64_t new_seed(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_sec;
+}
+
+static size_t utf8_chars(const char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+/* One engine stream for text[0..n) streamed to the client as audio-start / audio-chunk* /
+   audio-stop (nothing but an error event when it fails before any audio). utterances: the
+   engine splits long text (the whole-text synthesize); 0: one utterance (a sentence of a
+   streaming synthesis). Returns -1 when the client is gone (or the server stops), 1 when the
+   request failed (an error event was sent), 0 when done. */
+static int synth(wy_conn *c, const char *text, size_t n, const char *voice, const char *language, uint64_t seed,
+                 int utterances) {
+    ct_wy *w = c->w;
+    char *t = strndup(text, n);
+    if (!t) return send_error(c, "server_error", "out of memory") < 0 ? -1 : 1;
+    ct_gen_params g = ct_gen_params_default();
+    g.text = t;
+    g.speaker = voice[0] ? voice : w->has_speakers ? w->voices[w->def_voice] : NULL;
+    g.language = language;
+    g.seed = seed;
+    ct_stream_params sp = w->sp;
+    if (!utterances) sp.utterance_bytes = 0;
+    char msg[512];
+    ct_stream *st = NULL;
+    double t0 = ct_now_ms();
+    ct_status s = ct_engine_submit(w->e, &g, &sp, &st, msg, sizeof msg);
+    free(t);
+    if (s != CT_OK) {
+        int r;
+        if (s == CT_ERR_LIMIT) {
+            ct_engine_limits l = ct_engine_get_limits(w->e);
+            r = send_error(c, "server_busy", "all %d stream slots are busy and the queue (%d) is full; retry after %d s",
+                           l.max_streams, l.queue_cap, ct_engine_retry_after_s(w->e));
+        } else if (s == CT_ERR_INVALID_ARG) {
+            r = send_error(c, "invalid_request", "%s", msg);
+        } else if (s == CT_ERR_STATE) {
+            r = send_error(c, "not_ready", "the engine is not serving");
+        } else {
+            r = send_error(c, "server_error", "%s", msg);
+        }
+        return r < 0 ? -1 : 1;
+    }
+    int started = 0, finished = 0, gone = 0;
+    int64_t samples = 0;
+    while (!finished) {
+        if (atomic_load(&w->stop)) {
+            gone = 1;
+            break;
+        }
+        size_t k = ct_stream_read(st, c->pcm, READ_SAMPLES, POLL_MS, &finished);
+        if (k == 0) continue;
+        if (!started) {
+            if (send_event(c, "audio-start", audio_fmt(w, 0), NULL, 0) < 0) {
+                gone = 1;
+                break;
+            }
+            started = 1;
+        }
+        ct_pcm_s16le(c->s16, c->pcm, k);
+        if (send_event(c, "audio-chunk", audio_fmt(w, samples * 1000 / w->rate), c->s16, k * 2) < 0) {
+            gone = 1;
+            break;
+        }
+        samples += (int64_t)k;
+    }
+    int rc = 0;
+    if (gone) {
+        ct_stream_cancel(st);
+        logf_(w, "wyoming %s: client gone (or stopping): stream cancelled after %.2f s of audio", c->peer,
+              (double)samples / w->rate);
+        rc = -1;
+    } else {
+        ct_stream_info si = ct_stream_get_info(st);
+        if (si.status != CT_OK) {
+            rc = send_error(c, "synthesis_failed", "%s", ct_stream_errmsg(st)) < 0 ? -1 : 1;
+            if (rc > 0 && started && send_event(c, "audio-stop", json_pack("{s:I}", "timestamp",
+                                                (json_int_t)(samples * 1000 / w->rate)), NULL, 0) < 0)
+                rc = -1;
+        } else {
+            if (!started && send_event(c, "audio-start", audio_fmt(w, 0), NULL, 0) < 0) rc = -1;
+            if (!rc && send_event(c, "audio-stop", json_pack("{s:I}", "timestamp", (json_int_t)(samples * 1000 / w->rate)),
+                                  NULL, 0) < 0)
+                rc = -1;
+            logf_(w, "wyoming %s: synthesized %zu chars (voice %s, seed %llu): %.2f s audio, TTFA %.0f ms, %.0f ms",
+                  c->peer, utf8_chars(text, n), g.speaker ? g.speaker : "-", (unsigned long long)seed,
+                  (double)samples / w->rate, si.ttfa_ms, ct_now_ms() - t0);
+        }
+    }
+    ct_stream_release(st);
+    return rc;
+}
+
+/* Streaming: synthesizes every completed sentence of the pending text (all of it when final),
+   keeping the unfinished tail. -1 when the client is gone. */
+static int stream_sentences(wy_conn *c, int final) {
+    ct_wy *w = c->w;
+    if (c->failed || c->tlen == 0) return 0;
+    size_t maxb = w->sp.utterance_bytes > 0 ? (size_t)w->sp.utterance_bytes : c->tlen + 1;
+    size_t ns = ct_split_sentences(c->text, c->tlen, maxb, NULL, 0);
+    if (ns == 0) {
+        c->tlen = 0;
+        return 0;
+    }
+    ct_span *sp = malloc(sizeof *sp * ns);
+    if (!sp) return send_error(c, "server_error", "out of memory") < 0 ? -1 : 0;
+    ct_split_sentences(c->text, c->tlen, maxb, sp, ns);
+    size_t upto = final ? ns : ns - 1, keep = final ? c->tlen : sp[ns - 1].off;
+    int rc = 0;
+    for (size_t i = 0; i < upto && rc == 0; i++) {
+        rc = synth(c, c->text + sp[i].off, sp[i].len, c->voice, c->language, c->seed + (uint64_t)c->sentence, 0);
+        c->sentence++;
+    }
+    free(sp);
+    if (rc > 0) { /* the session failed (error event sent): its text is dropped */
+        c->failed = 1;
+        keep = c->tlen;
+        rc = 0;
+    }
+    memmove(c->text, c->text + keep, c->tlen - keep);
+    c->tlen -= keep;
+    return rc;
+}
+
+/* One event; -1 ends the connection. */
+static int handle(wy_conn *c, const ct_wy_event *ev) {
+    ct_wy *w = c->w;
+    const char *t = ev->type;
+    int gone = 0;
+    if (!strcmp(t, "describe")) return send_event(c, "info", json_incref(w->info), NULL, 0);
+    if (!strcmp(t, "ping")) {
+        const json_t *x = json_object_get(ev->data, "text");
+        return send_event(c, "pong", json_is_string(x) ? json_pack("{s:O}", "text", x) : NULL, NULL, 0);
+    }
+    if (!strcmp(t, "synthesize")) {
+        if (c->streaming) return 0; /* the copy a streaming client sends for older servers */
+        const json_t *x = json_object_get(ev->data, "text");
+        if (!json_is_string(x)) return send_error(c, "invalid_request", "synthesize needs a 'text' string");
+        const char *s = json_string_value(x);
+        size_t n = json_string_length(x);
+        if (strlen(s) != n) return send_error(c, "invalid_request", "'text' holds a NUL character");
+        if (utf8_chars(s, n) > (size_t)w->p.max_input_chars)
+            return send_error(c, "text_too_long", "'text' has %zu characters; the limit is %d", utf8_chars(s, n),
+                              w->p.max_input_chars);
+        char voice[64], lang[64];
+        if (parse_voice(c, ev->data, voice, lang, &gone)) return gone ? -1 : 0;
+        return synth(c, s, n, voice, lang, w->p.has_seed ? w->p.seed : new_seed(), 1) < 0 ? -1 : 0;
+    }
+    if (!strcmp(t, "synthesize-start")) {
+        if (c->streaming) return send_error(c, "invalid_request", "synthesize-start inside a streaming synthesis");
+        if (parse_voice(c, ev->data, c->voice, c->language, &gone)) return gone ? -1 : 0;
+        c->streaming = 1;
+        c->failed = 0;
+        c->sentence = 0;
+        c->tlen = 0;
+        c->seed = w->p.has_seed ? w->p.seed : new_seed();
+        return 0;
+    }
+    if (!strcmp(t, "synthesize-chunk")) {
+        if (!c->streaming) return send_error(c, "invalid_request", "synthesize-chunk outside synthesize-start .. -stop");
+        const json_t *x = json_object_get(ev->data, "text");
+        if (!json_is_string(x)) return send_error(c, "invalid_request", "synthesize-chunk needs a 'text' string");
+        if (c->failed) return 0;
+        size_t n = json_string_length(x);
+        if (strlen(json_string_value(x)) != n) return send_error(c, "invalid_request", "'text' holds a NUL character");
+        if (utf8_chars(c->text, c->tlen) + utf8_chars(json_string_value(x), n) > (size_t)w->p.max_input_chars) {
+            c->failed = 1;
+            c->tlen = 0;
+            return send_error(c, "text_too_long", "more than %d characters without a sentence end",
+                              w->p.max_input_chars);
+        }
+        if (c->tlen + n + 1 > c->tcap) {
+            size_t nc = (c->tlen + n + 1) * 2;
+            char *nt = realloc(c->text, nc);
+            if (!nt) return send_error(c, "server_error", "out of memory");
+            c->text = nt;
+            c->tcap = nc;
+        }
+        memcpy(c->text + c->tlen, json_string_value(x), n);
+        c->tlen += n;
+        return stream_sentences(c, 0);
+    }
+    if (!strcmp(t, "synthesize-stop")) {
+        if (!c->streaming) return send_error(c, "invalid_request", "synthesize-stop without synthesize-start");
+        if (stream_sentences(c, 1) < 0) return -1;
+        c->streaming = 0;
+        c->tlen = 0;
+        return send_event(c, "synthesize-stopped", NULL, NULL, 0);
+    }
+    /* Wyoming: servers drop events they do not know (select-program, other domains) */
+    logf_(w, "wyoming %s: ignoring event '%s'", c->peer, t);
+    return 0;
+}
+
+static void *conn_main(void *arg) {
+    wy_conn *c = arg;
+    ct_wy *w = c->w;
+    struct timeval tv = {w->p.timeout_s, 0};
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    c->pcm = malloc(sizeof(float) * READ_SAMPLES);
+    c->s16 = malloc(2 * READ_SAMPLES);
+    if (c->pcm && c->s16) {
+        ct_wy_event ev;
+        while (read_event(c, &ev) == 1) {
+            int r = handle(c, &ev);
+            ct_wy_event_clear(&ev);
+            if (r < 0) break;
+        }
+    }
+    shutdown(c->fd, SHUT_RDWR);
+    free(c->pcm);
+    free(c->s16);
+    free(c->buf);
+    free(c->text);
+    pthread_mutex_lock(&w->mu);
+    close(c->fd);
+    c->fd = -1;
+    c->pcm = NULL;
+    c->s16 = NULL;
+    c->buf = NULL;
+    c->text = NULL;
+    c->done = 1;
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void *accept_main(void *arg) {
+    ct_wy *w = arg;
+    while (!atomic_load(&w->stop)) {
+        struct pollfd pf = {w->fd, POLLIN, 0};
+        if (poll(&pf, 1, POLL_MS) <= 0) continue;
+        struct sockaddr_in sa;
+        socklen_t sl = sizeof sa;
+        int fd = accept(w->fd, (struct sockaddr *)&sa, &sl);
+        if (fd < 0) continue;
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        char peer[64], ip[INET_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+        snprintf(peer, sizeof peer, "%s:%d", ip, ntohs(sa.sin_port));
+        pthread_mutex_lock(&w->mu);
+        int slot = -1;
+        for (int i = 0; i < w->p.max_connections && slot < 0; i++) {
+            wy_conn *c = &w->conns[i];
+            if (c->used && c->done) {
+                pthread_join(c->th, NULL);
+                c->used = 0;
+            }
+            if (!c->used) slot = i;
+        }
+        wy_conn *c = slot >= 0 ? &w->conns[slot] : NULL;
+        if (c) {
+            memset(c, 0, sizeof *c);
+            c->w = w;
+            c->fd = fd;
+            c->used = 1;
+            snprintf(c->peer, sizeof c->peer, "%s", peer);
+            if (pthread_create(&c->th, NULL, conn_main, c) != 0) {
+                c->used = 0;
+                c = NULL;
+            }
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (!c) {
+            wy_conn tmp;
+            memset(&tmp, 0, sizeof tmp);
+            tmp.w = w;
+            tmp.fd = fd;
+            snprintf(tmp.peer, sizeof tmp.peer, "%s", peer);
+            struct timeval tv = {1, 0};
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+            send_error(&tmp, "too_many_connections", "all %d connections are in use; closing", w->p.max_connections);
+            close(fd);
+        }
+    }
+    return NULL;
+}
+
+/* The info event's data: one tts program, one voice per speaker, languages as ISO 639-1 codes. */
+static json_t *make_info(const ct_wy *w) {
+    static const char *codes[] = {"zh", "en", "de", "it", "pt", "es", "ja", "ko", "fr", "ru"};
+    ct_model_info mi = ct_model_get_info(w->m);
+    json_t *langs = json_array();
+    for (int i = 0; i < mi.n_languages; i++)
+        for (size_t k = 0; k < sizeof codes / sizeof *codes; k++)
+            if (!strcmp(ct_model_language(w->m, i), ct_language_from_code(codes[k])))
+                json_array_append_new(langs, json_string(codes[k]));
+    json_t *attr = json_pack("{s:s, s:s}", "name", "Qwen3-TTS (Alibaba Qwen team), run by codectalk", "url",
+                             "https://github.com/QwenLM/Qwen3-TTS");
+    json_t *voices = json_array();
+    for (int i = 0; i < w->n_voices; i++)
+        json_array_append_new(voices, json_pack("{s:s, s:O, s:b, s:s, s:n, s:O}", "name", w->voices[i], "attribution",
+                                                attr, "installed", 1, "description",
+                                                w->has_speakers ? "preset speaker" : "the model's own voice", "version",
+                                                "languages", langs));
+    char desc[200];
+    snprintf(desc, sizeof desc, "codectalk %s: %s", ct_version(), w->model_id);
+    json_t *prog = json_pack("{s:s, s:O, s:b, s:s, s:s, s:o, s:b}", "name", w->model_id, "attribution", attr, "installed",
+                             1, "description", desc, "version", ct_version(), "voices", voices,
+                             "supports_synthesize_streaming", 1);
+    json_decref(attr);
+    json_decref(langs);
+    return json_pack("{s:[], s:[o], s:[], s:[], s:[], s:[], s:[]}", "asr", "tts", prog, "handle", "intent", "wake",
+                     "mic", "snd");
+}
+
+static void wy_free(ct_wy *w) {
+    if (!w) return;
+    for (int i = 0; i < w->n_voices; i++) free(w->voices[i]);
+    free(w->voices);
+    json_decref(w->info);
+    free(w->conns);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+ct_status ct_wy_start(ct_engine *e, const ct_model *m, const ct_wy_params *p, ct_wy **out, char *err,
+                      size_t errcap) {
+    *out = NULL;
+    if (!e || !m || !p || !p->model_id || p->max_connections < 1 || p->timeout_s < 1 || p->max_input_chars < 1)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
+                       "wyoming: engine, model and model_id are required; max_connections, timeout_s and "
+                       "max_input_chars must be >= 1");
+    ct_wy *w = calloc(1, sizeof *w);
+    if (!w) return ct_errf(err, errcap, CT_ERR_NOMEM, "wyoming: out of memory");
+    pthread_mutex_init(&w->mu, NULL);
+    w->e = e;
+    w->m = m;
+    w->p = *p;
+    snprintf(w->host, sizeof w->host, "%s", p->host ? p->host : "127.0.0.1");
+    snprintf(w->model_id, sizeof w->model_id, "%s", p->model_id);
+    w->p.host = w->host;
+    w->p.model_id = w->model_id;
+    w->sp = p->stream ? *p->stream : ct_stream_params_default();
+    snprintf(w->schedule, sizeof w->schedule, "%s", w->sp.schedule ? w->sp.schedule : "exact");
+    w->sp.schedule = w->schedule;
+    w->sp.output = CT_OUTPUT_PCM;
+    w->p.stream = &w->sp;
+    w->rate = ct_engine_get_limits(e).sample_rate;
+    ct_model_info mi = ct_model_get_info(m);
+    w->has_speakers = mi.n_speakers > 0;
+    w->n_voices = w->has_speakers ? mi.n_speakers : 1;
+    w->voices = calloc((size_t)w->n_voices, sizeof *w->voices);
+    w->conns = calloc((size_t)p->max_connections, sizeof *w->conns);
+    int ok = w->voices && w->conns;
+    for (int i = 0; ok && i < w->n_voices; i++) {
+        w->voices[i] = strdup(w->has_speakers ? ct_model_speaker(m, i) : "default");
+        ok = w->voices[i] != NULL;
+        if (ok && !strcmp(w->voices[i], "vivian")) w->def_voice = i; /* the server's default voice */
+    }
+    if (ok) ok = (w->info = make_info(w)) != NULL;
+    if (!ok) {
+        wy_free(w);
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "wyoming: out of memory");
+    }
+    ct_status st = ct_tcp_listen("wyoming", w->host, p->port, &w->fd, &w->port, err, errcap);
+    if (st != CT_OK) {
+        wy_free(w);
+        return st;
+    }
+    if (pthread_create(&w->th, NULL, accept_main, w) != 0) {
+        close(w->fd);
+        wy_free(w);
+        return ct_errf(err, errcap, CT_ERR_INTERNAL, "wyoming: cannot start the listener thread");
+    }
+    *out = w;
+    return CT_OK;
+}
+
+int ct_wy_port(const ct_wy *w) { return w->port; }
+
+void ct_wy_stop(ct_wy *w) {
+    if (!w) return;
+    atomic_store(&w->stop, 1);
+    pthread_join(w->th, NULL);
+    close(w->fd);
+    pthread_mutex_lock(&w->mu);
+    for (int i = 0; i < w->p.max_connections; i++)
+        if (w->conns[i].used && w->conns[i].fd >= 0) shutdown(w->conns[i].fd, SHUT_RDWR);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < w->p.max_connections; i++)
+        if (w->conns[i].used) pthread_join(w->conns[i].th, NULL);
+    wy_free(w);
+}
