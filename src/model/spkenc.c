@@ -231,21 +231,27 @@ static void conv_same(const sconv *c, const float *x, size_t ldx, int T, float *
         }
 }
 
-/* Per-channel mean over T rows, as the reference's sum((1/T) x) (mean) and
-   sqrt(max(sum((1/T) (x - mean)^2), 1e-12)) (std); w (NULL = 1/T) weights row t per channel. */
-static void stats(const float *x, size_t ldx, int T, int C, const float *w, float *mean, float *sd) {
+/* Per-channel statistics over T rows, as the reference's sum((1/T) x) (mean) and
+   sqrt(max(sum((1/T) (x - mean)^2), 1e-12)) (std); w (NULL = 1/T) weights row t per channel.
+   Rows are walked in order (t ascending for every channel); acc holds 2 C doubles. */
+static void stats(const float *x, size_t ldx, int T, int C, const float *w, float *mean, float *sd,
+                  double *acc) {
     const float inv = 1.0f / (float)T;
-    for (int c = 0; c < C; c++) {
-        double s = 0;
-        for (int t = 0; t < T; t++) s += (double)(w ? w[(size_t)t * C + c] : inv) * x[(size_t)t * ldx + c];
-        mean[c] = (float)s;
-        double v = 0;
-        for (int t = 0; t < T; t++) {
-            double d = (double)x[(size_t)t * ldx + c] - mean[c];
-            v += (double)(w ? w[(size_t)t * C + c] : inv) * d * d;
-        }
-        sd[c] = (float)sqrt(v > 1e-12 ? v : 1e-12);
+    double *s = acc, *v = acc + C;
+    memset(acc, 0, (size_t)2 * C * sizeof *acc);
+    for (int t = 0; t < T; t++) {
+        const float *xr = x + (size_t)t * ldx, *wr = w ? w + (size_t)t * C : NULL;
+        for (int c = 0; c < C; c++) s[c] += (double)(wr ? wr[c] : inv) * xr[c];
     }
+    for (int c = 0; c < C; c++) mean[c] = (float)s[c];
+    for (int t = 0; t < T; t++) {
+        const float *xr = x + (size_t)t * ldx, *wr = w ? w + (size_t)t * C : NULL;
+        for (int c = 0; c < C; c++) {
+            double d = (double)xr[c] - mean[c];
+            v[c] += (double)(wr ? wr[c] : inv) * d * d;
+        }
+    }
+    for (int c = 0; c < C; c++) sd[c] = (float)sqrt(v[c] > 1e-12 ? v[c] : 1e-12);
 }
 
 ct_status ct_spkenc_forward(const ct_spkenc *e, const float *mel, int T, float *xvec, char *err,
@@ -271,8 +277,9 @@ ct_status ct_spkenc_forward(const ct_spkenc *e, const float *mel, int T, float *
     float *M = malloc(Tz * (size_t)Cm * sizeof(float));
     float *a1 = malloc(Tz * (size_t)A * sizeof(float));
     float *vec = malloc((size_t)(4 * Cm + 2 * cmax + A + g->se_channels) * sizeof(float));
+    double *acc = malloc((size_t)2 * (Cm > cmax ? Cm : cmax) * sizeof(double));
     ct_status st = CT_OK;
-    if (!h0 || !cat || !t1 || !r2 || !t2 || !tmp || !pad || !M || !a1 || !vec) {
+    if (!h0 || !cat || !t1 || !r2 || !t2 || !tmp || !pad || !M || !a1 || !vec || !acc) {
         st = ct_errf(err, errcap, CT_ERR_NOMEM, "speaker encoder: out of memory for %d frames", T);
         goto done;
     }
@@ -302,11 +309,10 @@ ct_status ct_spkenc_forward(const ct_spkenc *e, const float *mel, int T, float *
         }
         conv_same(&b->tdnn2, r2, (size_t)C, T, t2, (size_t)C, pad, 1, NULL);
         /* squeeze-excitation: time mean -> conv1 + ReLU -> conv2 -> sigmoid -> channel scale */
-        for (int c = 0; c < C; c++) {
-            double s = 0;
-            for (size_t t = 0; t < Tz; t++) s += t2[t * C + c];
-            cm[c] = (float)(s / T);
-        }
+        memset(acc, 0, (size_t)C * sizeof *acc);
+        for (size_t t = 0; t < Tz; t++)
+            for (int c = 0; c < C; c++) acc[c] += t2[t * C + c];
+        for (int c = 0; c < C; c++) cm[c] = (float)(acc[c] / T);
         conv_same(&b->se1, cm, (size_t)C, 1, s1, (size_t)g->se_channels, pad, 1, NULL);
         conv_same(&b->se2, s1, (size_t)g->se_channels, 1, gate, (size_t)C, pad, 0, NULL);
         for (int c = 0; c < C; c++) gate[c] = 1.0f / (1.0f + expf(-gate[c]));
@@ -319,7 +325,7 @@ ct_status ct_spkenc_forward(const ct_spkenc *e, const float *mel, int T, float *
     conv_same(&e->mfa, cat, (size_t)Cm, T, M, (size_t)Cm, pad, 1, NULL);
 
     /* attentive statistics pooling */
-    stats(M, (size_t)Cm, T, Cm, NULL, mean, sd);
+    stats(M, (size_t)Cm, T, Cm, NULL, mean, sd, acc);
     for (int o = 0; o < A; o++) {
         const float *w = e->asp_ms + (size_t)o * 2 * Cm;
         double s = e->asp_b[o];
@@ -330,22 +336,26 @@ ct_status ct_spkenc_forward(const ct_spkenc *e, const float *mel, int T, float *
     for (size_t i = 0; i < Tz * (size_t)A; i++) a1[i] = tanhf(a1[i]);
     float *att = cat; /* cat is free now: the attention logits [T][Cm] */
     conv_same(&e->asp_conv, a1, (size_t)A, T, att, (size_t)Cm, pad, 0, NULL);
-    for (int c = 0; c < Cm; c++) { /* softmax over time per channel */
-        float mx = -INFINITY;
-        for (size_t t = 0; t < Tz; t++) mx = fmaxf(mx, att[t * Cm + c]);
-        double s = 0;
-        for (size_t t = 0; t < Tz; t++) {
-            float v = expf(att[t * Cm + c] - mx);
+    /* softmax over time per channel, rows walked in order (maxima in pooled, which is written
+       only afterwards; sums in acc) */
+    float *mx = pooled;
+    for (int c = 0; c < Cm; c++) mx[c] = -INFINITY;
+    for (size_t t = 0; t < Tz; t++)
+        for (int c = 0; c < Cm; c++) mx[c] = fmaxf(mx[c], att[t * Cm + c]);
+    memset(acc, 0, (size_t)Cm * sizeof *acc);
+    for (size_t t = 0; t < Tz; t++)
+        for (int c = 0; c < Cm; c++) {
+            float v = expf(att[t * Cm + c] - mx[c]);
             att[t * Cm + c] = v;
-            s += v;
+            acc[c] += v;
         }
-        const float inv = (float)(1.0 / s);
-        for (size_t t = 0; t < Tz; t++) att[t * Cm + c] *= inv;
-    }
-    stats(M, (size_t)Cm, T, Cm, att, pooled, pooled + Cm);
+    for (int c = 0; c < Cm; c++) mx[c] = (float)(1.0 / acc[c]);
+    for (size_t t = 0; t < Tz; t++)
+        for (int c = 0; c < Cm; c++) att[t * Cm + c] *= mx[c];
+    stats(M, (size_t)Cm, T, Cm, att, pooled, pooled + Cm, acc);
     conv_same(&e->fc, pooled, (size_t)(2 * Cm), 1, xvec, (size_t)g->enc_dim, pad, 0, NULL);
 done:
-    free(h0), free(cat), free(t1), free(r2), free(t2), free(tmp), free(pad), free(M), free(a1), free(vec);
+    free(h0), free(cat), free(t1), free(r2), free(t2), free(tmp), free(pad), free(M), free(a1), free(vec), free(acc);
     return st;
 }
 
