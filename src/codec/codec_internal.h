@@ -7,6 +7,7 @@
 
 #include "codec/codec.h"
 #include "codec/conv.h"
+#include "codec/st_bind.h"
 
 #define CT_CODEC_MAX_UP 4     /* ConvNeXt upsample stages */
 #define CT_CODEC_MAX_BLOCKS 6 /* DAC-style decoder blocks */
@@ -104,9 +105,7 @@ struct ct_codec {
     ct_cv_packed fin;            /* k7, C -> 1 */
     float *fin_b;                /* [1] */
 
-    /* every plain float allocation above, for ct_codec_free */
-    float **allocs;
-    int n_allocs, cap_allocs;
+    ct_allocs al;                /* every float allocation above, for ct_codec_free */
 };
 
 /* Streaming state. Tails hold the last H input rows of each causal op (H = (k-1)*dil for

@@ -1,7 +1,6 @@
 /* Codec-decoder loading: speech_tokenizer/config.json (decoder_config) + model.safetensors
  * (F32 `decoder.*` tensors), with name/shape/dtype checks, codebook normalisation,
  * SnakeBeta pre-exponentiation and repacking of every weight into conv panels. */
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,52 +8,11 @@
 #include <string.h>
 
 #include "codec/codec_internal.h"
-#include "io/safetensors.h"
-
-typedef struct {
-    ct_codec *c;
-    ct_st_file *f;
-    const char *path;
-    char *err;
-    size_t errcap;
-} loader;
-
-/* ---------------------------------------------------------------------------------------
- * Allocation tracking */
-
-static float *c_alloc(ct_codec *c, size_t n) {
-    if (c->n_allocs == c->cap_allocs) {
-        int nc = c->cap_allocs ? c->cap_allocs * 2 : 256;
-        float **na = realloc(c->allocs, (size_t)nc * sizeof *na);
-        if (!na) return NULL;
-        c->allocs = na;
-        c->cap_allocs = nc;
-    }
-    float *p = calloc(n ? n : 1, sizeof(float));
-    if (p) c->allocs[c->n_allocs++] = p;
-    return p;
-}
-
-static int c_packed(ct_codec *c, ct_cv_packed *p, int k, int cin, int cout) {
-    if (ct_cv_packed_alloc(p, k, cin, cout) != 0) return -1;
-    if (c->n_allocs == c->cap_allocs) {
-        int nc = c->cap_allocs ? c->cap_allocs * 2 : 256;
-        float **na = realloc(c->allocs, (size_t)nc * sizeof *na);
-        if (!na) {
-            ct_cv_packed_free(p);
-            return -1;
-        }
-        c->allocs = na;
-        c->cap_allocs = nc;
-    }
-    c->allocs[c->n_allocs++] = p->w;
-    return 0;
-}
+#include "codec/st_bind.h"
 
 void ct_codec_free(ct_codec *c) {
     if (!c) return;
-    for (int i = 0; i < c->n_allocs; i++) free(c->allocs[i]);
-    free(c->allocs);
+    ct_allocs_free(&c->al);
     free(c->layers);
     free(c);
 }
@@ -66,67 +24,11 @@ int ct_codec_n_groups(const ct_codec *c) { return c ? c->n_q : 0; }
 /* ---------------------------------------------------------------------------------------
  * Config */
 
-static ct_status cfg_int(json_t *o, const char *key, int lo, int hi, int *out, const char *path,
-                         char *err, size_t errcap) {
-    json_t *v = json_object_get(o, key);
-    if (!v) return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: decoder_config.%s missing", path, key);
-    if (!json_is_integer(v))
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: decoder_config.%s is not an integer", path, key);
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi)
-        return ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "%s: decoder_config.%s = %lld outside [%d, %d]",
-                       path, key, (long long)x, lo, hi);
-    *out = (int)x;
-    return CT_OK;
-}
-
-static ct_status cfg_real(json_t *o, const char *key, double lo, double hi, double *out,
-                          const char *path, char *err, size_t errcap) {
-    json_t *v = json_object_get(o, key);
-    if (!v) return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: decoder_config.%s missing", path, key);
-    if (!json_is_number(v))
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: decoder_config.%s is not a number", path, key);
-    double x = json_number_value(v);
-    if (!(x >= lo && x <= hi))
-        return ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "%s: decoder_config.%s = %g outside [%g, %g]",
-                       path, key, x, lo, hi);
-    *out = x;
-    return CT_OK;
-}
-
-static ct_status cfg_int_array(json_t *o, const char *key, int maxn, int lo, int hi, int *vals,
-                               int *n, const char *path, char *err, size_t errcap) {
-    json_t *a = json_object_get(o, key);
-    if (!a || !json_is_array(a))
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: decoder_config.%s missing or not an array", path, key);
-    size_t len = json_array_size(a);
-    if (len < 1 || len > (size_t)maxn)
-        return ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "%s: decoder_config.%s has %zu entries (1..%d supported)",
-                       path, key, len, maxn);
-    for (size_t i = 0; i < len; i++) {
-        json_t *v = json_array_get(a, i);
-        if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-            return ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "%s: decoder_config.%s[%zu] not an integer in [%d, %d]",
-                           path, key, i, lo, hi);
-        vals[i] = (int)json_integer_value(v);
-    }
-    *n = (int)len;
-    return CT_OK;
-}
-
 static ct_status parse_config(ct_codec *c, const char *path, int *up_ratios, int *rates, char *err,
                               size_t errcap) {
-    json_error_t je;
-    ct_status rs = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
-    if (rs != CT_OK) return rs;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) {
-        FILE *fp = fopen(path, "rb");
-        if (!fp) return ct_errf(err, errcap, CT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        fclose(fp);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s:%d: %s", path, je.line, je.text);
-    }
-    ct_status st = CT_OK;
+    json_t *root = NULL;
+    ct_status st = ct_cfg_load(path, &root, err, errcap);
+    if (st != CT_OK) return st;
     json_t *d = json_object_get(root, "decoder_config");
     if (!json_is_object(d)) {
         st = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: no decoder_config object", path);
@@ -136,7 +38,7 @@ static ct_status parse_config(ct_codec *c, const char *path, int *up_ratios, int
     double eps = 0, theta = 0;
 #define GI(key, lo, hi, dst)                                                         \
     do {                                                                             \
-        st = cfg_int(d, key, lo, hi, dst, path, err, errcap);                        \
+        st = ct_cfg_int(d, "decoder_config", key, lo, hi, dst, path, err, errcap);                        \
         if (st != CT_OK) goto done;                                                  \
     } while (0)
     GI("codebook_size", 1, 1 << 20, &c->codebook_size);
@@ -165,9 +67,9 @@ static ct_status parse_config(ct_codec *c, const char *path, int *up_ratios, int
                      c->head_dim, c->n_heads, c->n_kv);
         goto done;
     }
-    st = cfg_real(d, "rms_norm_eps", 0.0, 1.0, &eps, path, err, errcap);
+    st = ct_cfg_real(d, "decoder_config", "rms_norm_eps", 0.0, 1.0, &eps, path, err, errcap);
     if (st != CT_OK) goto done;
-    st = cfg_real(d, "rope_theta", 1.0, 1e12, &theta, path, err, errcap);
+    st = ct_cfg_real(d, "decoder_config", "rope_theta", 1.0, 1e12, &theta, path, err, errcap);
     if (st != CT_OK) goto done;
     c->rms_eps = (float)eps;
     c->rope_theta = theta;
@@ -176,9 +78,9 @@ static ct_status parse_config(ct_codec *c, const char *path, int *up_ratios, int
         st = ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "%s: decoder_config.hidden_act must be \"silu\"", path);
         goto done;
     }
-    st = cfg_int_array(d, "upsampling_ratios", CT_CODEC_MAX_UP, 1, 32, up_ratios, &c->n_up, path, err, errcap);
+    st = ct_cfg_int_array(d, "decoder_config", "upsampling_ratios", CT_CODEC_MAX_UP, 1, 32, up_ratios, &c->n_up, path, err, errcap);
     if (st != CT_OK) goto done;
-    st = cfg_int_array(d, "upsample_rates", CT_CODEC_MAX_BLOCKS, 1, 32, rates, &c->n_blocks, path, err, errcap);
+    st = ct_cfg_int_array(d, "decoder_config", "upsample_rates", CT_CODEC_MAX_BLOCKS, 1, 32, rates, &c->n_blocks, path, err, errcap);
     if (st != CT_OK) goto done;
     if (c->decoder_dim % (1 << c->n_blocks)) {
         st = ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "%s: decoder_dim %d not divisible by 2^%d", path,
@@ -216,23 +118,6 @@ done:
 /* ---------------------------------------------------------------------------------------
  * Tensor binding */
 
-static ct_status tget(loader *L, const char *name, int ndim, const int64_t *shape, const float **out) {
-    const ct_st_tensor *t = ct_st_find(L->f, name);
-    if (!t) return ct_errf(L->err, L->errcap, CT_ERR_FORMAT, "%s: tensor %s missing", L->path, name);
-    char got[96], want[96];
-    int same = t->ndim == ndim;
-    for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
-    if (!same)
-        return ct_errf(L->err, L->errcap, CT_ERR_FORMAT, "%s: tensor %s has shape %s, config expects %s",
-                       L->path, name, ct_st_shape_str(t->shape, t->ndim, got, sizeof got),
-                       ct_st_shape_str(shape, ndim, want, sizeof want));
-    if (t->dtype != CT_DT_F32)
-        return ct_errf(L->err, L->errcap, CT_ERR_FORMAT, "%s: tensor %s has dtype %s, expected F32", L->path,
-                       name, ct_dtype_name(t->dtype));
-    *out = (const float *)t->data;
-    return CT_OK;
-}
-
 #define NAMEF(buf, ...) snprintf(buf, sizeof buf, __VA_ARGS__)
 #define TRY(x)                                                                       \
     do {                                                                             \
@@ -240,58 +125,12 @@ static ct_status tget(loader *L, const char *name, int ndim, const int64_t *shap
         if (st_ != CT_OK) return st_;                                                \
     } while (0)
 
-static ct_status nomem(loader *L, const char *name) {
-    return ct_errf(L->err, L->errcap, CT_ERR_NOMEM, "codec: out of memory loading %s", name);
-}
-
-/* Copies a [n] vector. */
-static ct_status vec(loader *L, const char *name, int n, float **dst) {
-    int64_t sh[1] = {n};
-    const float *src;
-    TRY(tget(L, name, 1, sh, &src));
-    float *p = c_alloc(L->c, (size_t)n);
-    if (!p) return nomem(L, name);
-    memcpy(p, src, (size_t)n * sizeof(float));
-    *dst = p;
-    return CT_OK;
-}
-
-/* Conv1d weight [cout][cin][k] into panels. */
-static ct_status wconv(loader *L, const char *name, int cout, int cin, int k, ct_cv_packed *dst) {
-    int64_t sh[3] = {cout, cin, k};
-    const float *src;
-    TRY(tget(L, name, 3, sh, &src));
-    if (c_packed(L->c, dst, k, cin, cout) != 0) return nomem(L, name);
-    ct_cv_pack_conv(dst, src);
-    return CT_OK;
-}
-
-/* ConvTranspose1d weight [cin][cout][k] into panels. */
-static ct_status wtconv(loader *L, const char *name, int cin, int cout, int k, ct_cv_packed *dst) {
-    int64_t sh[3] = {cin, cout, k};
-    const float *src;
-    TRY(tget(L, name, 3, sh, &src));
-    if (c_packed(L->c, dst, k, cin, cout) != 0) return nomem(L, name);
-    ct_cv_pack_tconv(dst, src);
-    return CT_OK;
-}
-
-/* Linear weight [cout][cin] into panels. */
-static ct_status wlin(loader *L, const char *name, int cout, int cin, ct_cv_packed *dst) {
-    int64_t sh[2] = {cout, cin};
-    const float *src;
-    TRY(tget(L, name, 2, sh, &src));
-    if (c_packed(L->c, dst, 1, cin, cout) != 0) return nomem(L, name);
-    ct_cv_pack_linear(dst, src);
-    return CT_OK;
-}
-
-static ct_status wsnake(loader *L, const char *prefix, int n, ct_codec_snake *s) {
+static ct_status wsnake(ct_binder *L, const char *prefix, int n, ct_codec_snake *s) {
     char name[160];
     NAMEF(name, "%s.alpha", prefix);
-    TRY(vec(L, name, n, &s->ea));
+    TRY(ct_bind_vec(L, name, n, &s->ea));
     NAMEF(name, "%s.beta", prefix);
-    TRY(vec(L, name, n, &s->ib));
+    TRY(ct_bind_vec(L, name, n, &s->ib));
     for (int i = 0; i < n; i++) {
         s->ea[i] = expf(s->ea[i]);
         s->ib[i] = 1.0f / (expf(s->ib[i]) + 1e-9f);
@@ -299,15 +138,14 @@ static ct_status wsnake(loader *L, const char *prefix, int n, ct_codec_snake *s)
     return CT_OK;
 }
 
-static ct_status wcodebook(loader *L, const char *prefix, int g) {
-    ct_codec *c = L->c;
+static ct_status wcodebook(ct_binder *L, ct_codec *c, const char *prefix, int g) {
     char name[160];
     const float *es, *cu;
     int64_t sh2[2] = {c->codebook_size, c->entry_dim}, sh1[1] = {c->codebook_size};
     NAMEF(name, "%s._codebook.cluster_usage", prefix);
-    TRY(tget(L, name, 1, sh1, &cu));
+    TRY(ct_bind_get(L, name, 1, sh1, &cu));
     NAMEF(name, "%s._codebook.embedding_sum", prefix);
-    TRY(tget(L, name, 2, sh2, &es));
+    TRY(ct_bind_get(L, name, 2, sh2, &es));
     float *dst = c->codebooks + (size_t)g * (size_t)c->codebook_size * (size_t)c->entry_dim;
     for (int r = 0; r < c->codebook_size; r++) {
         float u = cu[r] > 1e-5f ? cu[r] : 1e-5f;
@@ -319,96 +157,95 @@ static ct_status wcodebook(loader *L, const char *prefix, int g) {
     return CT_OK;
 }
 
-static ct_status bind_all(loader *L, const int *up_ratios, const int *rates) {
-    ct_codec *c = L->c;
+static ct_status bind_all(ct_binder *L, ct_codec *c, const int *up_ratios, const int *rates) {
     char name[160], pre[128];
     const int D = c->entry_dim, O = c->vq_dim, Lt = c->latent, H = c->hidden;
     const int qd = c->n_heads * c->head_dim, kvd = c->n_kv * c->head_dim;
 
-    c->codebooks = c_alloc(c, (size_t)c->n_q * (size_t)c->codebook_size * (size_t)D);
-    if (!c->codebooks) return nomem(L, "codebooks");
-    TRY(wcodebook(L, "decoder.quantizer.rvq_first.vq.layers.0", 0));
+    c->codebooks = ct_allocs_floats(&c->al, (size_t)c->n_q * (size_t)c->codebook_size * (size_t)D);
+    if (!c->codebooks) return ct_bind_nomem(L, "codebooks");
+    TRY(wcodebook(L, c, "decoder.quantizer.rvq_first.vq.layers.0", 0));
     for (int g = 1; g < c->n_q; g++) {
         NAMEF(pre, "decoder.quantizer.rvq_rest.vq.layers.%d", g - 1);
-        TRY(wcodebook(L, pre, g));
+        TRY(wcodebook(L, c, pre, g));
     }
-    TRY(wconv(L, "decoder.quantizer.rvq_first.output_proj.weight", O, D, 1, &c->proj_first));
-    TRY(wconv(L, "decoder.quantizer.rvq_rest.output_proj.weight", O, D, 1, &c->proj_rest));
-    TRY(wconv(L, "decoder.pre_conv.conv.weight", Lt, O, CT_CODEC_PRE_K, &c->pre_conv));
-    TRY(vec(L, "decoder.pre_conv.conv.bias", Lt, &c->pre_conv_b));
+    TRY(ct_bind_conv(L, "decoder.quantizer.rvq_first.output_proj.weight", O, D, 1, &c->proj_first));
+    TRY(ct_bind_conv(L, "decoder.quantizer.rvq_rest.output_proj.weight", O, D, 1, &c->proj_rest));
+    TRY(ct_bind_conv(L, "decoder.pre_conv.conv.weight", Lt, O, CT_CODEC_PRE_K, &c->pre_conv));
+    TRY(ct_bind_vec(L, "decoder.pre_conv.conv.bias", Lt, &c->pre_conv_b));
 
-    TRY(wlin(L, "decoder.pre_transformer.input_proj.weight", H, Lt, &c->in_proj));
-    TRY(vec(L, "decoder.pre_transformer.input_proj.bias", H, &c->in_proj_b));
+    TRY(ct_bind_linear(L, "decoder.pre_transformer.input_proj.weight", H, Lt, &c->in_proj));
+    TRY(ct_bind_vec(L, "decoder.pre_transformer.input_proj.bias", H, &c->in_proj_b));
     c->layers = calloc((size_t)(c->n_layers ? c->n_layers : 1), sizeof *c->layers);
-    if (!c->layers) return nomem(L, "layers");
+    if (!c->layers) return ct_bind_nomem(L, "layers");
     for (int l = 0; l < c->n_layers; l++) {
         ct_codec_layer *ly = &c->layers[l];
         NAMEF(pre, "decoder.pre_transformer.layers.%d", l);
         NAMEF(name, "%s.input_layernorm.weight", pre);
-        TRY(vec(L, name, H, &ly->ln1));
+        TRY(ct_bind_vec(L, name, H, &ly->ln1));
         NAMEF(name, "%s.post_attention_layernorm.weight", pre);
-        TRY(vec(L, name, H, &ly->ln2));
+        TRY(ct_bind_vec(L, name, H, &ly->ln2));
         NAMEF(name, "%s.self_attn.q_proj.weight", pre);
-        TRY(wlin(L, name, qd, H, &ly->q));
+        TRY(ct_bind_linear(L, name, qd, H, &ly->q));
         NAMEF(name, "%s.self_attn.k_proj.weight", pre);
-        TRY(wlin(L, name, kvd, H, &ly->k));
+        TRY(ct_bind_linear(L, name, kvd, H, &ly->k));
         NAMEF(name, "%s.self_attn.v_proj.weight", pre);
-        TRY(wlin(L, name, kvd, H, &ly->v));
+        TRY(ct_bind_linear(L, name, kvd, H, &ly->v));
         NAMEF(name, "%s.self_attn.o_proj.weight", pre);
-        TRY(wlin(L, name, H, qd, &ly->o));
+        TRY(ct_bind_linear(L, name, H, qd, &ly->o));
         NAMEF(name, "%s.mlp.gate_proj.weight", pre);
-        TRY(wlin(L, name, c->ffn, H, &ly->gate));
+        TRY(ct_bind_linear(L, name, c->ffn, H, &ly->gate));
         NAMEF(name, "%s.mlp.up_proj.weight", pre);
-        TRY(wlin(L, name, c->ffn, H, &ly->up));
+        TRY(ct_bind_linear(L, name, c->ffn, H, &ly->up));
         NAMEF(name, "%s.mlp.down_proj.weight", pre);
-        TRY(wlin(L, name, H, c->ffn, &ly->down));
+        TRY(ct_bind_linear(L, name, H, c->ffn, &ly->down));
         NAMEF(name, "%s.self_attn_layer_scale.scale", pre);
-        TRY(vec(L, name, H, &ly->ls_attn));
+        TRY(ct_bind_vec(L, name, H, &ly->ls_attn));
         NAMEF(name, "%s.mlp_layer_scale.scale", pre);
-        TRY(vec(L, name, H, &ly->ls_mlp));
+        TRY(ct_bind_vec(L, name, H, &ly->ls_mlp));
     }
-    TRY(vec(L, "decoder.pre_transformer.norm.weight", H, &c->norm));
-    TRY(wlin(L, "decoder.pre_transformer.output_proj.weight", Lt, H, &c->out_proj));
-    TRY(vec(L, "decoder.pre_transformer.output_proj.bias", Lt, &c->out_proj_b));
+    TRY(ct_bind_vec(L, "decoder.pre_transformer.norm.weight", H, &c->norm));
+    TRY(ct_bind_linear(L, "decoder.pre_transformer.output_proj.weight", Lt, H, &c->out_proj));
+    TRY(ct_bind_vec(L, "decoder.pre_transformer.output_proj.bias", Lt, &c->out_proj_b));
 
     for (int u = 0; u < c->n_up; u++) {
         ct_codec_up *up = &c->up[u];
         up->ratio = up_ratios[u];
         NAMEF(name, "decoder.upsample.%d.0.conv.weight", u);
-        TRY(wtconv(L, name, Lt, Lt, up->ratio, &up->tconv));
+        TRY(ct_bind_tconv(L, name, Lt, Lt, up->ratio, &up->tconv));
         NAMEF(name, "decoder.upsample.%d.0.conv.bias", u);
-        TRY(vec(L, name, Lt, &up->tconv_b));
+        TRY(ct_bind_vec(L, name, Lt, &up->tconv_b));
         NAMEF(name, "decoder.upsample.%d.1.dwconv.conv.weight", u);
         {
             int64_t sh[3] = {Lt, 1, CT_CODEC_CONV_K};
             const float *src;
-            TRY(tget(L, name, 3, sh, &src));
-            up->dw = c_alloc(c, (size_t)CT_CODEC_CONV_K * (size_t)Lt);
-            if (!up->dw) return nomem(L, name);
+            TRY(ct_bind_get(L, name, 3, sh, &src));
+            up->dw = ct_allocs_floats(&c->al, (size_t)CT_CODEC_CONV_K * (size_t)Lt);
+            if (!up->dw) return ct_bind_nomem(L, name);
             for (int ch = 0; ch < Lt; ch++)
                 for (int j = 0; j < CT_CODEC_CONV_K; j++)
                     up->dw[(size_t)j * (size_t)Lt + (size_t)ch] = src[(size_t)ch * CT_CODEC_CONV_K + (size_t)j];
         }
         NAMEF(name, "decoder.upsample.%d.1.dwconv.conv.bias", u);
-        TRY(vec(L, name, Lt, &up->dw_b));
+        TRY(ct_bind_vec(L, name, Lt, &up->dw_b));
         NAMEF(name, "decoder.upsample.%d.1.norm.weight", u);
-        TRY(vec(L, name, Lt, &up->ln_w));
+        TRY(ct_bind_vec(L, name, Lt, &up->ln_w));
         NAMEF(name, "decoder.upsample.%d.1.norm.bias", u);
-        TRY(vec(L, name, Lt, &up->ln_b));
+        TRY(ct_bind_vec(L, name, Lt, &up->ln_b));
         NAMEF(name, "decoder.upsample.%d.1.pwconv1.weight", u);
-        TRY(wlin(L, name, 4 * Lt, Lt, &up->pw1));
+        TRY(ct_bind_linear(L, name, 4 * Lt, Lt, &up->pw1));
         NAMEF(name, "decoder.upsample.%d.1.pwconv1.bias", u);
-        TRY(vec(L, name, 4 * Lt, &up->pw1_b));
+        TRY(ct_bind_vec(L, name, 4 * Lt, &up->pw1_b));
         NAMEF(name, "decoder.upsample.%d.1.pwconv2.weight", u);
-        TRY(wlin(L, name, Lt, 4 * Lt, &up->pw2));
+        TRY(ct_bind_linear(L, name, Lt, 4 * Lt, &up->pw2));
         NAMEF(name, "decoder.upsample.%d.1.pwconv2.bias", u);
-        TRY(vec(L, name, Lt, &up->pw2_b));
+        TRY(ct_bind_vec(L, name, Lt, &up->pw2_b));
         NAMEF(name, "decoder.upsample.%d.1.gamma", u);
-        TRY(vec(L, name, Lt, &up->gamma));
+        TRY(ct_bind_vec(L, name, Lt, &up->gamma));
     }
 
-    TRY(wconv(L, "decoder.decoder.0.conv.weight", c->decoder_dim, Lt, CT_CODEC_CONV_K, &c->dec0));
-    TRY(vec(L, "decoder.decoder.0.conv.bias", c->decoder_dim, &c->dec0_b));
+    TRY(ct_bind_conv(L, "decoder.decoder.0.conv.weight", c->decoder_dim, Lt, CT_CODEC_CONV_K, &c->dec0));
+    TRY(ct_bind_vec(L, "decoder.decoder.0.conv.bias", c->decoder_dim, &c->dec0_b));
     static const int dils[CT_CODEC_N_RU] = {1, 3, 9};
     int cin = c->decoder_dim;
     for (int b = 0; b < c->n_blocks; b++) {
@@ -419,9 +256,9 @@ static ct_status bind_all(loader *L, const int *up_ratios, const int *rates) {
         NAMEF(pre, "decoder.decoder.%d.block.0", b + 1);
         TRY(wsnake(L, pre, cin, &bl->snake));
         NAMEF(name, "decoder.decoder.%d.block.1.conv.weight", b + 1);
-        TRY(wtconv(L, name, cin, bl->cout, 2 * bl->rate, &bl->tconv));
+        TRY(ct_bind_tconv(L, name, cin, bl->cout, 2 * bl->rate, &bl->tconv));
         NAMEF(name, "decoder.decoder.%d.block.1.conv.bias", b + 1);
-        TRY(vec(L, name, bl->cout, &bl->tconv_b));
+        TRY(ct_bind_vec(L, name, bl->cout, &bl->tconv_b));
         for (int j = 0; j < CT_CODEC_N_RU; j++) {
             ct_codec_ru *ru = &bl->ru[j];
             ru->dil = dils[j];
@@ -430,22 +267,22 @@ static ct_status bind_all(loader *L, const int *up_ratios, const int *rates) {
             NAMEF(pre, "decoder.decoder.%d.block.%d.act2", b + 1, j + 2);
             TRY(wsnake(L, pre, bl->cout, &ru->a2));
             NAMEF(name, "decoder.decoder.%d.block.%d.conv1.conv.weight", b + 1, j + 2);
-            TRY(wconv(L, name, bl->cout, bl->cout, CT_CODEC_CONV_K, &ru->c1));
+            TRY(ct_bind_conv(L, name, bl->cout, bl->cout, CT_CODEC_CONV_K, &ru->c1));
             NAMEF(name, "decoder.decoder.%d.block.%d.conv1.conv.bias", b + 1, j + 2);
-            TRY(vec(L, name, bl->cout, &ru->c1_b));
+            TRY(ct_bind_vec(L, name, bl->cout, &ru->c1_b));
             NAMEF(name, "decoder.decoder.%d.block.%d.conv2.conv.weight", b + 1, j + 2);
-            TRY(wconv(L, name, bl->cout, bl->cout, 1, &ru->c2));
+            TRY(ct_bind_conv(L, name, bl->cout, bl->cout, 1, &ru->c2));
             NAMEF(name, "decoder.decoder.%d.block.%d.conv2.conv.bias", b + 1, j + 2);
-            TRY(vec(L, name, bl->cout, &ru->c2_b));
+            TRY(ct_bind_vec(L, name, bl->cout, &ru->c2_b));
         }
         cin = bl->cout;
     }
     NAMEF(pre, "decoder.decoder.%d", c->n_blocks + 1);
     TRY(wsnake(L, pre, cin, &c->fin_snake));
     NAMEF(name, "decoder.decoder.%d.conv.weight", c->n_blocks + 2);
-    TRY(wconv(L, name, 1, cin, CT_CODEC_CONV_K, &c->fin));
+    TRY(ct_bind_conv(L, name, 1, cin, CT_CODEC_CONV_K, &c->fin));
     NAMEF(name, "decoder.decoder.%d.conv.bias", c->n_blocks + 2);
-    TRY(vec(L, name, 1, &c->fin_b));
+    TRY(ct_bind_vec(L, name, 1, &c->fin_b));
     return CT_OK;
 }
 
@@ -465,9 +302,9 @@ ct_status ct_codec_load(const char *model_dir, ct_codec **out, char *err, size_t
     snprintf(wpath, dl + 64, "%s/speech_tokenizer/model.safetensors", model_dir);
     int up_ratios[CT_CODEC_MAX_UP] = {0}, rates[CT_CODEC_MAX_BLOCKS] = {0};
     ct_status st = parse_config(c, cfg, up_ratios, rates, err, errcap);
-    loader L = {c, NULL, wpath, err, errcap};
+    ct_binder L = {&c->al, NULL, wpath, "codec", err, errcap};
     if (st == CT_OK) st = ct_st_open(wpath, &L.f, err, errcap);
-    if (st == CT_OK) st = bind_all(&L, up_ratios, rates);
+    if (st == CT_OK) st = bind_all(&L, c, up_ratios, rates);
     ct_st_close(L.f);
     free(cfg);
     free(wpath);

@@ -1,5 +1,6 @@
 /* ct_make_model: writes a random-weight Qwen3-TTS model directory (configs, tokenizer
- * copies, BF16 main weights, F32 codec-decoder weights) in the published HF layout. */
+ * copies, BF16 main weights, F32 speech-tokenizer decoder and encoder weights) in the published
+ * HF layout. */
 #include "model/make_model.h"
 
 #include <dirent.h>
@@ -425,27 +426,27 @@ static json_t *codec_config(const ct_mm_preset *p) {
 
     static const int enc_ratios[4] = {8, 6, 5, 4};
     SETI(e, "audio_channels", 1);
-    SETI(e, "codebook_dim", 256);
+    SETI(e, "codebook_dim", p->e_cb_dim);
     SETI(e, "codebook_size", 2048);
     SETI(e, "compress", 2);
     SETI(e, "dilation_growth_rate", 2);
     SETS(e, "dtype", "float32");
     SETR(e, "frame_rate", 12.5);
-    SETI(e, "head_dim", 64);
+    SETI(e, "head_dim", p->e_head_dim);
     SETS(e, "hidden_act", "gelu");
-    SETI(e, "hidden_size", 512);
-    SETI(e, "intermediate_size", 2048);
+    SETI(e, "hidden_size", p->e_hidden);
+    SETI(e, "intermediate_size", p->e_ffn);
     SETI(e, "kernel_size", 7);
     SETI(e, "last_kernel_size", 3);
     SETR(e, "layer_scale_initial_scale", 0.01);
     SETI(e, "max_position_embeddings", 8000);
     SETS(e, "model_type", "mimi");
     SETR(e, "norm_eps", 1e-5);
-    SETI(e, "num_attention_heads", 8);
-    SETI(e, "num_filters", 64);
-    SETI(e, "num_hidden_layers", 8);
-    SETI(e, "num_key_value_heads", 8);
-    SETI(e, "num_quantizers", 32);
+    SETI(e, "num_attention_heads", p->e_heads);
+    SETI(e, "num_filters", p->e_filters);
+    SETI(e, "num_hidden_layers", p->e_layers);
+    SETI(e, "num_key_value_heads", p->e_kv_heads);
+    SETI(e, "num_quantizers", p->e_nq);
     SETI(e, "num_residual_layers", 1);
     SETI(e, "num_semantic_quantizers", 1);
     SETS(e, "pad_mode", "constant");
@@ -453,11 +454,11 @@ static json_t *codec_config(const ct_mm_preset *p) {
     SETR(e, "rope_theta", 10000.0);
     SETI(e, "sampling_rate", 24000);
     SETI(e, "sliding_window", 250);
-    SETI(e, "upsample_groups", 512);
+    SETI(e, "upsample_groups", p->e_hidden);
     json_object_set_new(e, "upsampling_ratios", int_array(enc_ratios, 4));
     SETB(e, "use_causal_conv", 1);
     SETB(e, "use_conv_shortcut", 0);
-    SETI(e, "vector_quantization_hidden_dimension", 256);
+    SETI(e, "vector_quantization_hidden_dimension", p->e_cb_dim);
     json_object_set_new(root, "encoder_config", e);
     SETI(root, "encoder_valid_num_quantizers", p->c_nq);
     SETI(root, "input_sample_rate", 24000);

@@ -52,6 +52,9 @@ typedef struct {
     int c_codebook_size, c_codebook_dim, c_vq_hidden, c_nq, c_latent, c_hidden, c_layers;
     int c_heads, c_kv_heads, c_head_dim, c_ffn, c_decoder_dim, c_window;
     int c_upsample_rates[4], c_upsampling_ratios[2];
+    /* speech-tokenizer encoder (encoder_config; SEANet ratios [8, 6, 5, 4], 1 residual layer,
+       16 codes per frame) */
+    int e_filters, e_hidden, e_layers, e_heads, e_kv_heads, e_head_dim, e_ffn, e_cb_dim, e_nq;
 } ct_mm_preset;
 
 /* The preset called name, or NULL. */

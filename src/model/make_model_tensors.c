@@ -15,13 +15,17 @@
     .c_codebook_size = 2048, .c_codebook_dim = 512, .c_vq_hidden = 512, .c_nq = 16,         \
     .c_latent = 1024, .c_hidden = 512, .c_layers = 8, .c_heads = 16, .c_kv_heads = 16,      \
     .c_head_dim = 64, .c_ffn = 1024, .c_decoder_dim = 1536, .c_window = 72,                 \
-    .c_upsample_rates = {8, 5, 4, 3}, .c_upsampling_ratios = {2, 2}
+    .c_upsample_rates = {8, 5, 4, 3}, .c_upsampling_ratios = {2, 2}, .e_filters = 64,       \
+    .e_hidden = 512, .e_layers = 8, .e_heads = 8, .e_kv_heads = 8, .e_head_dim = 64,        \
+    .e_ffn = 2048, .e_cb_dim = 256, .e_nq = 32
 
 #define CODEC_TINY                                                                          \
     .c_codebook_size = 2048, .c_codebook_dim = 64, .c_vq_hidden = 64, .c_nq = 16,           \
     .c_latent = 64, .c_hidden = 64, .c_layers = 2, .c_heads = 4, .c_kv_heads = 4,           \
     .c_head_dim = 16, .c_ffn = 128, .c_decoder_dim = 128, .c_window = 72,                   \
-    .c_upsample_rates = {8, 5, 4, 3}, .c_upsampling_ratios = {2, 2}
+    .c_upsample_rates = {8, 5, 4, 3}, .c_upsampling_ratios = {2, 2}, .e_filters = 16,       \
+    .e_hidden = 64, .e_layers = 2, .e_heads = 4, .e_kv_heads = 4, .e_head_dim = 16,         \
+    .e_ffn = 256, .e_cb_dim = 16, .e_nq = 20
 
 #define TALKER_COMMON                                                                       \
     .text_vocab = 151936, .text_hidden = 2048, .layers = 28, .heads = 16, .kv_heads = 8,    \
@@ -277,9 +281,12 @@ static void add_snake(builder *b, int n, const char *pre) {
     add(b, 0.0f, 0.05f, 1, S1(n), "%s.beta", pre);
 }
 
-static void add_codebook(builder *b, const char *pre, int rows, int dim) {
-    ct_mm_tensor *es = add(b, 0.0f, 0.25f, 2, S2(rows, dim), "%s._codebook.embedding_sum", pre);
-    ct_mm_tensor *cu = add(b, 50.5f, 49.5f / SQRT3, 1, S1(rows), "%s._codebook.cluster_usage", pre);
+/* A codebook at pre: the decoder's names (sum "embedding_sum" under "_codebook") or the
+   encoder's ("embed_sum" under "codebook", plus its `initialized` flag); entries of std `std`. */
+static void add_codebook_named(builder *b, const char *pre, int rows, int dim, int encoder, float std) {
+    if (encoder) add(b, 1.0f, 0.0f, 1, S1(1), "%s.codebook.initialized", pre);
+    ct_mm_tensor *es = add(b, 0.0f, std, 2, S2(rows, dim), encoder ? "%s.codebook.embed_sum" : "%s._codebook.embedding_sum", pre);
+    ct_mm_tensor *cu = add(b, 50.5f, 49.5f / SQRT3, 1, S1(rows), encoder ? "%s.codebook.cluster_usage" : "%s._codebook.cluster_usage", pre);
     if (!es || !cu) return;
     es = &b->t[b->n - 2]; /* add() may have moved the array */
     es->init = CT_MM_INIT_CODEBOOK_SUM;
@@ -287,6 +294,55 @@ static void add_codebook(builder *b, const char *pre, int rows, int dim) {
     es->ref_center = cu->center;
     es->ref_half = cu->half;
     es->row = dim;
+}
+
+static void add_codebook(builder *b, const char *pre, int rows, int dim) { add_codebook_named(b, pre, rows, dim, 0, 0.25f); }
+
+/* The speech-tokenizer encoder (MODEL.md 1.11): SEANet, transformer, downsample, split RVQ. */
+static void build_encoder(builder *b, const ct_mm_preset *p) {
+    static const int ratios[4] = {4, 5, 6, 8}; /* reversed upsampling_ratios */
+    char pre[112];
+    const int H = p->e_hidden, D = p->e_cb_dim;
+    CONV(b, 1.0f, p->e_filters, 1, 7, "encoder.encoder.layers.0.conv.weight");
+    BIAS(b, p->e_filters, "encoder.encoder.layers.0.conv.bias");
+    int idx = 1, C = p->e_filters;
+    for (int s = 0; s < 4; s++, idx += 3, C *= 2) {
+        CONV(b, 1.0f, C / 2, C, 3, "encoder.encoder.layers.%d.block.1.conv.weight", idx);
+        BIAS(b, C / 2, "encoder.encoder.layers.%d.block.1.conv.bias", idx);
+        CONV(b, 0.5f, C, C / 2, 1, "encoder.encoder.layers.%d.block.3.conv.weight", idx);
+        BIAS(b, C, "encoder.encoder.layers.%d.block.3.conv.bias", idx);
+        CONV(b, 1.0f, 2 * C, C, 2 * ratios[s], "encoder.encoder.layers.%d.conv.weight", idx + 2);
+        BIAS(b, 2 * C, "encoder.encoder.layers.%d.conv.bias", idx + 2);
+    }
+    CONV(b, 1.0f, H, C, 3, "encoder.encoder.layers.%d.conv.weight", idx + 1);
+    BIAS(b, H, "encoder.encoder.layers.%d.conv.bias", idx + 1);
+    const int qd = p->e_heads * p->e_head_dim, kvd = p->e_kv_heads * p->e_head_dim;
+    for (int l = 0; l < p->e_layers; l++) {
+        snprintf(pre, sizeof pre, "encoder.encoder_transformer.layers.%d", l);
+        NORMW(b, H, "%s.input_layernorm.weight", pre);
+        BIAS(b, H, "%s.input_layernorm.bias", pre);
+        NORMW(b, H, "%s.post_attention_layernorm.weight", pre);
+        BIAS(b, H, "%s.post_attention_layernorm.bias", pre);
+        LIN(b, 1.0f, qd, H, "%s.self_attn.q_proj.weight", pre);
+        LIN(b, 1.0f, kvd, H, "%s.self_attn.k_proj.weight", pre);
+        LIN(b, 1.0f, kvd, H, "%s.self_attn.v_proj.weight", pre);
+        LIN(b, 1.0f, H, qd, "%s.self_attn.o_proj.weight", pre);
+        LIN(b, 1.0f, p->e_ffn, H, "%s.mlp.fc1.weight", pre);
+        LIN(b, 1.0f, H, p->e_ffn, "%s.mlp.fc2.weight", pre);
+        add(b, 0.05f, 0.02f, 1, S1(H), "%s.self_attn_layer_scale.scale", pre);
+        add(b, 0.05f, 0.02f, 1, S1(H), "%s.mlp_layer_scale.scale", pre);
+    }
+    CONV(b, 1.0f, H, H, 4, "encoder.downsample.conv.weight");
+    static const char *const rvq[2] = {"encoder.quantizer.semantic_residual_vector_quantizer",
+                                       "encoder.quantizer.acoustic_residual_vector_quantizer"};
+    for (int k = 0; k < 2; k++) {
+        CONV(b, 1.0f, D, H, 1, "%s.input_proj.weight", rvq[k]);
+        CONV(b, 1.0f, H, D, 1, "%s.output_proj.weight", rvq[k]);
+        for (int q = 0; q < (k ? p->e_nq - 1 : 1); q++) {
+            snprintf(pre, sizeof pre, "%s.layers.%d", rvq[k], q);
+            add_codebook_named(b, pre, 2048, D, 1, 1.0f);
+        }
+    }
 }
 
 static void build_codec(builder *b, const ct_mm_preset *p) {
@@ -381,6 +437,7 @@ ct_status ct_mm_tensors(const ct_mm_preset *p, int file, ct_mm_tensor **out, siz
     } else {
         b.dt = CT_STW_F32;
         build_codec(&b, p);
+        build_encoder(&b, p);
     }
     if (b.failed) {
         free(b.t);

@@ -216,12 +216,26 @@ static void test_inventories(void) {
             CHECK(shape_is(find_t(t, n, "speaker_encoder.asp.tdnn.conv.weight"), 3, 128, 4608, 1));
         }
 
-        /* Codec decoder: MODEL.md 1.10. */
-        CHECKF(nc == 271, "%s codec: %zu tensors", exp[k].preset, nc);
-        CHECKF(sum_params(c, nc, NULL) == 114323137ULL, "%s codec: %llu params", exp[k].preset,
-               (unsigned long long)sum_params(c, nc, NULL));
+        /* Codec decoder (MODEL.md 1.10) and encoder (1.11: 225 tensors, 56234304 values, the
+           count of the official encoder's state dict with the published MimiConfig). */
+        CHECKF(nc == 271 + 225, "%s codec: %zu tensors", exp[k].preset, nc);
+        CHECKF(sum_params(c, nc, "decoder.") == 114323137ULL, "%s codec: %llu params", exp[k].preset,
+               (unsigned long long)sum_params(c, nc, "decoder."));
+        CHECKF(sum_params(c, nc, "encoder.") == 56234304ULL, "%s encoder: %llu params", exp[k].preset,
+               (unsigned long long)sum_params(c, nc, "encoder."));
         CHECK(names_unique(c, nc));
-        CHECK(count_prefix(c, nc, "decoder.") == nc);
+        CHECK(count_prefix(c, nc, "decoder.") == 271 && count_prefix(c, nc, "encoder.") == 225);
+        CHECK(shape_is(find_t(c, nc, "encoder.encoder.layers.0.conv.weight"), 3, 64, 1, 7));
+        CHECK(shape_is(find_t(c, nc, "encoder.encoder.layers.10.block.1.conv.weight"), 3, 256, 512, 3));
+        CHECK(shape_is(find_t(c, nc, "encoder.encoder.layers.12.conv.weight"), 3, 1024, 512, 16));
+        CHECK(shape_is(find_t(c, nc, "encoder.encoder.layers.14.conv.weight"), 3, 512, 1024, 3));
+        CHECK(shape_is(find_t(c, nc, "encoder.encoder_transformer.layers.7.mlp.fc1.weight"), 2, 2048, 512, 0));
+        CHECK(shape_is(find_t(c, nc, "encoder.encoder_transformer.layers.7.input_layernorm.bias"), 1, 512, 0, 0));
+        CHECK(shape_is(find_t(c, nc, "encoder.downsample.conv.weight"), 3, 512, 512, 4));
+        CHECK(shape_is(find_t(c, nc, "encoder.quantizer.acoustic_residual_vector_quantizer.layers.30.codebook.embed_sum"),
+                       2, 2048, 256, 0));
+        CHECK(shape_is(find_t(c, nc, "encoder.quantizer.semantic_residual_vector_quantizer.input_proj.weight"), 3, 256,
+                       512, 1));
         for (size_t i = 0; i < nc; i++) CHECK(c[i].dtype == CT_STW_F32);
         CHECK(shape_is(find_t(c, nc, "decoder.quantizer.rvq_first.vq.layers.0._codebook.embedding_sum"), 2, 2048, 256, 0));
         CHECK(shape_is(find_t(c, nc, "decoder.quantizer.rvq_rest.vq.layers.14._codebook.cluster_usage"), 1, 2048, 0, 0));
@@ -261,8 +275,10 @@ static void test_tiny_inventory(void) {
     CHECK(ct_mm_tensors(p, CT_MM_FILE_CODEC, &c, &nc, err, sizeof err) == CT_OK);
     /* 6 fixed + 11 per talker layer + final norm + head; 15 emb + 11 per layer + norm + 15 heads. */
     CHECK(n == (size_t)(6 + 11 * p->layers + 2 + 15 + 11 * p->cp_layers + 1 + 15));
-    /* 36 quantizer + 2 + (5 + 11 L) + 22 + 2 + 112 + 4 */
-    CHECK(nc == (size_t)(36 + 2 + 5 + 11 * p->c_layers + 22 + 2 + 112 + 4));
+    /* decoder: 36 quantizer + 2 + (5 + 11 L) + 22 + 2 + 112 + 4; encoder: 28 SEANet + 12 L + 1
+       downsample + 2 x 2 projections + 3 per codebook (1 semantic + nq - 1 acoustic) */
+    CHECK(nc == (size_t)(36 + 2 + 5 + 11 * p->c_layers + 22 + 2 + 112 + 4) +
+                    (size_t)(28 + 12 * p->e_layers + 1 + 4 + 3 * p->e_nq));
     uint64_t bytes = sum_params(t, n, NULL) * 2 + sum_params(c, nc, NULL) * 4;
     CHECKF(bytes < 55ull * 1000 * 1000, "tiny weights are %llu bytes", (unsigned long long)bytes);
     free(t);
@@ -605,7 +621,8 @@ static void check_configs(const char *dir) {
         CHECK(json_array_size(json_object_get(d, "upsampling_ratios")) == 2);
         CHECK(jint(d, "head_dim") * jint(d, "num_attention_heads") > 0);
         json_t *e = json_object_get(s, "encoder_config");
-        CHECK(jint(e, "num_quantizers") == 32 && jint(e, "codebook_dim") == 256);
+        CHECK(jint(e, "num_quantizers") == 20 && jint(e, "codebook_dim") == 16 && jint(e, "hidden_size") == 64 &&
+              jint(e, "num_filters") == 16 && jint(e, "upsample_groups") == 64);
         json_decref(s);
     }
     json_t *sp = load_json(dir, "speech_tokenizer/preprocessor_config.json");

@@ -29,6 +29,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 import qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 as official
+import transformers.models.mimi.modeling_mimi as mimi
 from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import (
     Qwen3TTSTokenizerV2Config,
 )
@@ -68,16 +69,29 @@ SMALL_DECODER = dict(
     upsample_rates=[8, 5, 4, 3], upsampling_ratios=[2, 2], decoder_dim=64,
     attention_bias=False, attention_dropout=0.0,
 )
-SMALL_ENCODER = dict(   # a reduced MimiConfig: only present because the official class has one
+SMALL_ENCODER = dict(   # a reduced MimiConfig (the speech-tokenizer encoder, enc_ref.safetensors)
     audio_channels=1, codebook_dim=16, codebook_size=2048, compress=2, dilation_growth_rate=2,
-    frame_rate=12.5, head_dim=16, hidden_act="gelu", hidden_size=32, intermediate_size=64,
+    frame_rate=12.5, head_dim=24, hidden_act="gelu", hidden_size=64, intermediate_size=128,
     kernel_size=7, last_kernel_size=3, layer_scale_initial_scale=0.01,
-    max_position_embeddings=8000, norm_eps=1e-5, num_attention_heads=2, num_filters=4,
-    num_hidden_layers=1, num_key_value_heads=2, num_quantizers=16, num_residual_layers=1,
+    max_position_embeddings=8000, norm_eps=1e-5, num_attention_heads=4, num_filters=8,
+    num_hidden_layers=2, num_key_value_heads=2, num_quantizers=18, num_residual_layers=1,
     num_semantic_quantizers=1, pad_mode="constant", residual_kernel_size=3, rope_theta=10000.0,
-    sampling_rate=24000, sliding_window=250, upsample_groups=32, upsampling_ratios=[8, 6, 5, 4],
+    sampling_rate=24000, sliding_window=250, upsample_groups=64, upsampling_ratios=[8, 6, 5, 4],
     use_causal_conv=True, use_conv_shortcut=False, vector_quantization_hidden_dimension=16,
 )
+# The encoder config the model was first built with: constructing with it under SMALL_SEED keeps
+# the decoder's official init draws (and so small/ref.safetensors) as they were; the encoder is
+# then replaced by one built from SMALL_ENCODER under SMALL_ENC_SEED.
+SMALL_ENCODER_INIT = dict(SMALL_ENCODER, head_dim=16, hidden_size=32, intermediate_size=64,
+                          num_attention_heads=2, num_filters=4, num_hidden_layers=1,
+                          num_quantizers=16, upsample_groups=32)
+SMALL_ENC_SEED = 4441         # torch.manual_seed before building the encoder
+SMALL_ENC_SCALE_SEED = 4444   # generator for the encoder scale-up (after the decoder's)
+SMALL_CLIP_SEED = 7101
+# (name, samples): 3 s, 10.24 s (256 steps at 25 Hz > the config's sliding_window 250), a length
+# that is no multiple of 960 or 1920, and one shorter than a 25 Hz step.
+ENC_CLIPS = [("a3s", 72000), ("b10s", 245760), ("c_odd", 48611), ("d_short", 700)]
+MM_ENC_CLIP = ("a3s", 72000)
 
 # make-model checkpoints
 MM_SEED = 5
@@ -162,6 +176,143 @@ def scale_up(model, seed):
             raise RuntimeError(f"scale_up: unhandled parameter {name} {tuple(p.shape)}")
 
 
+@torch.no_grad()
+def clip_pcm(seed, n):
+    """A deterministic speech-like int16 clip: a harmonic voice (f0 gliding 90-260 Hz, 12
+    partials with a formant-like tilt) under a 3-6 Hz syllable envelope, plus breath noise and
+    short unvoiced bursts; peak about 0.5 full scale."""
+    rs = np.random.RandomState(seed)
+    t = np.arange(n) / 24000.0
+    f0 = 170 + 80 * np.sin(2 * np.pi * 0.7 * t + rs.uniform(0, 6.3)) + 10 * np.sin(2 * np.pi * 5.3 * t)
+    ph = 2 * np.pi * np.cumsum(f0) / 24000.0
+    formant = rs.uniform(400, 900)
+    v = sum(np.sin(k * ph + rs.uniform(0, 6.3)) * np.exp(-((k * 170 - formant) / 900.0) ** 2) / k
+            for k in range(1, 13))
+    env = np.clip(np.sin(2 * np.pi * rs.uniform(3, 6) * t + rs.uniform(0, 6.3)), 0, None) ** 1.5
+    noise = rs.randn(n) * (0.02 + 0.15 * (rs.rand(n // 2400 + 1).repeat(2400)[:n] > 0.8))
+    x = v * env + noise
+    x = 0.5 * x / max(np.max(np.abs(x)), 1e-9)
+    return np.round(x * 32767).astype(np.int16)
+
+
+@torch.no_grad()
+def replace_encoder(model, enc_cfg, seed, scale_seed):
+    """Swaps model.encoder for an official encoder built from enc_cfg after
+    torch.manual_seed(seed), with every parameter redrawn from torch.Generator(scale_seed) over
+    sorted(named_parameters()): conv/linear weights N(0, 1/fan_in) (x0.5 for the 1x1 residual
+    convs), biases and LayerNorm biases N(0, 0.05^2), LayerNorm weights 1 + N(0, 0.1^2),
+    LayerScale U(0.05, 0.15). Codebooks are then set in RVQ order on the long calibration clip
+    (official modules only): cluster_usage U(0.5, 100), embed_sum = usage x N(0, s^2) with s the
+    std of that codebook's input (the projected embedding, then each residual)."""
+    torch.manual_seed(seed)
+    cfg2 = Qwen3TTSTokenizerV2Config(encoder_config=dict(enc_cfg), decoder_config=dict(SMALL_DECODER))
+    enc = official.Qwen3TTSTokenizerV2Encoder._from_config(cfg2.encoder_config, dtype=torch.float32)
+    enc = enc.float().eval()
+    g = torch.Generator().manual_seed(scale_seed)
+    for name, p in sorted(enc.named_parameters()):
+        leaf = name.rsplit(".", 1)[1]
+        if leaf == "weight" and p.dim() >= 2:
+            fan = p.shape[1] * (p.shape[2] if p.dim() == 3 else 1)
+            gain = 0.5 if ".block.3." in name else 1.0
+            p.copy_(torch.randn(p.shape, generator=g) * (gain / math.sqrt(fan)))
+        elif leaf == "bias":
+            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+        elif leaf == "weight":          # LayerNorm
+            p.copy_(1.0 + torch.randn(p.shape, generator=g) * 0.1)
+        elif leaf == "scale":
+            p.copy_(0.05 + torch.rand(p.shape, generator=g) * 0.1)
+        else:
+            raise RuntimeError(f"replace_encoder: unhandled parameter {name} {tuple(p.shape)}")
+    pcm = torch.from_numpy(clip_pcm(SMALL_CLIP_SEED + 1, ENC_CLIPS[1][1]).astype(np.float32) / 32768.0)
+    emb = enc.encoder(pcm[None, None])
+    emb = enc.encoder_transformer(emb.transpose(1, 2), return_dict=True).last_hidden_state.transpose(1, 2)
+    emb = enc.downsample(emb)
+    stds = []
+    for rvq in (enc.quantizer.semantic_residual_vector_quantizer, enc.quantizer.acoustic_residual_vector_quantizer):
+        x = rvq.input_proj(emb) if rvq.input_proj is not None else emb
+        for layer in rvq.layers:
+            cb = layer.codebook
+            sd = float(x.std())
+            stds.append(sd)
+            cb.cluster_usage.copy_(0.5 + torch.rand(cb.cluster_usage.shape, generator=g) * 99.5)
+            cb.embed_sum.copy_(torch.randn(cb.embed_sum.shape, generator=g) * sd * cb.cluster_usage[:, None])
+            cb._embed = None
+            x = x - layer.decode(layer.encode(x))
+    model.encoder = enc
+    model.config.encoder_config = cfg2.encoder_config
+    return dict(codebook_input_std=[round(v, 5) for v in stds])
+
+
+@torch.no_grad()
+def rvq_margins(model, pcm_f32):
+    """Smallest relative gap (d2nd^2 - d1^2) / d1^2 over every frame and every used codebook
+    (semantic 0, acoustic 0..14) of one clip, in float64 from the codebook inputs the official
+    encode passes to MimiEuclideanCodebook.quantize (captured, not recomputed)."""
+    q = model.encoder.quantizer
+    used = [q.semantic_residual_vector_quantizer.layers[0].codebook] + \
+           [layer.codebook for layer in q.acoustic_residual_vector_quantizer.layers[:15]]
+    inputs = []
+    orig = mimi.MimiEuclideanCodebook.quantize
+
+    def capture(self, hs):
+        inputs.append((self, hs.detach().clone()))
+        return orig(self, hs)
+
+    mimi.MimiEuclideanCodebook.quantize = capture
+    try:
+        model.encode(torch.from_numpy(pcm_f32)[None], padding_mask=torch.ones(1, len(pcm_f32), dtype=torch.long))
+    finally:
+        mimi.MimiEuclideanCodebook.quantize = orig
+    worst = math.inf
+    for cb, hs in inputs:
+        if not any(cb is u for u in used):
+            continue
+        d2 = ((hs.double()[:, None, :] - cb.embed.double()[None, :, :]) ** 2).sum(-1)
+        two = torch.topk(d2, 2, largest=False).values
+        worst = min(worst, float(((two[:, 1] - two[:, 0]) / two[:, 0].clamp(min=1e-30)).min()))
+    return worst
+
+
+@torch.no_grad()
+def official_enc_refs(model, clips, clip_seed, taps):
+    """Per clip (name, samples): the int16 PCM (clip_pcm(clip_seed + i)), the codes of the
+    official public Qwen3TTSTokenizerV2Model.encode (I32 [F, 16]) and, with taps, the official
+    SEANet / transformer / downsample outputs captured by forward hooks (F32, time-major).
+    Also checks that MimiModel.encode (the layer below) gives the same codes."""
+    enc = model.encoder
+    out, info = {}, {}
+    cap = {}
+    hooks = [enc.encoder.register_forward_hook(lambda m, a, o: cap.__setitem__("seanet", o)),
+             enc.encoder_transformer.register_forward_hook(lambda m, a, o: cap.__setitem__("transformer", o[0])),
+             enc.downsample.register_forward_hook(lambda m, a, o: cap.__setitem__("downsample", o))]
+    try:
+        for i, (name, n) in enumerate(clips):
+            i16 = clip_pcm(clip_seed + i, n)
+            x = i16.astype(np.float32) / 32768.0
+            cap.clear()
+            res = model.encode(torch.from_numpy(x)[None], padding_mask=torch.ones(1, n, dtype=torch.long),
+                               return_dict=True)
+            codes = np.ascontiguousarray(res.audio_codes[0].numpy(), dtype=np.int32)   # [F, 16] frame-major
+            frames = -(-n // 1920)
+            assert codes.shape == (frames, 16), codes.shape
+            low = enc.encode(torch.from_numpy(x)[None, None], return_dict=True).audio_codes[0, :16, :frames]
+            assert np.array_equal(low.T.numpy(), codes), "MimiModel.encode disagrees with the wrapper"
+            out[f"{name}_pcm"] = i16.astype(np.int32)   # our safetensors reader has no I16
+            out[f"{name}_codes"] = codes
+            if taps:
+                out[f"{name}_seanet"] = cap["seanet"][0].T.contiguous().numpy().astype(np.float32)
+                out[f"{name}_transformer"] = cap["transformer"][0].contiguous().numpy().astype(np.float32)
+                out[f"{name}_downsample"] = cap["downsample"][0].T.contiguous().numpy().astype(np.float32)
+            info[name] = dict(samples=n, frames=frames, seconds=n / 24000.0,
+                              min_relative_rvq_margin=rvq_margins(model, x),
+                              distinct_codes_per_group=[int(len(set(codes[:, k]))) for k in range(16)],
+                              seanet_steps=int(cap["seanet"].shape[-1]))
+    finally:
+        for h in hooks:
+            h.remove()
+    return out, info
+
+
 def set_eager(model):
     for m in model.modules():
         cfg = getattr(m, "config", None)
@@ -189,6 +340,7 @@ def official_refs(decoder, codes_tc, chunks):
 
 
 def save_ref(tensors, path):
+    tensors = {k: np.ascontiguousarray(v) for k, v in tensors.items()}   # save_file ignores strides
     save_file(tensors, path, metadata={"generator": "tools/parity/make_codec_parity.py"})
     os.chmod(path, 0o644)
 
@@ -207,13 +359,14 @@ def rand_codes(seed, frames, groups=16, size=2048):
 def make_small(out_root, work, manifest):
     torch.manual_seed(SMALL_SEED)
     cfg = Qwen3TTSTokenizerV2Config(
-        encoder_config=dict(SMALL_ENCODER), decoder_config=dict(SMALL_DECODER),
+        encoder_config=dict(SMALL_ENCODER_INIT), decoder_config=dict(SMALL_DECODER),
         encoder_valid_num_quantizers=16, input_sample_rate=24000, output_sample_rate=24000,
         decode_upsample_rate=1920, encode_downsample_rate=1920,
         architectures=["Qwen3TTSTokenizerV2Model"],
     )
     model = Qwen3TTSTokenizerV2Model(cfg).float().eval()
     scale_up(model.decoder, SMALL_SCALE_SEED)
+    enc_stats = replace_encoder(model, SMALL_ENCODER, SMALL_ENC_SEED, SMALL_ENC_SCALE_SEED)
     save_dir = os.path.join(work, "small_save")
     shutil.rmtree(save_dir, ignore_errors=True)
     model.save_pretrained(save_dir, safe_serialization=True)
@@ -252,6 +405,18 @@ def make_small(out_root, work, manifest):
     tensors.update({k: v.astype(np.float32) for k, v in refs.items() if k != "pcm_chunked_300_25"})
     save_ref(tensors, os.path.join(out_root, "small", "ref.safetensors"))
 
+    # Encoder: official codes (public encode API) and intermediates for the fixed clips.
+    attn_cls = type(loaded.encoder.encoder_transformer.layers[0].self_attn).__name__
+    assert attn_cls == "MimiAttention", f"encoder attention is {attn_cls}, expected eager MimiAttention"
+    enc_t, enc_info = official_enc_refs(loaded, ENC_CLIPS, SMALL_CLIP_SEED, taps=True)
+    save_ref(enc_t, os.path.join(out_root, "small", "enc_ref.safetensors"))
+    sdpa = Qwen3TTSTokenizerV2Model.from_pretrained(
+        save_dir, attn_implementation="sdpa", local_files_only=True, dtype=torch.float32).eval()
+    sdpa_t, _ = official_enc_refs(sdpa, ENC_CLIPS, SMALL_CLIP_SEED, taps=True)
+    sdpa_same = {k: bool(np.array_equal(sdpa_t[f"{k}_codes"], enc_t[f"{k}_codes"])) for k, _ in ENC_CLIPS}
+    sdpa_nmse = {k: nmse(sdpa_t[f"{k}_transformer"], enc_t[f"{k}_transformer"]) for k, _ in ENC_CLIPS}
+    del sdpa
+
     manifest["small"] = dict(
         how="official Qwen3TTSTokenizerV2Model(config) after torch.manual_seed(torch_seed) "
             "(official post_init), decoder scale-up (see scale_up in make_codec_parity.py), "
@@ -262,7 +427,8 @@ def make_small(out_root, work, manifest):
         frames=SMALL_FRAMES, decoder_config=SMALL_DECODER, encoder_config=SMALL_ENCODER,
         save_pretrained_files=saved,
         sha256={f: sha256(os.path.join(out_root, "small", f)) for f in
-                ("speech_tokenizer/config.json", "speech_tokenizer/model.safetensors", "ref.safetensors")}, kept_files=["config.json", "model.safetensors"],
+                ("speech_tokenizer/config.json", "speech_tokenizer/model.safetensors", "ref.safetensors",
+                 "enc_ref.safetensors")}, kept_files=["config.json", "model.safetensors"],
         tensors=dict(total=len(keys), decoder=n_dec, encoder=n_enc, dtypes=dtypes),
         chunked=[dict(chunk_size=c, left_context_size=l, key=f"pcm_chunked_{c}_{l}",
                       stored=(c, l) != (300, 25)) for c, l in SMALL_CHUNKS],
@@ -271,9 +437,25 @@ def make_small(out_root, work, manifest):
             {f"chunked_{c}_{l}_vs_oneshot": nmse(refs[f"pcm_chunked_{c}_{l}"], refs["pcm"])
              for c, l in SMALL_CHUNKS},
             model_decode_api_vs_chunked_300_25=nmse(api, refs["pcm_chunked_300_25"])),
+        encoder=dict(
+            how="the model is built with encoder_config_init under torch_seed (so the decoder's "
+                "official init draws are unchanged), then its encoder is replaced by an official "
+                "Qwen3TTSTokenizerV2Encoder built from encoder_config under encoder_seed and redrawn "
+                "by replace_encoder (encoder_scale_seed); enc_ref.safetensors = official "
+                "Qwen3TTSTokenizerV2Model.encode codes + forward-hook intermediates of the reloaded "
+                "model (eager MimiAttention)",
+            encoder_config_init=SMALL_ENCODER_INIT, encoder_seed=SMALL_ENC_SEED,
+            encoder_scale_seed=SMALL_ENC_SCALE_SEED, clip_seed=SMALL_CLIP_SEED,
+            clips="clip i = clip_pcm(clip_seed + i, samples) (int16; the encoder input is i16 / 32768)",
+            scale_up=enc_stats, enc_ref_sha256=sha256(os.path.join(out_root, "small", "enc_ref.safetensors")),
+            enc_ref_tensors="NAME_pcm I32 [n] (int16 values); NAME_codes I32 [ceil(n/1920), 16]; NAME_seanet, "
+                            "NAME_transformer F32 [ceil(n/960), hidden]; NAME_downsample F32 [frames, hidden]",
+            clips_info=enc_info, attention=attn_cls,
+            sdpa_codes_identical=sdpa_same, sdpa_vs_eager_transformer_nmse=sdpa_nmse),
     )
     print("small:", json.dumps(manifest["small"]["output_stats"]),
           json.dumps(manifest["small"]["official_nmse"]), flush=True)
+    print("small encoder:", json.dumps(enc_info), json.dumps(sdpa_same), json.dumps(sdpa_nmse), flush=True)
 
 
 def make_mm(case, repo, cli, out_root, work, manifest):
@@ -306,7 +488,7 @@ def make_mm(case, repo, cli, out_root, work, manifest):
                        for k in set(sd) & set(expected) if tuple(sd[k].shape) != tuple(expected[k].shape))
     dtype_bad = sorted(k for k, v in sd.items() if v.dtype != torch.float32)
     problems = dict(missing=missing, unexpected=unexpected, shape_mismatch=shape_bad,
-                    non_f32=dtype_bad, non_decoder_tensors=other)
+                    non_f32=dtype_bad, non_codec_tensors=[k for k in other if not k.startswith("encoder.")])
     if any(problems.values()):
         print(f"{case['name']}: make-model checkpoint does not match the official decoder:",
               json.dumps(problems, indent=1), file=sys.stderr)
@@ -341,6 +523,40 @@ def make_mm(case, repo, cli, out_root, work, manifest):
     print(f"{case['name']}:", json.dumps(manifest[case["name"]]["output_stats"]),
           json.dumps(manifest[case["name"]]["official_nmse"]), flush=True)
     del dec, sd
+
+    # Encoder: the whole file loaded by name (strict) into the official Qwen3TTSTokenizerV2Model;
+    # official codes of the small case's first clip (its PCM is in small/enc_ref.safetensors).
+    full = Qwen3TTSTokenizerV2Model._from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    full = full.float().eval()
+    with safe_open(os.path.join(st_dir, "model.safetensors"), "pt") as f:
+        allsd = {k: f.get_tensor(k) for k in f.keys()}
+    exp_full = full.state_dict()
+    enc_problems = dict(
+        missing=sorted(set(exp_full) - set(allsd)), unexpected=sorted(set(allsd) - set(exp_full)),
+        shape_mismatch=sorted(k for k in set(allsd) & set(exp_full) if tuple(allsd[k].shape) != tuple(exp_full[k].shape)),
+        non_f32=sorted(k for k, v in allsd.items() if v.dtype != torch.float32))
+    if any(enc_problems.values()):
+        print(f"{case['name']}: make-model speech tokenizer does not match the official model:",
+              json.dumps(enc_problems, indent=1), file=sys.stderr)
+        raise SystemExit(2)
+    res = full.load_state_dict(allsd, strict=True)
+    assert not res.missing_keys and not res.unexpected_keys
+    attn_cls = type(full.encoder.encoder_transformer.layers[0].self_attn).__name__
+    assert attn_cls == "MimiAttention", attn_cls
+    enc_t, enc_info = official_enc_refs(full, [ENC_CLIPS[0]], SMALL_CLIP_SEED, taps=False)
+    save_ref({k: v for k, v in enc_t.items() if k.endswith("_codes")},
+             os.path.join(out_root, case["name"], "enc_ref.safetensors"))
+    manifest[case["name"]]["encoder"] = dict(
+        how="whole make-model speech_tokenizer/model.safetensors loaded by name (strict) into the official "
+            "Qwen3TTSTokenizerV2Model._from_config(config, eager, f32): 0 missing, 0 unexpected, 0 shape "
+            "mismatches; enc_ref.safetensors = official encode codes of clip a3s (PCM in "
+            "small/enc_ref.safetensors)",
+        tensors_loaded=len(allsd), encoder_tensors=sum(k.startswith("encoder.") for k in allsd),
+        encoder_config=json.load(open(os.path.join(st_dir, "config.json")))["encoder_config"],
+        enc_ref_sha256=sha256(os.path.join(out_root, case["name"], "enc_ref.safetensors")),
+        clips_info=enc_info, attention=attn_cls)
+    print(f"{case['name']} encoder:", json.dumps(enc_info), flush=True)
+    del full, allsd
     shutil.rmtree(mdir, ignore_errors=True)
 
 
