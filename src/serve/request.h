@@ -66,6 +66,8 @@ typedef struct {
     int top_k;                   /* < 0: default; 0 disables */
     float repetition_penalty;    /* < 0: default */
     int non_streaming;           /* -1 = null (model default), 0, 1 */
+    int sentence_pause_ms;       /* -1 = null (the server's), else [0, 10000] (docs/TEXT.md) */
+    int paragraph_pause_ms;      /* -1 = null (the server's), else [0, 10000] */
 } ct_speech_request;
 
 /* Parses and validates body[len] (need not be NUL-terminated). On success fills *out (caller
@@ -75,8 +77,8 @@ typedef struct {
    left empty. Rules (docs/SERVE.md): the body is one JSON object; every known field has a fixed
    type (wrong type -> 400 naming it); unknown fields -> 400 "unknown field"; `input` required;
    `voice` (alias `speaker`) is a string or {"id": string}; an unknown voice or language -> 400
-   listing the valid ones; response_format wav|pcm|mp3|opus|aac|flac|codes; speed 0.25-4.0 (not
-   with codes). */
+   listing the valid ones; response_format wav|pcm|mp3|opus|aac|flac|codes; speed 0.25-4.0 and
+   sentence_pause_ms / paragraph_pause_ms 0-10000 (not with codes). */
 ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_ctx *ctx,
                                   ct_speech_request *out, ct_api_error *e);
 
