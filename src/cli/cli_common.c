@@ -67,6 +67,8 @@ int ct_cli_gen_opts(ct_cli_gen *a, ct_opt *o, int cap) {
         {"instruct", 'i', CT_OPT_STR, &a->instruct, "TEXT", "voice instruction (VoiceDesign, 1.7B CustomVoice)"},
         {"xvector", 0, CT_OPT_STR, &a->xvec, "FILE", "Base: raw float32 x-vector file (talker hidden values)"},
         {"voice", 0, CT_OPT_STR, &a->voice, "FILE", "Base: a cloned voice file (codectalk voice create)"},
+        {"ref-audio", 0, CT_OPT_STR, &a->ref_audio, "CLIP", "Base: clone the voice of this clip (WAV, FLAC, Ogg, MP3; 1-30 s)"},
+        {"ref-text", 0, CT_OPT_STR, &a->ref_text, "TEXT", "the transcript of the whole --ref-audio clip (ICL mode)"},
         {"x-vector-only", 0, CT_OPT_FLAG, &a->x_vector_only, NULL, "clone in x-vector-only mode (no reference codes or transcript)"},
         {"seed", 0, CT_OPT_U64, &a->seed, "N", "random seed (default 0); a seed replays exactly"},
         {"greedy", 0, CT_OPT_FLAG, &a->greedy, NULL, "argmax decoding (parity checks; loops on real models)"},
@@ -373,32 +375,4 @@ int ct_cli_exit_signal(int rc) {
     signal(sig, SIG_DFL);
     raise(sig);
     return 128 + sig;
-}
-
-int ct_cli_text_opts(ct_cli_text *t, ct_opt *o, int cap) {
-    const ct_opt all[] = {
-        {"sentence-pause-ms", 0, CT_OPT_INT, &t->sentence_pause_ms, "MS",
-         "silence between sentences, 0-10000 ms (default 0; > 0 makes each sentence its own utterance)"},
-        {"paragraph-pause-ms", 0, CT_OPT_INT, &t->paragraph_pause_ms, "MS",
-         "silence between paragraphs (a blank line), 0-10000 ms (default 0)"},
-    };
-    int n = 0;
-    for (size_t i = 0; i < sizeof all / sizeof all[0] && n < cap; i++) o[n++] = all[i];
-    return n;
-}
-
-int ct_cli_text_check(const ct_cli_text *t) {
-    const int *v[2] = {&t->sentence_pause_ms, &t->paragraph_pause_ms};
-    const char *name[2] = {"--sentence-pause-ms", "--paragraph-pause-ms"};
-    for (int i = 0; i < 2; i++)
-        if (*v[i] < 0 || *v[i] > 10000) {
-            fprintf(stderr, "error: %s %d is outside [0, 10000]\n", name[i], *v[i]);
-            return -1;
-        }
-    return 0;
-}
-
-void ct_cli_text_apply(const ct_cli_text *t, ct_stream_params *sp) {
-    if (ct_args_given(&t->sentence_pause_ms)) sp->sentence_pause_ms = t->sentence_pause_ms;
-    if (ct_args_given(&t->paragraph_pause_ms)) sp->paragraph_pause_ms = t->paragraph_pause_ms;
 }

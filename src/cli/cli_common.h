@@ -14,7 +14,8 @@
 
 typedef struct {
     const char *model, *text, *file, *speaker, *language, *instruct, *tok, *xvec, *weights;
-    const char *voice; /* --voice FILE (a voice file) */
+    const char *voice;     /* --voice FILE (a voice file) */
+    const char *ref_audio, *ref_text; /* --ref-audio CLIP, --ref-text TEXT: clone from a clip */
     uint64_t seed;
     int x_vector_only; /* --x-vector-only: an ICL voice used in x-vector-only mode */
     int greedy, max_frames, max_new_tokens, streaming, non_streaming, f32, ctx, top_k, sub_top_k,
@@ -35,8 +36,9 @@ void ct_cli_gen_params(const ct_cli_gen *a, ct_gen_params *g, const char *text, 
 int ct_cli_read_xvector(const ct_cli_gen *a, const ct_model *m, float **out);
 
 /* The cloned voice of the flags (cli_voice.c): --voice FILE loaded and checked against m, or
-   *out NULL when no voice flag was given. Prints errors; returns 0, 1 (a failure: exit 1) or 2
-   (flags that do not go together: exit 2). */
+   one made from --ref-audio (+ --ref-text) with the encoders of the model in a->model (warnings
+   printed unless a->quiet), or *out NULL when no voice flag was given. Prints errors; returns
+   0, 1 (a failure: exit 1) or 2 (flags that do not go together: exit 2). */
 int ct_cli_voice_get(const ct_cli_gen *a, const ct_model *m, ct_voice **out);
 /* Points g at v (NULL: nothing) in the mode the flags ask for (--x-vector-only). */
 void ct_cli_voice_apply(const ct_cli_gen *a, const ct_voice *v, ct_gen_params *g);
@@ -57,18 +59,6 @@ ct_model *ct_cli_load_model_p(const char *dir, const ct_model_params *mp);
 /* The model and engine flags of the generation table that were given (--tokenizer always;
    --f32, --weights, --context, --threads when given, whatever their value) over what the deploy
    profile set in mp / ep (either may be NULL). */
-/* How synth and serve read text (docs/TEXT.md): the pauses between utterances. */
-typedef struct {
-    int sentence_pause_ms, paragraph_pause_ms;
-} ct_cli_text;
-
-/* Writes the text flags into opts (at most cap entries, no terminator); returns the count. */
-int ct_cli_text_opts(ct_cli_text *t, ct_opt *opts, int cap);
-/* Range-checks them; prints an error naming the flag and returns -1 (exit 2), else 0. */
-int ct_cli_text_check(const ct_cli_text *t);
-/* The flags given, over sp (the profile's or the defaults). */
-void ct_cli_text_apply(const ct_cli_text *t, ct_stream_params *sp);
-
 void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine_params *ep);
 
 /* Submits one request to e, reads it to its end (discarding the audio), and returns its chunk
@@ -108,5 +98,6 @@ int ct_cli_bench(int argc, char **argv);
 int ct_cli_bench_stream(int argc, char **argv);
 int ct_cli_bench_threads(int argc, char **argv);
 int ct_cli_bench_emulate(int argc, char **argv);
+int ct_cli_bench_clone(int argc, char **argv);
 
 #endif

@@ -419,12 +419,13 @@ int ct_cli_bench(int argc, char **argv) {
                "  threads    the stream bench swept over thread counts\n"
                "  emulate    the stream bench under emulated device profiles\n"
                "  serve      load test of a running server (HTTP streaming)\n"
+               "  clone      cloning: reference encode times, TTFA of cloned vs plain requests\n"
                "  summarize  merge bench result files into one report\n");
         return argc < 1 ? 2 : 0;
     }
     if (!strcmp(argv[0], "model")) return cmd_model(argc - 1, argv + 1);
     if (!strcmp(argv[0], "roofline")) return cmd_roofline(argc - 1, argv + 1);
     if (!strcmp(argv[0], "kernels")) return cmd_kernels(argc - 1, argv + 1);
-    fprintf(stderr, "error: unknown bench '%s' (model, roofline, kernels, stream, threads, emulate, serve, summarize)\n", argv[0]);
+    fprintf(stderr, "error: unknown bench '%s' (model, roofline, kernels, stream, threads, emulate, serve, clone, summarize)\n", argv[0]);
     return 2;
 }

@@ -31,7 +31,8 @@
    parsing (so they are refused as unknown options). */
 static const char *const NOT_SENT[] = {"xvector",    "sub-temperature", "sub-top-k", "sub-top-p", "min-new-tokens",
                                        "max-frames", "threads",         "context",   "f32",       "weights",
-                                       "tokenizer",  "voice",           "x-vector-only"};
+                                       "tokenizer",  "voice",           "x-vector-only",
+                                       "ref-audio",  "ref-text"};
 
 typedef struct {
     ct_http_resp *resp; /* the response being read (status and headers are set before the body) */

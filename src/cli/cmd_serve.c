@@ -34,13 +34,13 @@ static void access_line(void *ud, const char *line) {
 
 int ct_cli_serve(int argc, char **argv) {
     const char *host = "127.0.0.1", *api_key = NULL, *model_alias = NULL, *voice_alias = NULL, *cors = NULL;
-    int quiet = 0;
+    const char *voices_dir = NULL;
+    int quiet = 0, upload_mb = 32;
     int port = 8000, timeout = 30;
     int body_kb = 64, codec_chunk = 0, max_chars = 4096;
     int header_timeout = 10, write_timeout = 20, max_conns = 64, per_ip = 32, reserve = 4;
     ct_cli_engine_flags ef;
     ct_cli_engine_flags_init(&ef);
-    ct_cli_text tx = {0, 0};
     ct_opt opts[48] = {
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address or host name to bind (default 127.0.0.1)"},
         {"cors", 0, CT_OPT_STR, &cors, "ORIGIN", "allow browsers on ORIGIN (or *) to call the API (CORS headers, preflights)"},
@@ -65,20 +65,25 @@ int ct_cli_serve(int argc, char **argv) {
          "alias=voice pairs over the OpenAI voice table (alloy, ash, ... -> this model's voices); \"-\" = no aliases"},
         {"codec-chunk", 0, CT_OPT_INT, &codec_chunk, "N",
          "steady codec chunk in frames, 1..64: schedule fixed:IC,N (docs/SERVE.md; default: exact)"},
+        {"voices-dir", 0, CT_OPT_STR, &voices_dir, "DIR",
+         "Base models: keep uploaded voices (POST /v1/audio/voices) in DIR, created if missing"},
+        {"max-upload-mb", 0, CT_OPT_INT, &upload_mb, "N",
+         "Base models: body limit of voice uploads and of speech requests with ref_audio (default 32)"},
     };
-    int no = 16;
+    int no = 18;
     no += ct_cli_engine_opts(&ef, opts + no, 47 - no);
-    no += ct_cli_text_opts(&tx, opts + no, 47 - no);
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk serve -m DIR [--host 127.0.0.1] [--port 8000] [--profile auto|FILE]\n"
                           "       [--api-key K] [--max-streams N] [--queue N] [--threads N] [--placement MODE]\n"
-                          "OpenAI-compatible speech server: POST /v1/audio/speech, GET /v1/models, /health, /metrics.");
+                          "OpenAI-compatible speech server: POST /v1/audio/speech, GET /v1/models, /health, /metrics;\n"
+                          "on a Base model GET/POST /v1/audio/voices, GET/DELETE /v1/audio/voices/NAME (cloned voices).");
     if (r) return r < 0 ? 2 : 0;
-    if (ct_cli_engine_check(&ef) != 0 || ct_cli_text_check(&tx) != 0) return 2;
+    if (ct_cli_engine_check(&ef) != 0) return 2;
     if (codec_chunk < 0 || body_kb < 1 || timeout < 1 || max_chars < 1 || header_timeout < 1 || write_timeout < 1 ||
-        max_conns < 1 || per_ip < 0 || reserve < 0) {
+        max_conns < 1 || per_ip < 0 || reserve < 0 || upload_mb < 1 || upload_mb > 1024) {
         fprintf(stderr, "error: --codec-chunk/--max-conn-per-ip/--reserve-connections must be >= 0; --max-body-kb, "
-                        "--timeout, --header-timeout, --write-timeout, --max-connections, --max-input-chars >= 1\n");
+                        "--timeout, --header-timeout, --write-timeout, --max-connections, --max-input-chars >= 1; "
+                        "--max-upload-mb in [1, 1024]\n");
         return 2;
     }
     if (!api_key) api_key = getenv("CODECTALK_API_KEY");
@@ -90,14 +95,28 @@ int ct_cli_serve(int argc, char **argv) {
     ct_engine *e = x.e;
     ct_model *m = x.m;
     ct_stream_params sp = x.sp;
-    ct_cli_text_apply(&tx, &sp); /* the server's pauses: requests may set their own */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     signal(SIGPIPE, SIG_IGN);
     ct_http *h = NULL;
+    ct_voice_store *vs = NULL;
+    ct_speech_encoder *senc = NULL;
     int rc = 1;
+    int base = !strcmp(ct_model_get_info(m).kind, "base");
+    if (voices_dir && !base) {
+        fprintf(stderr, "error: --voices-dir: voice cloning needs a Base model (this one is %s)\n",
+                ct_model_get_info(m).kind);
+        goto done;
+    }
+    if (voices_dir && ct_voice_store_open(voices_dir, &vs, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: --voices-dir: %s\n", err);
+        goto done;
+    }
+    /* a Base model clones: ICL clones need the speech-tokenizer encoder */
+    if (base && ct_speech_encoder_load(model, &senc, err, sizeof err) != CT_OK)
+        fprintf(stderr, "warning: %s: ICL clones are off (x-vector-only clones still work)\n", err);
     char id[96];
     ct_model_id(model, id, sizeof id);
     ct_http_params hp = ct_http_params_default();
@@ -111,12 +130,6 @@ int ct_cli_serve(int argc, char **argv) {
         goto done;
     }
     hp.codec_id = codec_id;
-    if ((sp.sentence_pause_ms > 0 || sp.paragraph_pause_ms > 0) && sp.utterance_bytes == 0) {
-        fprintf(stderr, "error: --sentence-pause-ms/--paragraph-pause-ms need utterance splitting (the profile's "
-                        "streaming.utterance_bytes is 0)\n");
-        rc = 2;
-        goto done;
-    }
     hp.connection_timeout_s = timeout;
     hp.header_timeout_s = header_timeout;
     hp.write_timeout_s = write_timeout;
@@ -132,6 +145,9 @@ int ct_cli_serve(int argc, char **argv) {
     hp.voice_aliases = voice_alias;
     hp.schedule = sp.schedule;
     hp.stream = &sp;
+    hp.voices = vs;
+    hp.encoder = senc;
+    hp.max_upload_bytes = (size_t)upload_mb << 20;
     if (ct_http_start(e, m, &hp, &h, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
@@ -156,6 +172,8 @@ int ct_cli_serve(int argc, char **argv) {
 done:
     ct_http_stop(h);
     ct_cli_engine_close(&x);
+    ct_voice_store_free(vs);
+    ct_speech_encoder_free(senc);
     return rc;
 }
 

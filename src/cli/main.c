@@ -361,13 +361,13 @@ static void usage(void) {
            "  tokenize     text -> Qwen2 BPE token ids (JSON)\n"
            "  make-model   write a random-weight model in the published layout\n"
            "  info         load, validate and describe a model directory\n"
-           "  voice        cloned voices (Base models): info FILE\n"
+           "  voice        cloned voices (Base models): create from a clip, info FILE\n"
            "  quantize     write INT8/INT4 weights (+ scales) as a safetensors file the loader accepts\n"
            "  export       ONNX programs: talker/predictor decode steps, windowed codec, sanitize\n"
            "  serve        OpenAI-compatible streaming HTTP server (POST /v1/audio/speech)\n"
            "  wyoming      Wyoming protocol server for Home Assistant (describe, synthesize, streaming)\n"
            "  client       codes from a server (response_format codes), decoded here -> WAV / raw s16le\n"
-           "  bench        model | roofline | kernels | stream | threads | emulate | serve | summarize\n"
+           "  bench        model | roofline | kernels | stream | threads | emulate | serve | clone | summarize\n"
            "  stats        merge step-stats dumps into the attribution table\n"
            "  probe        describe this machine (ISA, cores, clusters, memory, accelerators)\n"
            "  profile      materialise the layered deploy profile (--auto --explain)\n"
@@ -397,6 +397,7 @@ static int dispatch(int argc, char **argv) {
     if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "emulate")) return ct_cli_bench_emulate(argc - 3, argv + 3);
     if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "summarize")) return ct_cli_summarize(argc - 3, argv + 3);
     if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "serve")) return ct_cli_bench_serve(argc - 3, argv + 3);
+    if (!strcmp(c, "bench") && argc > 2 && !strcmp(argv[2], "clone")) return ct_cli_bench_clone(argc - 3, argv + 3);
     if (!strcmp(c, "bench")) return ct_cli_bench(argc - 2, argv + 2);
     if (!strcmp(c, "make-model")) return cmd_make_model(argc - 2, argv + 2);
     if (!strcmp(c, "info")) return cmd_info(argc - 2, argv + 2);

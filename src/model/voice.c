@@ -178,3 +178,52 @@ void ct_voice_apply(const ct_voice *v, ct_gen_params *g, int xvector_only) {
     g->ref_frames = icl ? v->ref_frames : 0;
     g->ref_text = icl ? v->ref_text : NULL;
 }
+
+/* ---- from a reference clip ----------------------------------------------------------- */
+
+ct_status ct_voice_create(const ct_model *m, const ct_speech_encoder *enc, const float *pcm, size_t n,
+                          const char *ref_text, ct_voice **out, char *err, size_t errcap) {
+    if (!m || !pcm || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "voice: NULL argument");
+    *out = NULL;
+    if (m->cfg.kind != CT_KIND_BASE)
+        return ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "voice: cloned voices need a Base model "
+                       "(this one is %s)", ct_model_kind_name(m->cfg.kind));
+    const int H = m->cfg.talker.hidden, G = m->cfg.n_groups;
+    int icl = enc && ref_text && ref_text[0];
+    size_t cap = (n + 1919) / 1920;
+    if (icl && cap > CT_VOICE_MAX_FRAMES)
+        return ct_errf(err, errcap, CT_ERR_LIMIT, "voice: a %.1f s clip is %zu reference frames (at most "
+                       "%d)", (double)n / 24000.0, cap, CT_VOICE_MAX_FRAMES);
+    float *xv = malloc(sizeof(float) * (size_t)H);
+    int32_t *codes = icl ? malloc(sizeof(int32_t) * cap * (size_t)G) : NULL;
+    ct_voice *v = NULL;
+    int nf = 0;
+    ct_status st = !xv || (icl && !codes) ? ct_errf(err, errcap, CT_ERR_NOMEM, "voice: out of memory") : CT_OK;
+    if (st == CT_OK) st = ct_model_speaker_embed(m, pcm, n, xv, H, err, errcap);
+    if (st == CT_OK && icl) st = ct_speech_encode(enc, pcm, n, codes, (int)cap, &nf, err, errcap);
+    if (st == CT_OK) st = ct_voice_check(m, H, xv, G, nf, codes, icl ? ref_text : NULL, err, errcap);
+    if (st == CT_OK) {
+        char name[64];
+        ct_voice_model_name(m, name, sizeof name);
+        v = ct_voice_alloc(H, xv, G, nf, codes, icl ? ref_text : NULL, name, "codectalk " CT_VERSION_STRING);
+        if (!v) st = ct_errf(err, errcap, CT_ERR_NOMEM, "voice: out of memory");
+    }
+    if (st == CT_OK) {
+        memcpy(v->model_hash, ct_model_hash(m), 65);
+        ct_sha256_buf(pcm, n * sizeof(float), v->audio_sha256);
+        v->n_samples = n;
+        *out = v;
+    }
+    free(xv);
+    free(codes);
+    return st;
+}
+
+int ct_voice_text_short(const ct_model *m, const char *text, double seconds, int *n_tokens) {
+    size_t len = strlen(text), n = 0;
+    int32_t *ids = malloc(sizeof(int32_t) * (len + 16));
+    if (!ids || ct_tokenize(m, text, len, ids, len + 16, &n, NULL, 0) != CT_OK) n = 0;
+    free(ids);
+    if (n_tokens) *n_tokens = (int)n;
+    return (double)n < CT_VOICE_MIN_TOKENS_PER_S * seconds;
+}

@@ -37,6 +37,14 @@ ct_status ct_voice_check(const ct_model *m, int xvector_len, const float *xvec, 
                          int ref_frames, const int32_t *codes, const char *ref_text, char *err,
                          size_t errcap);
 
+/* The "transcript clearly shorter than the clip" rule (docs/CLONING.md): a transcript of fewer
+   than CT_VOICE_MIN_TOKENS_PER_S text tokens per second of clip (speech runs at about 3 to 6
+   tokens a second in the model's languages, so this flags a transcript covering well under
+   half the clip). Returns 1 when text is short for a clip of seconds; *n_tokens (may be NULL)
+   gets its token count. */
+#define CT_VOICE_MIN_TOKENS_PER_S 1.5
+int ct_voice_text_short(const ct_model *m, const char *text, double seconds, int *n_tokens);
+
 /* "<size_tag>-<kind>" of m, e.g. "0b6-base", into buf[cap]. */
 void ct_voice_model_name(const ct_model *m, char *buf, size_t cap);
 

@@ -58,6 +58,7 @@ struct ct_http {
     const char *voice_aliases[64], *voice_targets[64]; /* [n_voice_aliases] alias -> a voice */
     int n_voice_aliases;
     int port, rate, max_chunk;
+    int clone;                 /* a Base model: cloned voices and the clone fields */
     ct_codes_header codes_hdr; /* the header record of every codes stream */
     atomic_int stopping;
     ct_srv_metrics mx;
@@ -65,6 +66,7 @@ struct ct_http {
 
 typedef struct {
     int is_speech;
+    int is_upload;       /* POST /v1/audio/voices */
     char *body;
     size_t n, cap;
     int too_big;
@@ -132,6 +134,7 @@ ct_http_params ct_http_params_default(void) {
     p.write_timeout_s = 20;
     p.max_conn_per_ip = 32;
     p.reserve_connections = 4;
+    p.max_upload_bytes = 32u << 20;
     return p;
 }
 
@@ -507,9 +510,6 @@ static ct_status submit(ct_http *h, const ct_speech_request *rq, const char *utt
     sp.schedule = ct_speech_schedule(rq->initial_chunk_frames, h->p.codec_chunk, h->max_chunk,
                                      h->schedule[0] ? h->schedule : NULL, sched, sizeof sched);
     sp.output = rq->format == CT_RESP_CODES ? CT_OUTPUT_CODES : CT_OUTPUT_PCM; /* codes: no decoding here */
-    if (rq->sentence_pause_ms >= 0) sp.sentence_pause_ms = rq->sentence_pause_ms;
-    if (rq->paragraph_pause_ms >= 0) sp.paragraph_pause_ms = rq->paragraph_pause_ms;
-    if (sp.output == CT_OUTPUT_CODES) sp.sentence_pause_ms = sp.paragraph_pause_ms = 0; /* frames have no silence */
     if (utt_text) {
         g.text = utt_text;
         g.seed += (uint64_t)utt;
@@ -564,7 +564,6 @@ static stream_ctx *stream_new(ct_http *h, struct MHD_Connection *c, ct_resp_mode
     s->mode = mode;
     s->fmt = fmt;
     s->rq.initial_chunk_frames = -1;
-    s->rq.sentence_pause_ms = s->rq.paragraph_pause_ms = -1;
     return s;
 }
 
@@ -739,6 +738,40 @@ static enum MHD_Result queue_stream(ct_http *h, struct MHD_Connection *c, stream
     return ret;
 }
 
+/* The cloned voice of a speech request into rq->cloned: an uploaded voice by name, or a
+   one-off clone of ref_audio (made for this request, not stored). 0, or -1 with *e set. */
+static int resolve_clone(ct_http *h, ct_speech_request *rq, ct_api_error *e) {
+    char err[1024];
+    ct_status st;
+    if (rq->ref_audio) {
+        ct_ref_audio a;
+        ct_clone_warnings w;
+        st = ct_ref_audio_load_memory(rq->ref_audio, rq->ref_audio_len, "ref_audio", &a, err, sizeof err);
+        if (st == CT_OK) {
+            st = ct_clone_make(h->m, h->p.encoder, &a, rq->ref_text, rq->x_vector_only, &rq->cloned, &w, err, sizeof err);
+            ct_ref_audio_free(&a);
+        }
+        if (st == CT_OK) return 0;
+        int tx = strstr(err, "transcript") != NULL; /* the transcript rules, else the clip's */
+        ct_api_error_set(e, st == CT_ERR_NOMEM ? 500 : 400, st == CT_ERR_NOMEM ? "server_error" : "invalid_request_error",
+                         tx ? "ref_text" : "ref_audio", st == CT_ERR_NOMEM ? NULL : tx ? "invalid_value" : "invalid_audio",
+                         "%s", err);
+        return -1;
+    }
+    if (!h->p.voices) {
+        ct_api_error_set(e, 400, "invalid_request_error", "voice", "unknown_voice",
+                         "unknown voice '%s': this server keeps no uploaded voices (--voices-dir); a Base model "
+                         "clones from ref_audio", rq->clone_voice);
+        return -1;
+    }
+    st = ct_voice_store_get(h->p.voices, h->m, rq->clone_voice, &rq->cloned, err, sizeof err);
+    if (st == CT_OK) return 0;
+    ct_api_error_set(e, st == CT_ERR_NOMEM ? 500 : 400, st == CT_ERR_NOMEM ? "server_error" : "invalid_request_error",
+                     "voice", st == CT_ERR_NOMEM ? NULL : "unknown_voice", "%s%s", err,
+                     st == CT_ERR_IO ? " (GET /v1/audio/voices lists the uploaded voices)" : "");
+    return -1;
+}
+
 static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc) {
     ct_stats_thread_role("serve");
     double t0 = CT_STATS_T0();
@@ -746,10 +779,14 @@ static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc
     ct_speech_ctx sx = {h->model_id,           h->voices,           h->n_voices,          h->langs,
                         h->n_langs,            h->p.max_input_chars, ct_engine_get_limits(h->e).max_context,
                         h->model_aliases,      h->n_model_aliases,   h->voice_aliases,     h->voice_targets,
-                        h->n_voice_aliases};
+                        h->n_voice_aliases,    h->clone};
     ct_speech_request rq;
     if (ct_speech_request_parse(cc->body ? cc->body : "", cc->n, &sx, &rq, &e) != CT_OK)
         return send_error(h, c, &e, NULL);
+    if ((rq.ref_audio || rq.clone_voice[0]) && resolve_clone(h, &rq, &e) != 0) {
+        ct_speech_request_free(&rq);
+        return send_error(h, c, &e, NULL);
+    }
     ct_resp_mode mode = rq.mode;
     ct_resp_format fmt = rq.format;
     int af = rq.audio_format;
@@ -868,6 +905,31 @@ static json_t *model_json(const ct_http *h, const char *id) {
     return o;
 }
 
+/* GET (describe) or DELETE /v1/audio/voices/NAME. */
+static enum MHD_Result voice_one(ct_http *h, struct MHD_Connection *c, const char *name, int is_get) {
+    char err[300];
+    if (!ct_voice_name_ok(name)) {
+        snprintf(err, sizeof err, "'%.80s' is not a voice name (1 to 64 of A-Z a-z 0-9 _ -)", name);
+        return send_err(h, c, 400, "invalid_request_error", "name", "invalid_value", err);
+    }
+    if (!h->p.voices || !h->clone) {
+        snprintf(err, sizeof err, "no uploaded voice '%s' (this server keeps none: --voices-dir)", name);
+        return send_err(h, c, 404, "invalid_request_error", "name", "voice_not_found", err);
+    }
+    if (is_get) {
+        json_t *o = ct_voice_store_describe(h->p.voices, h->m, name);
+        if (o) return send_json(h, c, 200, o);
+        snprintf(err, sizeof err, "no uploaded voice named '%s'", name);
+        return send_err(h, c, 404, "invalid_request_error", "name", "voice_not_found", err);
+    }
+    ct_status st = ct_voice_store_delete(h->p.voices, name, err, sizeof err);
+    if (st != CT_OK)
+        return send_err(h, c, strstr(err, "no voice named") ? 404 : 500,
+                        strstr(err, "no voice named") ? "invalid_request_error" : "server_error", "name",
+                        strstr(err, "no voice named") ? "voice_not_found" : NULL, err);
+    return send_json(h, c, 200, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
+}
+
 static enum MHD_Result route(ct_http *h, struct MHD_Connection *c, const char *url, const char *method) {
     int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     int is_post = strcmp(method, "POST") == 0;
@@ -879,20 +941,22 @@ static enum MHD_Result route(ct_http *h, struct MHD_Connection *c, const char *u
                          NULL);
     }
     int known = !strcmp(url, "/v1/audio/speech") || !strcmp(url, "/v1/models") || !strcmp(url, "/metrics") ||
-                !strcmp(url, "/v1/audio/voices") || !strncmp(url, "/v1/models/", 11);
+                !strcmp(url, "/v1/audio/voices") || !strncmp(url, "/v1/models/", 11) ||
+                !strncmp(url, "/v1/audio/voices/", 17);
     if (!known) {
         char m[160];
         snprintf(m, sizeof m, "no route for %.100s", url);
         return send_err(h, c, 404, "invalid_request_error", NULL, "not_found", m);
     }
     if (h->cors[0] && strcmp(method, "OPTIONS") == 0) { /* a browser's preflight: no auth, no body */
-        const char *hd[] = {"Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS", "Access-Control-Allow-Headers",
+        const char *hd[] = {"Access-Control-Allow-Methods", "GET, HEAD, POST, DELETE, OPTIONS", "Access-Control-Allow-Headers",
                             "Authorization, Content-Type", "Access-Control-Max-Age", "600", NULL};
         return send_text(h, c, 204, "text/plain", "", hd);
     }
     if (!auth_ok(h, c))
         return send_err(h, c, 401, "authentication_error", NULL, "invalid_api_key",
                         "missing or invalid API key (send Authorization: Bearer <key>)");
+    if (!strncmp(url, "/v1/audio/voices/", 17) && (is_get || !strcmp(method, "DELETE"))) return voice_one(h, c, url + 17, is_get);
     if (strcmp(url, "/v1/audio/speech") == 0 || !is_get) goto method; /* speech POSTs do not get here */
     if (strcmp(url, "/metrics") == 0) return metrics(h, c);
     if (strcmp(url, "/v1/models") == 0) { /* the served id, then its aliases */
@@ -914,10 +978,18 @@ static enum MHD_Result route(ct_http *h, struct MHD_Connection *c, const char *u
         json_t *v = json_array(), *a = json_object();
         for (int i = 0; i < h->n_voices; i++) json_array_append_new(v, json_string(h->voices[i]));
         for (int i = 0; i < h->n_voice_aliases; i++) json_object_set_new(a, h->voice_aliases[i], json_string(h->voice_targets[i]));
-        return send_json(h, c, 200, json_pack("{s:o, s:o}", "voices", v, "aliases", a));
+        json_t *up = h->p.voices && h->clone ? ct_voice_store_list(h->p.voices, h->m) : json_array();
+        size_t k;
+        json_t *o;
+        json_array_foreach(up, k, o) /* an uploaded voice that works here is a voice too */
+            if (json_is_true(json_object_get(o, "usable"))) json_array_append(v, json_object_get(o, "name"));
+        return send_json(h, c, 200, json_pack("{s:o, s:o, s:o}", "voices", v, "aliases", a, "uploaded", up));
     }
 method: {
-    const char *allow = strcmp(url, "/v1/audio/speech") == 0 ? "POST" : "GET, HEAD";
+    const char *allow = strcmp(url, "/v1/audio/speech") == 0   ? "POST"
+                        : strcmp(url, "/v1/audio/voices") == 0 ? "GET, HEAD, POST"
+                        : !strncmp(url, "/v1/audio/voices/", 17) ? "GET, HEAD, DELETE"
+                                                                : "GET, HEAD";
     const char *hd[] = {MHD_HTTP_HEADER_ALLOW, allow, NULL};
     ct_api_error e;
     ct_api_error_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed", "%s is not allowed on %.100s (allowed: %s)",
@@ -925,6 +997,210 @@ method: {
     (void)is_post;
     return send_error(h, c, &e, hd);
 }
+}
+
+/* The body limit of a request: uploads, and speech on a clone model (ref_audio), get
+   max_upload_bytes; everything else max_body_bytes. */
+static size_t body_limit(const ct_http *h, const conn_ctx *cc) {
+    return cc->is_upload || (cc->is_speech && h->clone) ? h->p.max_upload_bytes : h->p.max_body_bytes;
+}
+
+static enum MHD_Result too_large(ct_http *h, struct MHD_Connection *c, const conn_ctx *cc) {
+    char m[96];
+    snprintf(m, sizeof m, "request body exceeds %zu bytes", body_limit(h, cc));
+    return send_err(h, c, 413, "invalid_request_error", NULL, "body_too_large", m);
+}
+
+/* ---- /v1/audio/voices: uploads (multipart/form-data or JSON) ------------------------------ */
+
+typedef struct {
+    char *v[4];          /* name, ref_text, x_vector_only, audio: the fields' bytes */
+    size_t n[4], cap[4];
+    int oom;             /* 1: out of memory, 2: an unknown field (named in unknown) */
+    char unknown[64];
+} upload_fields;
+
+static const char *const UPLOAD_KEYS[4] = {"name", "ref_text", "x_vector_only", "audio"};
+
+static enum MHD_Result upload_iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
+                                   const char *content_type, const char *transfer_encoding, const char *data,
+                                   uint64_t off, size_t size) {
+    upload_fields *u = cls;
+    (void)kind, (void)filename, (void)content_type, (void)transfer_encoding, (void)off;
+    int k = 0;
+    while (k < 4 && strcmp(key, UPLOAD_KEYS[k]) != 0) k++;
+    if (k == 4) { /* an unknown field: named in the answer */
+        u->oom = 2;
+        snprintf(u->unknown, sizeof u->unknown, "%.60s", key);
+        return MHD_YES;
+    }
+    if (u->n[k] + size + 1 > u->cap[k]) {
+        size_t nc = (u->n[k] + size + 1) * 2;
+        char *nb = realloc(u->v[k], nc);
+        if (!nb) {
+            u->oom = 1;
+            return MHD_NO;
+        }
+        u->v[k] = nb;
+        u->cap[k] = nc;
+    }
+    memcpy(u->v[k] + u->n[k], data, size);
+    u->n[k] += size;
+    u->v[k][u->n[k]] = 0;
+    return MHD_YES;
+}
+
+/* The JSON form: {"name", "audio" (base64 or a data: URL), "ref_text", "x_vector_only"}; the
+   audio decoded through the speech request's ref_audio rules. 0, or -1 with *e set. */
+static int upload_json(const char *body, size_t n, upload_fields *u, ct_api_error *e) {
+    json_error_t je;
+    json_t *root = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(root)) {
+        ct_api_error_set(e, 400, "invalid_request_error", NULL, "invalid_json",
+                         "the upload is neither multipart/form-data nor a JSON object (%s)", root ? "not an object" : je.text);
+        json_decref(root);
+        return -1;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        int k = 0;
+        while (k < 4 && strcmp(key, UPLOAD_KEYS[k]) != 0) k++;
+        if (k == 4) {
+            ct_api_error_set(e, 400, "invalid_request_error", key, "unknown_field",
+                             "unknown field '%.60s' (name, audio, ref_text, x_vector_only)", key);
+            json_decref(root);
+            return -1;
+        }
+        if (json_is_null(v)) continue;
+        int ok = k == 2 ? json_is_boolean(v) : json_is_string(v);
+        if (!ok) {
+            ct_api_error_set(e, 400, "invalid_request_error", key, "invalid_type", "'%s' must be %s", key,
+                             k == 2 ? "a boolean" : "a string");
+            json_decref(root);
+            return -1;
+        }
+        if (k == 3) { /* base64 audio: the speech request's ref_audio parser */
+            json_t *probe = json_pack("{s:s, s:O}", "input", "x", "ref_audio", v);
+            char *txt = probe ? json_dumps(probe, JSON_COMPACT) : NULL;
+            json_decref(probe);
+            ct_speech_ctx sx;
+            memset(&sx, 0, sizeof sx);
+            sx.clone = 1;
+            ct_speech_request rq;
+            ct_status st = txt ? ct_speech_request_parse(txt, strlen(txt), &sx, &rq, e) : CT_ERR_NOMEM;
+            free(txt);
+            if (st != CT_OK) {
+                if (st == CT_ERR_NOMEM) ct_api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+                else snprintf(e->param, sizeof e->param, "audio");
+                json_decref(root);
+                return -1;
+            }
+            u->v[3] = (char *)rq.ref_audio;
+            u->n[3] = rq.ref_audio_len;
+            rq.ref_audio = NULL;
+            ct_speech_request_free(&rq);
+        } else {
+            const char *sv = k == 2 ? (json_is_true(v) ? "true" : "false") : json_string_value(v);
+            u->v[k] = strdup(sv);
+            u->n[k] = strlen(sv);
+            if (!u->v[k]) u->oom = 1;
+        }
+    }
+    json_decref(root);
+    return 0;
+}
+
+/* A voice's answer object: the store's description plus the warnings of its creation. */
+static enum MHD_Result voice_upload(ct_http *h, struct MHD_Connection *c, conn_ctx *cc) {
+    ct_api_error e;
+    if (!h->clone)
+        return send_err(h, c, 400, "invalid_request_error", NULL, "unsupported",
+                        "voice cloning needs a Base model; this one has preset voices (GET /v1/audio/voices)");
+    if (!h->p.voices)
+        return send_err(h, c, 404, "invalid_request_error", NULL, "not_found",
+                        "voice uploads are off on this server (start it with --voices-dir DIR)");
+    upload_fields u;
+    memset(&u, 0, sizeof u);
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    int rc = 0;
+    if (ct && !strncasecmp(ct, "multipart/form-data", 19)) {
+        struct MHD_PostProcessor *pp = MHD_create_post_processor(c, 64 * 1024, upload_iter, &u);
+        if (!pp || MHD_post_process(pp, cc->body ? cc->body : "", cc->n) != MHD_YES || u.oom) {
+            if (u.oom == 1) ct_api_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+            else if (u.oom == 2)
+                ct_api_error_set(&e, 400, "invalid_request_error", u.unknown, "unknown_field",
+                                 "unknown field '%s' (name, audio, ref_text, x_vector_only)", u.unknown);
+            else ct_api_error_set(&e, 400, "invalid_request_error", NULL, "invalid_body", "malformed multipart/form-data body");
+            rc = -1;
+        }
+        if (pp) MHD_destroy_post_processor(pp);
+    } else {
+        rc = upload_json(cc->body ? cc->body : "", cc->n, &u, &e);
+    }
+    const char *name = u.v[0], *text = u.v[1];
+    int xvo = 0;
+    if (!rc && u.v[2]) {
+        if (!strcmp(u.v[2], "true") || !strcmp(u.v[2], "1")) xvo = 1;
+        else if (strcmp(u.v[2], "false") && strcmp(u.v[2], "0")) {
+            ct_api_error_set(&e, 400, "invalid_request_error", "x_vector_only", "invalid_value",
+                             "'x_vector_only' must be true or false, got '%.40s'", u.v[2]);
+            rc = -1;
+        }
+    }
+    if (!rc && (!name || !ct_voice_name_ok(name))) {
+        ct_api_error_set(&e, 400, "invalid_request_error", "name", name ? "invalid_value" : "missing_field",
+                         "'name' %s (1 to 64 of A-Z a-z 0-9 _ -)", name ? "is not a voice name" : "is required");
+        rc = -1;
+    }
+    if (!rc && (!u.v[3] || !u.n[3])) {
+        ct_api_error_set(&e, 400, "invalid_request_error", "audio", "missing_field", "'audio' (the reference clip) is required");
+        rc = -1;
+    }
+    if (!rc && text && (ct_utf8_count(text, u.n[1]) < 0 || memchr(text, 0, u.n[1]))) {
+        ct_api_error_set(&e, 400, "invalid_request_error", "ref_text", "invalid_value", "'ref_text' is not valid UTF-8 text");
+        rc = -1;
+    }
+    ct_voice *v = NULL;
+    ct_clone_warnings w;
+    w.n = 0;
+    char err[1024];
+    if (!rc) {
+        ct_ref_audio a;
+        ct_status st = ct_ref_audio_load_memory(u.v[3], u.n[3], "the uploaded audio", &a, err, sizeof err);
+        if (st == CT_OK) {
+            st = ct_clone_make(h->m, h->p.encoder, &a, text, xvo, &v, &w, err, sizeof err);
+            ct_ref_audio_free(&a);
+        }
+        if (st != CT_OK) {
+            int tx = strstr(err, "transcript") != NULL; /* the transcript rules, else the clip's */
+            ct_api_error_set(&e, st == CT_ERR_NOMEM ? 500 : 400, st == CT_ERR_NOMEM ? "server_error" : "invalid_request_error",
+                             tx ? "ref_text" : "audio", st == CT_ERR_NOMEM ? NULL : tx ? "invalid_value" : "invalid_audio",
+                             "%s", err);
+            rc = -1;
+        }
+    }
+    if (!rc) {
+        ct_status st = ct_voice_store_put(h->p.voices, name, v, err, sizeof err);
+        if (st != CT_OK) {
+            ct_api_error_set(&e, st == CT_ERR_STATE ? 409 : 500, st == CT_ERR_STATE ? "invalid_request_error" : "server_error",
+                             "name", st == CT_ERR_STATE ? "voice_exists" : NULL, "%s", err);
+            rc = -1;
+        }
+    }
+    json_t *o = NULL;
+    if (!rc) {
+        o = ct_voice_store_describe(h->p.voices, h->m, name);
+        json_t *wa = json_array();
+        for (int i = 0; i < w.n; i++) json_array_append_new(wa, json_string(w.w[i]));
+        if (o) json_object_set_new(o, "warnings", wa);
+        else json_decref(wa);
+    }
+    ct_voice_free(v);
+    for (int k = 0; k < 4; k++) free(u.v[k]);
+    if (rc) return send_error(h, c, &e, NULL);
+    if (!o) return send_err(h, c, 500, "server_error", NULL, NULL, "out of memory");
+    return send_json(h, c, 201, o);
 }
 
 /* Every request: the first call (header parsed) only records it and, for a speech POST, checks
@@ -953,23 +1229,30 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         int speech_post = strcmp(url, "/v1/audio/speech") == 0 && strcmp(method, "POST") == 0;
         if (speech_post && auth_ok(h, c)) {
             const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-            if (cl && strtoull(cl, NULL, 10) > h->p.max_body_bytes) {
+            if (cl && strtoull(cl, NULL, 10) > (h->clone ? h->p.max_upload_bytes : h->p.max_body_bytes)) {
                 char m[96];
-                snprintf(m, sizeof m, "request body exceeds %zu bytes", h->p.max_body_bytes);
+                snprintf(m, sizeof m, "request body exceeds %zu bytes",
+                         h->clone ? h->p.max_upload_bytes : h->p.max_body_bytes);
                 return send_err(h, c, 413, "invalid_request_error", NULL, "body_too_large", m);
             }
         }
         cc->is_speech = speech_post;
+        cc->is_upload = strcmp(url, "/v1/audio/voices") == 0 && strcmp(method, "POST") == 0;
+        if (cc->is_upload && auth_ok(h, c)) {
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+            if (cl && strtoull(cl, NULL, 10) > body_limit(h, cc)) return too_large(h, c, cc);
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
-        if (!cc->is_speech) {
+        size_t lim = body_limit(h, cc);
+        if (!cc->is_speech && !cc->is_upload) {
             cc->discarded += *upload_data_size;
-            if (cc->discarded > h->p.max_body_bytes) cc->too_big = 1;
-        } else if (!cc->too_big && cc->n + *upload_data_size <= h->p.max_body_bytes) {
+            if (cc->discarded > lim) cc->too_big = 1;
+        } else if (!cc->too_big && cc->n + *upload_data_size <= lim) {
             if (cc->n + *upload_data_size + 1 > cc->cap) {
                 size_t nc = (cc->n + *upload_data_size + 1) * 2;
-                if (nc > h->p.max_body_bytes + 1) nc = h->p.max_body_bytes + 1;
+                if (nc > lim + 1) nc = lim + 1;
                 char *nb = realloc(cc->body, nc);
                 if (!nb) return MHD_NO;
                 cc->body = nb;
@@ -984,12 +1267,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return MHD_YES;
     }
     ct_gate_request_body_done(cc->k);
-    if (cc->too_big) {
-        char m[96];
-        snprintf(m, sizeof m, "request body exceeds %zu bytes", h->p.max_body_bytes);
-        return send_err(h, c, 413, "invalid_request_error", NULL, "body_too_large", m);
-    }
+    if (cc->too_big) return too_large(h, c, cc);
     if (cc->is_speech && auth_ok(h, c)) return speech(h, c, cc);
+    if (cc->is_upload && auth_ok(h, c)) return voice_upload(h, c, cc);
     return route(h, c, url, method);
 }
 
@@ -1133,6 +1413,8 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
     ch->codebook_size = mi.codebook_size;
     snprintf(ch->codec_id, sizeof ch->codec_id, "%s", p->codec_id ? p->codec_id : "");
     snprintf(ch->model_id, sizeof ch->model_id, "%.*s", CT_CODES_ID_MAX, h->model_id);
+    h->clone = mi.kind && !strcmp(mi.kind, "base");
+    if (!h->p.max_upload_bytes) h->p.max_upload_bytes = 32u << 20;
     for (int i = 0; i < mi.n_speakers && h->n_voices < 256; i++)
         if (ct_model_speaker(m, i)) h->voices[h->n_voices++] = ct_model_speaker(m, i);
     for (int i = 0; i < mi.n_languages && h->n_langs < 256; i++)

@@ -1,6 +1,7 @@
 /* HTTP front end of the server (libmicrohttpd, thread per connection) over the public stream
    engine: POST /v1/audio/speech (whole WAV/PCM/codes, chunked raw audio or codes, or SSE events), GET
-   /v1/models, GET /v1/audio/voices, GET /health, GET /metrics; bearer-token auth on every route
+   /v1/models, GET/POST /v1/audio/voices, GET/DELETE /v1/audio/voices/NAME (cloned voices),
+   GET /health, GET /metrics; bearer-token auth on every route
    but /health; OpenAI error JSON. Routes, fields and status codes: docs/SERVE.md. */
 #ifndef CT_SERVE_HTTP_H
 #define CT_SERVE_HTTP_H
@@ -8,6 +9,7 @@
 #include <stddef.h>
 
 #include "codectalk.h"
+#include "serve/voices.h"
 
 typedef struct ct_http ct_http;
 
@@ -48,6 +50,13 @@ typedef struct {
                                   request: method, path, status, bytes, audio seconds, TTFA, RTF,
                                   elapsed ms (the library does not print: the caller does) */
     void *log_ud;
+    /* voice cloning, on a Base model (docs/CLONING.md "Server API") */
+    ct_voice_store *voices;    /* uploaded voices (--voices-dir); NULL = uploads off (POST and
+                                  DELETE /v1/audio/voices answer 404). Borrowed. */
+    const ct_speech_encoder *encoder; /* for ICL clones (reference codes); NULL = x-vector-only
+                                  clones only. Borrowed. */
+    size_t max_upload_bytes;   /* body limit of voice uploads and of speech requests on a Base
+                                  model, which may carry ref_audio -> 413 (default 32 MiB) */
 } ct_http_params;
 
 ct_http_params ct_http_params_default(void);

@@ -12,6 +12,7 @@
 
 #include "audio/encode.h"
 #include "audio/speed.h"
+#include "serve/codes_wire.h" /* ct_b64_decode */
 #include "text/langcode.h"
 
 ct_api_error *ct_api_error_set(ct_api_error *e, int http_status, const char *type,
@@ -206,7 +207,42 @@ void ct_speech_request_free(ct_speech_request *r) {
     if (!r) return;
     free(r->input);
     free(r->instructions);
+    free(r->ref_audio);
+    free(r->ref_text);
+    ct_voice_free(r->cloned);
     memset(r, 0, sizeof *r);
+}
+
+static int voice_name_ok(const char *n) {
+    size_t l = strlen(n);
+    if (l < 1 || l > 64) return 0;
+    for (size_t i = 0; i < l; i++)
+        if (!isalnum((unsigned char)n[i]) && n[i] != '_' && n[i] != '-') return 0;
+    return 1;
+}
+
+/* `ref_audio`: base64, or a data: URL ("data:<type>;base64,<base64>"), decoded into r. */
+static ct_status ref_audio_field(json_t *v, ct_speech_request *r, ct_api_error *e) {
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n >= 5 && !strncasecmp(s, "data:", 5)) {
+        const char *comma = memchr(s, ',', n);
+        if (!comma || comma - s < 12 || strncasecmp(comma - 7, ";base64", 7) != 0)
+            return bad_value(e, "ref_audio", "invalid_value", "'%s' is a data: URL without ';base64,'%s", "");
+        n -= (size_t)(comma + 1 - s);
+        s = comma + 1;
+    }
+    if (n == 0) return bad_value(e, "ref_audio", "invalid_value", "'%s' is empty%s", "");
+    r->ref_audio = malloc(n / 4 * 3 + 3);
+    if (!r->ref_audio) {
+        ct_api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        return CT_ERR_NOMEM;
+    }
+    long got = ct_b64_decode(r->ref_audio, s, n);
+    if (got <= 0)
+        return bad_value(e, "ref_audio", "invalid_value", "'%s' is not base64 (nor a data: URL holding base64)%s", "");
+    r->ref_audio_len = (size_t)got;
+    return CT_OK;
 }
 
 static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_request *r,
@@ -215,7 +251,7 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
     int tok_cap = ctx->max_new_tokens_cap > 0 ? ctx->max_new_tokens_cap : (1 << 20);
     const char *voice = NULL, *speaker = NULL, *language = NULL, *fmt = NULL, *sfmt = NULL;
     int stream = 0;
-    json_t *input = NULL, *instr = NULL;
+    json_t *input = NULL, *instr = NULL, *ref_audio = NULL, *ref_text = NULL;
     const char *key;
     json_t *v;
     ct_status st;
@@ -278,10 +314,6 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
         } else if (strcmp(key, "repetition_penalty") == 0) {
             if ((st = num_field(v, "repetition_penalty", 0, 1, 10, &r->repetition_penalty, e)) != CT_OK)
                 return st;
-        } else if (strcmp(key, "sentence_pause_ms") == 0) {
-            if ((st = int_field(v, "sentence_pause_ms", 0, 10000, &r->sentence_pause_ms, e)) != CT_OK) return st;
-        } else if (strcmp(key, "paragraph_pause_ms") == 0) {
-            if ((st = int_field(v, "paragraph_pause_ms", 0, 10000, &r->paragraph_pause_ms, e)) != CT_OK) return st;
         } else if (strcmp(key, "non_streaming_mode") == 0) {
             if (json_is_null(v)) continue;
             if (!json_is_boolean(v)) return bad_type(e, "non_streaming_mode", "a boolean or null", v);
@@ -305,6 +337,14 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
                                  (long long)json_integer_value(v));
                 return CT_ERR_UNSUPPORTED;
             }
+        } else if (strcmp(key, "ref_audio") == 0 || strcmp(key, "ref_text") == 0) {
+            if (json_is_null(v)) continue;
+            if (!json_is_string(v)) return bad_type(e, key, "a string", v);
+            *(key[4] == 'a' ? &ref_audio : &ref_text) = v;
+        } else if (strcmp(key, "x_vector_only") == 0) {
+            if (json_is_null(v)) continue;
+            if (!json_is_boolean(v)) return bad_type(e, "x_vector_only", "a boolean", v);
+            r->x_vector_only = json_is_true(v);
         } else if (strcmp(key, "task_type") == 0 || strcmp(key, "user") == 0) {
             if (json_is_null(v)) continue;
             if (!json_is_string(v)) return bad_type(e, key, "a string", v);
@@ -352,7 +392,26 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
     }
     if (!voice) voice = speaker;
     char names[400];
-    if (ctx->n_voices > 0) {
+    if ((ref_audio || ref_text || r->x_vector_only) && !ctx->clone) {
+        ct_api_error_set(e, 400, "invalid_request_error", ref_audio ? "ref_audio" : ref_text ? "ref_text" : "x_vector_only",
+                         "unsupported_field", "voice cloning (ref_audio, ref_text, x_vector_only) needs a Base model");
+        return CT_ERR_UNSUPPORTED;
+    }
+    if (ctx->clone && ref_audio) {
+        /* a one-off clone: the clip is the voice (the OpenAI SDK sends a `voice` regardless) */
+        if ((st = ref_audio_field(ref_audio, r, e)) != CT_OK) return st;
+    } else if (ctx->clone && (ref_text || (r->x_vector_only && !voice))) {
+        return bad_value(e, ref_text ? "ref_text" : "x_vector_only", "missing_field",
+                         "'%s' applies to a clone: give ref_audio (or, for x_vector_only, an uploaded voice)%s", "");
+    } else if (ctx->clone && voice) {
+        if (!voice_name_ok(voice)) {
+            ct_api_error_set(e, 400, "invalid_request_error", "voice", "unknown_voice",
+                             "'%.60s' is not a voice name (1 to 64 of A-Z a-z 0-9 _ -; GET /v1/audio/voices lists them)",
+                             voice);
+            return CT_ERR_INVALID_ARG;
+        }
+        snprintf(r->clone_voice, sizeof r->clone_voice, "%s", voice);
+    } else if (ctx->n_voices > 0) {
         if (!voice) {
             int vi = find_name(ctx->voices, ctx->n_voices, "vivian");
             voice = ctx->voices[vi >= 0 ? vi : 0];
@@ -372,6 +431,21 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
         ct_api_error_set(e, 400, "invalid_request_error", "voice", "unknown_voice",
                          "this model has no preset voices (got '%.60s')", voice);
         return CT_ERR_INVALID_ARG;
+    }
+    if (ref_text) {
+        size_t tl = json_string_length(ref_text);
+        const char *ts = json_string_value(ref_text);
+        long tc = memchr(ts, 0, tl) ? -1 : ct_utf8_count(ts, tl);
+        if (tc < 0) return bad_value(e, "ref_text", "invalid_value", "'%s' is not valid UTF-8 text%s", "");
+        if (tc > CT_SPEECH_MAX_INSTRUCT_CHARS) {
+            ct_api_error_set(e, 400, "invalid_request_error", "ref_text", "input_too_long",
+                             "'ref_text' has %ld characters; the limit is %d", tc, CT_SPEECH_MAX_INSTRUCT_CHARS);
+            return CT_ERR_LIMIT;
+        }
+        if (!(r->ref_text = strdup(ts))) {
+            ct_api_error_set(e, 500, "server_error", NULL, NULL, "out of memory");
+            return CT_ERR_NOMEM;
+        }
     }
     /* language */
     snprintf(r->language, sizeof r->language, "auto");
@@ -405,10 +479,6 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
     if (r->format == CT_RESP_CODES && r->speed != 1.0f)
         return bad_value(e, "speed", "invalid_value", "'%s' applies to audio, not to response_format 'codes'",
                          "speed");
-    if (r->format == CT_RESP_CODES && (r->sentence_pause_ms > 0 || r->paragraph_pause_ms > 0))
-        return bad_value(e, r->sentence_pause_ms > 0 ? "sentence_pause_ms" : "paragraph_pause_ms", "invalid_value",
-                         "'%s' applies to audio, not to response_format 'codes'",
-                         r->sentence_pause_ms > 0 ? "sentence_pause_ms" : "paragraph_pause_ms");
     r->mode = stream ? CT_MODE_SSE : CT_MODE_FULL;
     if (sfmt) {
         if (strcmp(sfmt, "audio") == 0) r->mode = CT_MODE_AUDIO;
@@ -435,7 +505,6 @@ ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_
     out->temperature = out->top_p = out->repetition_penalty = -1.0f;
     out->top_k = -1;
     out->non_streaming = -1;
-    out->sentence_pause_ms = out->paragraph_pause_ms = -1;
     if (!body || !ctx) {
         ct_api_error_set(e, 400, "invalid_request_error", NULL, "invalid_json", "empty request body");
         return CT_ERR_INVALID_ARG;
@@ -461,13 +530,13 @@ ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_
         ct_speech_request_free(out);
         out->initial_chunk_frames = -1;
         out->non_streaming = -1;
-        out->sentence_pause_ms = out->paragraph_pause_ms = -1;
     }
     return st;
 }
 
 void ct_speech_gen_params(const ct_speech_request *rq, ct_gen_params *g) {
     g->text = rq->input;
+    if (rq->cloned) ct_voice_apply(rq->cloned, g, rq->x_vector_only);
     g->speaker = rq->voice[0] ? rq->voice : NULL;
     g->language = rq->language;
     g->instruct = rq->instructions;

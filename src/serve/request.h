@@ -44,6 +44,9 @@ typedef struct {
     const char *const *voice_aliases; /* [n_voice_aliases] names `voice` may use ("alloy") ... */
     const char *const *voice_targets; /* ... for these voices of the model */
     int n_voice_aliases;
+    int clone;                      /* a Base model: `voice` names an uploaded voice and the
+                                       one-off clone fields ref_audio / ref_text / x_vector_only
+                                       are accepted (docs/CLONING.md "Server API") */
 } ct_speech_ctx;
 
 /* A validated request. Strings are owned (free with ct_speech_request_free). */
@@ -66,8 +69,14 @@ typedef struct {
     int top_k;                   /* < 0: default; 0 disables */
     float repetition_penalty;    /* < 0: default */
     int non_streaming;           /* -1 = null (model default), 0, 1 */
-    int sentence_pause_ms;       /* -1 = null (the server's), else [0, 10000] (docs/TEXT.md) */
-    int paragraph_pause_ms;      /* -1 = null (the server's), else [0, 10000] */
+    /* cloning (ctx->clone only) */
+    char clone_voice[65];        /* an uploaded voice's name ([A-Za-z0-9_-]{1,64}), "" = none */
+    unsigned char *ref_audio;    /* decoded bytes of `ref_audio` (an audio file), NULL = none */
+    size_t ref_audio_len;
+    char *ref_text;              /* NULL when absent */
+    int x_vector_only;
+    ct_voice *cloned;            /* the cloned voice the server resolved for it (owned; freed
+                                    with the request), NULL = none */
 } ct_speech_request;
 
 /* Parses and validates body[len] (need not be NUL-terminated). On success fills *out (caller
@@ -77,14 +86,16 @@ typedef struct {
    left empty. Rules (docs/SERVE.md): the body is one JSON object; every known field has a fixed
    type (wrong type -> 400 naming it); unknown fields -> 400 "unknown field"; `input` required;
    `voice` (alias `speaker`) is a string or {"id": string}; an unknown voice or language -> 400
-   listing the valid ones; response_format wav|pcm|mp3|opus|aac|flac|codes; speed 0.25-4.0 and
-   sentence_pause_ms / paragraph_pause_ms 0-10000 (not with codes). */
+   listing the valid ones (on a clone model a voice name is an uploaded voice, looked up by the
+   server; with ref_audio `voice` is not used); ref_audio is base64 or a data: URL with base64; response_format wav|pcm|mp3|opus|aac|flac|codes; speed 0.25-4.0 (not
+   with codes). */
 ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_ctx *ctx,
                                   ct_speech_request *out, ct_api_error *e);
 
 /* The engine request of a validated speech request: text, voice, language, instructions,
    prompt layout, max_new_tokens and sampling (temperature 0 = greedy) into *g, whose strings
-   then point into rq. g->seed is set only when the request has one. */
+   then point into rq; rq->cloned applied (x_vector_only as asked). g->seed is set only when the
+   request has one. */
 void ct_speech_gen_params(const ct_speech_request *rq, ct_gen_params *g);
 
 /* The chunk schedule (ct_stream_params.schedule) of a request, into buf[cap]; returns the

@@ -26,7 +26,8 @@ ENTRY = {
     "bench model": "cmd_model", "bench roofline": "cmd_roofline", "bench kernels": "cmd_kernels",
     "bench stream": "ct_cli_bench_stream", "bench threads": "ct_cli_bench_threads",
     "bench emulate": "ct_cli_bench_emulate", "bench serve": "ct_cli_bench_serve",
-    "bench summarize": "ct_cli_summarize", "voice info": "voice_info",
+    "bench summarize": "ct_cli_summarize", "bench clone": "ct_cli_bench_clone", "voice info": "voice_info",
+    "voice create": "voice_create",
 }
 GROUPS = {"export", "bench", "stats", "voice"}
 # flags a shared table holds that a command removes before parsing; each is checked to be
@@ -34,7 +35,7 @@ GROUPS = {"export", "bench", "stats", "voice"}
 REMOVED = {"bench threads": {"--placement"},
            "client": {"--xvector", "--sub-temperature", "--sub-top-k", "--sub-top-p", "--min-new-tokens",
                       "--max-frames", "--threads", "--context", "--f32", "--weights", "--tokenizer",
-                      "--voice", "--x-vector-only"}}  # commands whose help lists subcommands
+                      "--voice", "--x-vector-only", "--ref-audio", "--ref-text"}}  # commands whose help lists subcommands
 
 def functions():
     """name -> body text for every top-level function in src/cli/*.c."""
