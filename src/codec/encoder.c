@@ -12,15 +12,47 @@
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
 
-/* 25 Hz steps of PCM per SEANet chunk: 4 x 960 samples keeps the widest activation
- * (3840 x 64 floats) near L2 size. */
-#define CHUNK_STEPS 4
+/* 25 Hz steps of PCM per SEANet chunk (16 x 960 samples): small enough to bound the working
+ * set (4 buffers of 15360 x 64 floats), large enough that the deep stages' weights (the last
+ * strided conv has 8.4 M) are streamed once per 16 steps rather than per step. */
+#define CHUNK_STEPS 16
 
 static size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
 
-/* x <= 0 ? expm1(x) : x (ELU, alpha 1), over count elements; dst may equal src. */
-static void elu(float *dst, const float *src, size_t count) {
-    for (size_t i = 0; i < count; i++) dst[i] = src[i] > 0.0f ? src[i] : expm1f(src[i]);
+/* x <= 0 ? expm1(x) : x (ELU, alpha 1) over elements [lo, hi); dst may equal src. */
+static void elu_range(float *dst, const float *src, size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; i++) dst[i] = src[i] > 0.0f ? src[i] : expm1f(src[i]);
+}
+
+#define ELU_BLOCK 4096 /* elements per pool chunk */
+typedef struct {
+    float *dst;
+    const float *src;
+    size_t count;
+    ct_pool_range r; /* blocks of ELU_BLOCK */
+} elu_job;
+
+static void elu_job_run(void *ctx, int ith, int nth) {
+    (void)ith;
+    (void)nth;
+    elu_job *j = ctx;
+    int lo, hi;
+    while (ct_pool_range_next(&j->r, &lo, &hi)) {
+        size_t a = (size_t)lo * ELU_BLOCK, b = (size_t)hi * ELU_BLOCK;
+        elu_range(j->dst, j->src, a, b < j->count ? b : j->count);
+    }
+}
+
+/* ELU over count elements, split over ex's pool (element-wise: the same bits on any split). */
+static void elu(const ct_cv_exec *ex, float *dst, const float *src, size_t count) {
+    const size_t nb = (count + ELU_BLOCK - 1) / ELU_BLOCK;
+    if (ct_pool_threads(ex->pool) <= 1 || nb < 2 || nb > (size_t)1 << 30) {
+        elu_range(dst, src, 0, count);
+        return;
+    }
+    elu_job j = {dst, src, count, {0}};
+    ct_pool_range_init(&j.r, (int)nb, 1, ct_pool_chunk(ex->pool, (int)nb, 1));
+    ct_pool_run_dyn(ex->pool, elu_job_run, &j);
 }
 
 /* Copies the H-row tail in front of buf and returns the row-0 pointer of the new rows. */
@@ -42,14 +74,14 @@ typedef struct {
     float *t_last;                                /* [k_last-1][C_last] */
     float *A, *B, *E, *Hb;                        /* SEANet chunk buffers (ping-pong, ELU, residual) */
     float *x, *h, *q, *k, *v, *kh, *vh, *att, *tt, *f; /* transformer */
-    float *rc, *rs, *sc;                          /* RoPE tables [T][hd/2], scores [T] */
+    float *rc, *rs, *sc;                          /* RoPE tables [T][hd/2], scores [threads][group][T] */
     float *pad, *d;                               /* downsample input [(T+3)][H], output [F][H] */
     float *p, *s;                                 /* RVQ residual [F][cb_dim], scores [F][codebook_size] */
     float *mem;
 } work;
 
 /* Floats of every buffer for T 25 Hz steps; fills w's pointers when base is non-NULL. */
-static size_t carve(const ct_speech_encoder *e, int T, work *w, float *base) {
+static size_t carve(const ct_speech_encoder *e, int T, int nth, work *w, float *base) {
     size_t off = 0;
 #define TAKE(ptr, count)                                                             \
     do {                                                                             \
@@ -94,7 +126,7 @@ static size_t carve(const ct_speech_encoder *e, int T, work *w, float *base) {
     TAKE(w->f, TT * (size_t)e->ffn);
     TAKE(w->rc, TT * hd / 2);
     TAKE(w->rs, TT * hd / 2);
-    TAKE(w->sc, TT * (size_t)(e->n_heads / e->n_kv));
+    TAKE(w->sc, (size_t)nth * TT * (size_t)(e->n_heads / e->n_kv));
     TAKE(w->pad, (TT + 3) * H);
     TAKE(w->d, (size_t)F * H);
     TAKE(w->p, (size_t)F * (size_t)e->cb_dim);
@@ -123,16 +155,16 @@ static void seanet_chunk(const ct_speech_encoder *e, const ct_cv_exec *ex, work 
             const ct_enc_res *rb = &sg->res[j];
             const int hr = (e->res_k - 1) * rb->dil;
             float *ein = hist_in(w->E, w->t_res[s][j], hr, C);
-            elu(ein, a, (size_t)R * (size_t)C);
+            elu(ex, ein, a, (size_t)R * (size_t)C);
             ct_cv_conv_causal_ex(ex, w->Hb, ein, R, &rb->c1, rb->dil, rb->c1_b);
             hist_save(w->t_res[s][j], ein, R, hr, C);
-            elu(w->Hb, w->Hb, (size_t)R * (size_t)hc);
+            elu(ex, w->Hb, w->Hb, (size_t)R * (size_t)hc);
             ct_cv_linear_ex(ex, a, w->Hb, R, &rb->c2, rb->c2_b, 1);
         }
         /* ELU, zero right pad to a whole super-row, conv k 2r stride r as k 2 over super-rows */
         const int Ro = (R + r - 1) / r;
         float *ein = hist_in(w->E, w->t_down[s], r, C);
-        elu(ein, a, (size_t)R * (size_t)C);
+        elu(ex, ein, a, (size_t)R * (size_t)C);
         memset(ein + (size_t)R * (size_t)C, 0, (size_t)(Ro * r - R) * (size_t)C * sizeof(float));
         ct_cv_conv_causal_ex(ex, b, ein, Ro, &sg->down, 1, sg->down_b);
         memcpy(w->t_down[s], ein + (size_t)(Ro - 1) * (size_t)r * (size_t)C, (size_t)r * (size_t)C * sizeof(float));
@@ -143,7 +175,7 @@ static void seanet_chunk(const ct_speech_encoder *e, const ct_cv_exec *ex, work 
     }
     const int CL = e->filters << e->n_stages;
     float *ein = hist_in(w->E, w->t_last, e->k_last - 1, CL);
-    elu(ein, a, (size_t)R * (size_t)CL);
+    elu(ex, ein, a, (size_t)R * (size_t)CL);
     ct_cv_conv_causal_ex(ex, out, ein, R, &e->conv_last, 1, e->conv_last_b);
     hist_save(w->t_last, ein, R, e->k_last - 1, CL);
 }
@@ -151,9 +183,33 @@ static void seanet_chunk(const ct_speech_encoder *e, const ct_cv_exec *ex, work 
 /* ---------------------------------------------------------------------------------------
  * Transformer (in place on w->x, T rows) */
 
+typedef struct {
+    const ct_speech_encoder *e;
+    work *w;
+    int T;
+    ct_attend_head_fn attend;
+    ct_pool_range r; /* query rows */
+} attn_job;
+
+/* Attention of query rows taken from r over keys 0..t; scores scratch per thread (ith). */
+static void attn_job_run(void *ctx, int ith, int nth) {
+    (void)nth;
+    attn_job *j = ctx;
+    const ct_speech_encoder *e = j->e;
+    const int T = j->T, hd = e->head_dim, grp = e->n_heads / e->n_kv, qd = e->n_heads * hd;
+    float *sc = j->w->sc + (size_t)ith * (size_t)grp * (size_t)T;
+    int lo, hi;
+    while (ct_pool_range_next(&j->r, &lo, &hi))
+        for (int t = lo; t < hi; t++)
+            for (int i = 0; i < e->n_kv; i++)
+                j->attend(j->w->kh + (size_t)i * T * hd, j->w->vh + (size_t)i * T * hd, hd,
+                          j->w->q + (size_t)t * qd + (size_t)i * grp * hd,
+                          j->w->att + (size_t)t * qd + (size_t)i * grp * hd, t + 1, grp, sc);
+}
+
 static void transformer(const ct_speech_encoder *e, const ct_cv_exec *ex, work *w, int T) {
     const int H = e->hidden, hd = e->head_dim, hh = hd / 2, nh = e->n_heads, nkv = e->n_kv;
-    const int qd = nh * hd, kvd = nkv * hd, grp = nh / nkv;
+    const int qd = nh * hd, kvd = nkv * hd;
     const ct_attend_head_fn attend = ct_kernels()->attend_head;
     float *x = w->x, *h = w->h;
     for (int t = 0; t < T; t++)
@@ -177,12 +233,10 @@ static void transformer(const ct_speech_encoder *e, const ct_cv_exec *ex, work *
             }
         }
         /* plain causal mask: query t sees keys 0..t (the config's sliding_window is not
-         * applied by the official encoder; MODEL.md 5.4) */
-        for (int t = 0; t < T; t++)
-            for (int i = 0; i < nkv; i++)
-                attend(w->kh + (size_t)i * T * hd, w->vh + (size_t)i * T * hd, hd,
-                       w->q + (size_t)t * qd + (size_t)i * grp * hd, w->att + (size_t)t * qd + (size_t)i * grp * hd,
-                       t + 1, grp, w->sc);
+         * applied by the official encoder; MODEL.md 5.4); queries split over the pool */
+        attn_job aj = {e, w, T, attend, {0}};
+        ct_pool_range_init(&aj.r, T, 1, ct_pool_chunk(ex->pool, T, 1));
+        ct_pool_run_dyn(ex->pool, attn_job_run, &aj);
         ct_cv_linear_ex(ex, w->tt, w->att, T, &ly->o, NULL, 0);
         for (size_t r = 0; r < (size_t)T; r++)
             for (int c = 0; c < H; c++) x[r * H + c] += ly->ls_attn[c] * w->tt[r * H + c];
@@ -248,12 +302,13 @@ ct_status ct_speech_encode_ex(const ct_speech_encoder *e, const ct_cv_exec *ex_i
     }
     work w;
     memset(&w, 0, sizeof w);
-    const size_t total = carve(e, T, &w, NULL);
+    const int nth = ct_pool_threads(ex->pool);
+    const size_t total = carve(e, T, nth, &w, NULL);
     float *mem = calloc(total, sizeof(float));
     if (!mem)
         return ct_errf(err, errcap, CT_ERR_NOMEM, "ct_speech_encode: out of memory (%zu MB of working memory)",
                        total * sizeof(float) >> 20);
-    carve(e, T, &w, mem);
+    carve(e, T, nth, &w, mem);
     const int H = e->hidden;
 
     /* 1. SEANet -> x [T][H] */

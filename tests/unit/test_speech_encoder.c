@@ -11,7 +11,7 @@
  *   tiny, full06: our make-model "tiny" / "0.6b-customvoice" seed 5 checkpoints (regenerated
  *          here; full06 is the full-width encoder, ~2.5 GB transient, skipped with
  *          CT_CODEC_PARITY_SKIP_FULL=1) loaded by name into the official model; codes of the 3 s
- *          clip identical.
+ *          clip identical; full06 also times the 10.24 s clip on 1 and 2 threads (same bits).
  * Plus the loader's and the encoder's error paths. */
 #include <stdint.h>
 #include <stdio.h>
@@ -250,6 +250,46 @@ static void load_errors(void) {
     CHECK(ct_speech_encoder_load(NULL, &e, err, sizeof err) == CT_ERR_INVALID_ARG);
 }
 
+static double cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The full-size encoder on the 10.24 s clip: wall and process CPU time with 1 thread and with
+ * a 2-thread pool (docs/CLONING.md "Speech-tokenizer encoder"); both give the same codes. */
+static void timing(const ct_speech_encoder *e, ct_st_file *pcm_ref) {
+    char err[512] = "";
+    size_t n = 0;
+    float *pcm = clip_pcm(pcm_ref, "b10s", &n);
+    CHECK(pcm != NULL);
+    ct_pool *pool = NULL;
+    CHECK(ct_pool_create(2, NULL, 0, &pool) == CT_OK);
+    result r[2] = {{0}, {0}};
+    for (int k = 0; pcm && pool && k < 2; k++) {
+        ct_cv_exec ex;
+        ct_cv_exec_init(&ex, k ? pool : NULL);
+        double best_w = 1e30, best_c = 1e30;
+        for (int rep = 0; rep < 3; rep++) {
+            result_free(&r[k]);
+            double w0 = now_s(), c0 = cpu_s();
+            ct_status st = run(e, &ex, pcm, n, &r[k], err, sizeof err);
+            double w = now_s() - w0, c = cpu_s() - c0;
+            CHECKF(st == CT_OK, "timing encode: %s", err);
+            if (w < best_w) best_w = w;
+            if (c < best_c) best_c = c;
+        }
+        printf("[full06] b10s (%.2f s): %d thread%s: best of 3 wall %.0f ms, process CPU %.0f ms\n", (double)n / 24000.0,
+               k + 1, k ? "s" : "", best_w * 1e3, best_c * 1e3);
+    }
+    CHECKF(r[0].codes && r[1].codes && same_bits(&r[0], &r[1], e->hidden),
+           "full06 b10s: a 2-thread pool changed the result");
+    result_free(&r[0]);
+    result_free(&r[1]);
+    ct_pool_free(pool);
+    free(pcm);
+}
+
 /* A make-model checkpoint (preset, seed 5, regenerated under CT_BIN_DIR and removed): its
  * encoder tensors as the official model reads them; codes of clip a3s (PCM from the small
  * case's references) identical to ref_dir/enc_ref.safetensors. */
@@ -287,6 +327,7 @@ static void make_model_case(const char *tag, const char *preset) {
         }
         result_free(&r);
         free(pcm);
+        if (strstr(tag, "full06")) timing(e, pcm_ref);
     }
     ct_speech_encoder_free(e);
     ct_st_close(ref);
