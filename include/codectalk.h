@@ -538,6 +538,11 @@ typedef struct {
                                 (also while queued), else it fails with CT_ERR_TIMEOUT; 0 = none */
     int first_audio_timeout_ms; /* the first output must be released to the reader this many ms
                                 after submission, else CT_ERR_TIMEOUT; 0 = none */
+    int sentence_pause_ms;   /* silence between two utterances of one paragraph, [0, 10000] ms
+                                (rate * ms / 1000 zero samples); > 0 also keeps each sentence its
+                                own utterance (no merging), so the pause falls between sentences.
+                                Needs PCM output and utterance_bytes > 0. Default 0 (docs/TEXT.md) */
+    int paragraph_pause_ms;  /* the same between paragraphs (a blank line); default 0 */
 } ct_stream_params;
 
 CT_API ct_stream_params ct_stream_params_default(void);

@@ -63,7 +63,8 @@ class EngineLimits(Structure):
 class StreamParams(Structure):
     _fields_ = [("size", c_size_t), ("schedule", c_char_p), ("windowed", c_int),
                 ("context_frames", c_int), ("utterance_bytes", c_int), ("output", c_int),
-                ("deadline_ms", c_int), ("first_audio_timeout_ms", c_int)]
+                ("deadline_ms", c_int), ("first_audio_timeout_ms", c_int),
+                ("sentence_pause_ms", c_int), ("paragraph_pause_ms", c_int)]
 
 
 class StreamInfo(Structure):

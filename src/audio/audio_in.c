@@ -12,7 +12,8 @@
 #include <string.h>
 
 #define MIN_RATE 4000    /* below: refused as unsupported */
-#define MAX_RATE 384000  /* above: refused as unsupported */
+#define MAX_RATE 192000  /* above: refused as unsupported */
+#define MAX_CHANNELS 32  /* more: refused (bounds the decode work of 30 s to 184 M samples) */
 
 /* libsndfile keeps the reason for a failed open in one process-wide slot (sf_strerror(NULL)):
    opens and that read are serialised so that concurrent loads name their own reason. */
@@ -111,9 +112,10 @@ ct_status ct_ref_resample(const float *in, size_t n_in, int in_rate, float **out
 static ct_status load(SNDFILE *f, const SF_INFO *info, const char *name, ct_ref_audio *out,
                       char *err, size_t errcap) {
     const int ch = info->channels, rate = info->samplerate;
-    if (ch < 1 || rate < MIN_RATE || rate > MAX_RATE)
+    if (ch < 1 || ch > MAX_CHANNELS || rate < MIN_RATE || rate > MAX_RATE)
         return ct_errf(err, errcap, CT_ERR_UNSUPPORTED, "%s: unsupported audio: %d Hz, %d "
-                       "channel(s) (rates %d-%d Hz are read)", name, rate, ch, MIN_RATE, MAX_RATE);
+                       "channel(s) (%d-%d Hz, 1-%d channels are read)", name, rate, ch, MIN_RATE,
+                       MAX_RATE, MAX_CHANNELS);
     const size_t limit = (size_t)CT_REF_MAX_SECONDS * (size_t)rate;
     const size_t step = (size_t)(65536 / ch > 0 ? 65536 / ch : 1);
     float *inter = malloc(step * (size_t)ch * sizeof *inter);

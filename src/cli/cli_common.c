@@ -376,3 +376,31 @@ int ct_cli_exit_signal(int rc) {
     raise(sig);
     return 128 + sig;
 }
+
+int ct_cli_text_opts(ct_cli_text *t, ct_opt *o, int cap) {
+    const ct_opt all[] = {
+        {"sentence-pause-ms", 0, CT_OPT_INT, &t->sentence_pause_ms, "MS",
+         "silence between sentences, 0-10000 ms (default 0; > 0 makes each sentence its own utterance)"},
+        {"paragraph-pause-ms", 0, CT_OPT_INT, &t->paragraph_pause_ms, "MS",
+         "silence between paragraphs (a blank line), 0-10000 ms (default 0)"},
+    };
+    int n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0] && n < cap; i++) o[n++] = all[i];
+    return n;
+}
+
+int ct_cli_text_check(const ct_cli_text *t) {
+    const int *v[2] = {&t->sentence_pause_ms, &t->paragraph_pause_ms};
+    const char *name[2] = {"--sentence-pause-ms", "--paragraph-pause-ms"};
+    for (int i = 0; i < 2; i++)
+        if (*v[i] < 0 || *v[i] > 10000) {
+            fprintf(stderr, "error: %s %d is outside [0, 10000]\n", name[i], *v[i]);
+            return -1;
+        }
+    return 0;
+}
+
+void ct_cli_text_apply(const ct_cli_text *t, ct_stream_params *sp) {
+    if (ct_args_given(&t->sentence_pause_ms)) sp->sentence_pause_ms = t->sentence_pause_ms;
+    if (ct_args_given(&t->paragraph_pause_ms)) sp->paragraph_pause_ms = t->paragraph_pause_ms;
+}

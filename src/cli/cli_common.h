@@ -59,6 +59,18 @@ ct_model *ct_cli_load_model_p(const char *dir, const ct_model_params *mp);
 /* The model and engine flags of the generation table that were given (--tokenizer always;
    --f32, --weights, --context, --threads when given, whatever their value) over what the deploy
    profile set in mp / ep (either may be NULL). */
+/* How synth and serve read text (docs/TEXT.md): the pauses between utterances. */
+typedef struct {
+    int sentence_pause_ms, paragraph_pause_ms;
+} ct_cli_text;
+
+/* Writes the text flags into opts (at most cap entries, no terminator); returns the count. */
+int ct_cli_text_opts(ct_cli_text *t, ct_opt *opts, int cap);
+/* Range-checks them; prints an error naming the flag and returns -1 (exit 2), else 0. */
+int ct_cli_text_check(const ct_cli_text *t);
+/* The flags given, over sp (the profile's or the defaults). */
+void ct_cli_text_apply(const ct_cli_text *t, ct_stream_params *sp);
+
 void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine_params *ep);
 
 /* Submits one request to e, reads it to its end (discarding the audio), and returns its chunk

@@ -41,6 +41,7 @@ int ct_cli_serve(int argc, char **argv) {
     int header_timeout = 10, write_timeout = 20, max_conns = 64, per_ip = 32, reserve = 4;
     ct_cli_engine_flags ef;
     ct_cli_engine_flags_init(&ef);
+    ct_cli_text tx = {0, 0};
     ct_opt opts[48] = {
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address or host name to bind (default 127.0.0.1)"},
         {"cors", 0, CT_OPT_STR, &cors, "ORIGIN", "allow browsers on ORIGIN (or *) to call the API (CORS headers, preflights)"},
@@ -72,13 +73,14 @@ int ct_cli_serve(int argc, char **argv) {
     };
     int no = 18;
     no += ct_cli_engine_opts(&ef, opts + no, 47 - no);
+    no += ct_cli_text_opts(&tx, opts + no, 47 - no);
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk serve -m DIR [--host 127.0.0.1] [--port 8000] [--profile auto|FILE]\n"
                           "       [--api-key K] [--max-streams N] [--queue N] [--threads N] [--placement MODE]\n"
                           "OpenAI-compatible speech server: POST /v1/audio/speech, GET /v1/models, /health, /metrics;\n"
                           "on a Base model GET/POST /v1/audio/voices, GET/DELETE /v1/audio/voices/NAME (cloned voices).");
     if (r) return r < 0 ? 2 : 0;
-    if (ct_cli_engine_check(&ef) != 0) return 2;
+    if (ct_cli_engine_check(&ef) != 0 || ct_cli_text_check(&tx) != 0) return 2;
     if (codec_chunk < 0 || body_kb < 1 || timeout < 1 || max_chars < 1 || header_timeout < 1 || write_timeout < 1 ||
         max_conns < 1 || per_ip < 0 || reserve < 0 || upload_mb < 1 || upload_mb > 1024) {
         fprintf(stderr, "error: --codec-chunk/--max-conn-per-ip/--reserve-connections must be >= 0; --max-body-kb, "
@@ -95,6 +97,7 @@ int ct_cli_serve(int argc, char **argv) {
     ct_engine *e = x.e;
     ct_model *m = x.m;
     ct_stream_params sp = x.sp;
+    ct_cli_text_apply(&tx, &sp); /* the server's pauses: requests may set their own */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -130,6 +133,12 @@ int ct_cli_serve(int argc, char **argv) {
         goto done;
     }
     hp.codec_id = codec_id;
+    if ((sp.sentence_pause_ms > 0 || sp.paragraph_pause_ms > 0) && sp.utterance_bytes == 0) {
+        fprintf(stderr, "error: --sentence-pause-ms/--paragraph-pause-ms need utterance splitting (the profile's "
+                        "streaming.utterance_bytes is 0)\n");
+        rc = 2;
+        goto done;
+    }
     hp.connection_timeout_s = timeout;
     hp.header_timeout_s = header_timeout;
     hp.write_timeout_s = write_timeout;

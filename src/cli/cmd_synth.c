@@ -120,15 +120,17 @@ int ct_cli_synth(int argc, char **argv) {
         {"talker-cpus", 0, CT_OPT_STR, &tcpus, "LIST", "pin stage 0 (talker) to CPUs, e.g. 0-2"},
         {"codec-cpus", 0, CT_OPT_STR, &ccpus, "LIST", "pin stage 1 (codec) to CPUs, e.g. 3"},
         {NULL, 0, 0, NULL, NULL, NULL}};
+    ct_cli_text tx = {0, 0};
     ct_opt opts[64];
     int n = ct_cli_gen_opts(&a, opts, 48);
     for (int i = 0; extra[i].name; i++) opts[n++] = extra[i];
+    n += ct_cli_text_opts(&tx, opts + n, 63 - n);
     opts[n] = (ct_opt){NULL, 0, 0, NULL, NULL, NULL};
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk synth -m DIR [--text TEXT | -f FILE] [options] -o out.wav\n"
                           "Synthesises 24 kHz speech; the codec decodes frames as they are generated.");
     if (r) return r < 0 ? 2 : 0;
-    if (ct_cli_gen_check(&a) != 0) return 2;
+    if (ct_cli_gen_check(&a) != 0 || ct_cli_text_check(&tx) != 0) return 2;
     if (!out) {
         fprintf(stderr, "error: -o FILE (or -o - for raw s16le on stdout) is required\n");
         return 2;
@@ -214,6 +216,7 @@ int ct_cli_synth(int argc, char **argv) {
     if (ct_args_given(&windowed)) sp.windowed = windowed;
     if (ct_args_given(&context)) sp.context_frames = context;
     if (ct_args_given(&max_bytes)) sp.utterance_bytes = max_bytes;
+    ct_cli_text_apply(&tx, &sp);
     if (ct_engine_create(m, codec, &ep, &e, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;

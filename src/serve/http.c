@@ -510,6 +510,9 @@ static ct_status submit(ct_http *h, const ct_speech_request *rq, const char *utt
     sp.schedule = ct_speech_schedule(rq->initial_chunk_frames, h->p.codec_chunk, h->max_chunk,
                                      h->schedule[0] ? h->schedule : NULL, sched, sizeof sched);
     sp.output = rq->format == CT_RESP_CODES ? CT_OUTPUT_CODES : CT_OUTPUT_PCM; /* codes: no decoding here */
+    if (rq->sentence_pause_ms >= 0) sp.sentence_pause_ms = rq->sentence_pause_ms;
+    if (rq->paragraph_pause_ms >= 0) sp.paragraph_pause_ms = rq->paragraph_pause_ms;
+    if (sp.output == CT_OUTPUT_CODES) sp.sentence_pause_ms = sp.paragraph_pause_ms = 0; /* frames have no silence */
     if (utt_text) {
         g.text = utt_text;
         g.seed += (uint64_t)utt;
@@ -564,6 +567,7 @@ static stream_ctx *stream_new(ct_http *h, struct MHD_Connection *c, ct_resp_mode
     s->mode = mode;
     s->fmt = fmt;
     s->rq.initial_chunk_frames = -1;
+    s->rq.sentence_pause_ms = s->rq.paragraph_pause_ms = -1;
     return s;
 }
 

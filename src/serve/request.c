@@ -314,6 +314,10 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
         } else if (strcmp(key, "repetition_penalty") == 0) {
             if ((st = num_field(v, "repetition_penalty", 0, 1, 10, &r->repetition_penalty, e)) != CT_OK)
                 return st;
+        } else if (strcmp(key, "sentence_pause_ms") == 0) {
+            if ((st = int_field(v, "sentence_pause_ms", 0, 10000, &r->sentence_pause_ms, e)) != CT_OK) return st;
+        } else if (strcmp(key, "paragraph_pause_ms") == 0) {
+            if ((st = int_field(v, "paragraph_pause_ms", 0, 10000, &r->paragraph_pause_ms, e)) != CT_OK) return st;
         } else if (strcmp(key, "non_streaming_mode") == 0) {
             if (json_is_null(v)) continue;
             if (!json_is_boolean(v)) return bad_type(e, "non_streaming_mode", "a boolean or null", v);
@@ -479,6 +483,10 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
     if (r->format == CT_RESP_CODES && r->speed != 1.0f)
         return bad_value(e, "speed", "invalid_value", "'%s' applies to audio, not to response_format 'codes'",
                          "speed");
+    if (r->format == CT_RESP_CODES && (r->sentence_pause_ms > 0 || r->paragraph_pause_ms > 0))
+        return bad_value(e, r->sentence_pause_ms > 0 ? "sentence_pause_ms" : "paragraph_pause_ms", "invalid_value",
+                         "'%s' applies to audio, not to response_format 'codes'",
+                         r->sentence_pause_ms > 0 ? "sentence_pause_ms" : "paragraph_pause_ms");
     r->mode = stream ? CT_MODE_SSE : CT_MODE_FULL;
     if (sfmt) {
         if (strcmp(sfmt, "audio") == 0) r->mode = CT_MODE_AUDIO;
@@ -505,6 +513,7 @@ ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_
     out->temperature = out->top_p = out->repetition_penalty = -1.0f;
     out->top_k = -1;
     out->non_streaming = -1;
+    out->sentence_pause_ms = out->paragraph_pause_ms = -1;
     if (!body || !ctx) {
         ct_api_error_set(e, 400, "invalid_request_error", NULL, "invalid_json", "empty request body");
         return CT_ERR_INVALID_ARG;
@@ -530,6 +539,7 @@ ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_
         ct_speech_request_free(out);
         out->initial_chunk_frames = -1;
         out->non_streaming = -1;
+        out->sentence_pause_ms = out->paragraph_pause_ms = -1;
     }
     return st;
 }

@@ -69,6 +69,8 @@ typedef struct {
     int top_k;                   /* < 0: default; 0 disables */
     float repetition_penalty;    /* < 0: default */
     int non_streaming;           /* -1 = null (model default), 0, 1 */
+    int sentence_pause_ms;       /* -1 = null (the server's), else [0, 10000] (docs/TEXT.md) */
+    int paragraph_pause_ms;      /* -1 = null (the server's), else [0, 10000] */
     /* cloning (ctx->clone only) */
     char clone_voice[65];        /* an uploaded voice's name ([A-Za-z0-9_-]{1,64}), "" = none */
     unsigned char *ref_audio;    /* decoded bytes of `ref_audio` (an audio file), NULL = none */
@@ -87,8 +89,9 @@ typedef struct {
    type (wrong type -> 400 naming it); unknown fields -> 400 "unknown field"; `input` required;
    `voice` (alias `speaker`) is a string or {"id": string}; an unknown voice or language -> 400
    listing the valid ones (on a clone model a voice name is an uploaded voice, looked up by the
-   server; with ref_audio `voice` is not used); ref_audio is base64 or a data: URL with base64; response_format wav|pcm|mp3|opus|aac|flac|codes; speed 0.25-4.0 (not
-   with codes). */
+   server; with ref_audio `voice` is not used); ref_audio is base64 or a data: URL with base64;
+   response_format wav|pcm|mp3|opus|aac|flac|codes; speed 0.25-4.0 and sentence_pause_ms /
+   paragraph_pause_ms 0-10000 (not with codes). */
 ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_ctx *ctx,
                                   ct_speech_request *out, ct_api_error *e);
 

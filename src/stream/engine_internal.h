@@ -39,6 +39,13 @@ typedef struct {
     int32_t codes[CT_MAX_GROUPS]; /* FRAME: [n_groups] */
 } ct_rec;
 
+/* A silence of left zero samples the reader gets when its position reaches at (a ring
+   position): pauses take no ring space. */
+typedef struct {
+    uint64_t at;
+    size_t left;
+} ct_pause;
+
 /* A stream slot: one stream's KV and codec state, reserved at create. */
 typedef struct {
     int idx;
@@ -73,6 +80,9 @@ struct ct_stream {
     char *utt_text;       /* [strlen(text) + 1] the utterance being prefilled */
     ct_span *utts;        /* [n_utts] */
     int n_utts;
+    ct_pause *pauses;     /* [n_utts] silences between utterances, in ring order (e->mu) */
+    int n_pauses, pause_rd; /* recorded; the next one the reader has not finished */
+    int starts;           /* codec stage: utterances begun (the next START's index) */
     ct_stream_params p;
     ct_sched_params sp;
     /* state (e->mu) */

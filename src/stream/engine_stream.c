@@ -36,6 +36,7 @@ static void stream_free(ct_stream *s) {
     free(s->ref_text);
     free(s->utt_text);
     free(s->utts);
+    free(s->pauses);
     free(s->est);
     free(s->ring);
     free(s->tl);
@@ -137,10 +138,14 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
     s->g.ref_codes = s->ref_codes;
     s->g.ref_text = s->ref_text;
     size_t max = s->p.utterance_bytes > 0 ? (size_t)s->p.utterance_bytes : len + 1;
-    size_t ns = ct_split_utterances(s->text, len, max, NULL, 0);
+    /* a sentence pause keeps every sentence its own utterance, so the pause falls between them */
+    size_t (*split)(const char *, size_t, size_t, ct_span *, size_t) =
+        s->p.sentence_pause_ms > 0 ? ct_split_sentences : ct_split_utterances;
+    size_t ns = split(s->text, len, max, NULL, 0);
     s->utts = malloc(sizeof(ct_span) * (ns ? ns : 1));
-    if (!s->utts) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
-    ns = ct_split_utterances(s->text, len, max, s->utts, ns);
+    s->pauses = malloc(sizeof(ct_pause) * (ns ? ns : 1));
+    if (!s->utts || !s->pauses) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
+    ns = split(s->text, len, max, s->utts, ns);
     if (ns == 0) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "stream: the text is empty");
     if (ns > 100000) return ct_errf(err, errcap, CT_ERR_LIMIT, "stream: %zu utterances is over 100000", ns);
     s->n_utts = (int)ns;
@@ -167,7 +172,7 @@ static ct_status reserve_output(ct_stream *s, char *err, size_t errcap) {
     s->unit_bytes = s->p.output == CT_OUTPUT_CODES ? sizeof(int32_t) * (size_t)e->G : sizeof(float);
     s->ring_cap = (size_t)frames * (size_t)s->units_per_frame;
     s->ring = malloc(s->ring_cap * s->unit_bytes);
-    s->tl_cap = s->n_utts * (e->p.max_context + 1);
+    s->tl_cap = s->n_utts * (e->p.max_context + 2); /* each utterance's chunks and the pause before it */
     s->tl = malloc(sizeof(ct_chunk_rec) * (size_t)s->tl_cap);
     if (!s->ring || !s->tl) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
     return CT_OK;
@@ -190,6 +195,14 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
     if (p.utterance_bytes != 0 && (p.utterance_bytes < 16 || p.utterance_bytes > 1000000))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: utterance_bytes %d is outside [16, 1000000] "
                        "(0 = no splitting)", p.utterance_bytes);
+    if (p.sentence_pause_ms < 0 || p.sentence_pause_ms > 10000 || p.paragraph_pause_ms < 0 ||
+        p.paragraph_pause_ms > 10000)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: %s %d is outside [0, 10000] ms",
+                       p.sentence_pause_ms < 0 || p.sentence_pause_ms > 10000 ? "sentence_pause_ms" : "paragraph_pause_ms",
+                       p.sentence_pause_ms < 0 || p.sentence_pause_ms > 10000 ? p.sentence_pause_ms : p.paragraph_pause_ms);
+    if ((p.sentence_pause_ms > 0 || p.paragraph_pause_ms > 0) && (p.output != CT_OUTPUT_PCM || p.utterance_bytes == 0))
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: pauses need PCM output and utterance splitting "
+                       "(utterance_bytes > 0)%s", p.output != CT_OUTPUT_PCM ? ": codes output has no silence" : "");
     if (p.deadline_ms < 0 || p.first_audio_timeout_ms < 0)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: %s %d is negative (0 = none)",
                        p.deadline_ms < 0 ? "deadline_ms" : "first_audio_timeout_ms",
@@ -391,6 +404,22 @@ static int prime(ct_engine *e, ct_slot *sl, const ct_stream *s) {
     return 0;
 }
 
+/* Utterance u (> 0) begins: the pause before it (sentence or paragraph) is recorded at the
+   ring's tail, after everything of utterance u - 1, and counted as released audio. */
+static void pause_before(ct_engine *e, ct_stream *s, int u) {
+    if (u < 1 || u >= s->n_utts) return;
+    int ms = s->utts[u].para ? s->p.paragraph_pause_ms : s->p.sentence_pause_ms;
+    size_t n = (size_t)((int64_t)ms * e->rate / 1000);
+    if (!n) return;
+    pthread_mutex_lock(&e->mu);
+    s->pauses[s->n_pauses++] = (ct_pause){s->tail, n};
+    if (s->tl_n < s->tl_cap) s->tl[s->tl_n++] = (ct_chunk_rec){ct_engine_now(e) - s->t_submit, (int)n};
+    s->info.samples += n;
+    if (!s->internal) e->k.audio_s += (double)n / e->rate;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
 void ct_engine_take(ct_engine *e, const ct_rec *r) {
     ct_slot *sl = &e->slots[r->slot];
     ct_stream *s = r->st;
@@ -399,6 +428,8 @@ void ct_engine_take(ct_engine *e, const ct_rec *r) {
     pthread_mutex_unlock(&e->mu);
     switch (r->kind) {
     case CT_REC_START:
+        if (!failed && s->p.output == CT_OUTPUT_PCM) pause_before(e, s, s->starts);
+        s->starts++;
         sl->cst = s;
         sl->npend = sl->produced = sl->n_hist = 0;
         ct_codec_stream_reset(sl->cs);
@@ -451,7 +482,9 @@ static void wait_for(ct_stream *s, int (*ready)(const ct_stream *), int timeout_
 }
 
 static int started(const ct_stream *s) { return s->state >= CT_STREAM_RUNNING; }
-static int readable(const ct_stream *s) { return s->head < s->tail || ended(s); }
+/* A pause is due at the reader's position. */
+static int pause_due(const ct_stream *s) { return s->pause_rd < s->n_pauses && s->pauses[s->pause_rd].at == s->head; }
+static int readable(const ct_stream *s) { return s->head < s->tail || pause_due(s) || ended(s); }
 
 ct_stream_state ct_stream_wait_started(ct_stream *s, int timeout_ms) {
     if (!s) return CT_STREAM_FAILED;
@@ -474,19 +507,29 @@ static size_t read_units(ct_stream *s, void *dst, size_t cap, int timeout_ms, in
     size_t n = 0;
     if ((s->p.output == CT_OUTPUT_CODES) == want_codes) {
         wait_for(s, readable, timeout_ms);
-        n = (size_t)(s->tail - s->head);
-        if (n > cap) n = cap;
         unsigned char *d = dst;
-        for (size_t k = 0; k < n;) {
-            size_t at = (size_t)(s->head % s->ring_cap), run = s->ring_cap - at;
-            if (run > n - k) run = n - k;
-            memcpy(d + k * s->unit_bytes, s->ring + at * s->unit_bytes, run * s->unit_bytes);
+        while (n < cap) {
+            if (pause_due(s)) { /* silence between utterances: zeros, no ring space */
+                ct_pause *pz = &s->pauses[s->pause_rd];
+                size_t k = pz->left < cap - n ? pz->left : cap - n;
+                memset(d + n * s->unit_bytes, 0, k * s->unit_bytes);
+                n += k;
+                if ((pz->left -= k) == 0) s->pause_rd++;
+                continue;
+            }
+            uint64_t lim = s->pause_rd < s->n_pauses ? s->pauses[s->pause_rd].at : s->tail;
+            size_t run = (size_t)(lim - s->head), at = (size_t)(s->head % s->ring_cap);
+            if (run == 0) break;
+            if (run > s->ring_cap - at) run = s->ring_cap - at;
+            if (run > cap - n) run = cap - n;
+            memcpy(d + n * s->unit_bytes, s->ring + at * s->unit_bytes, run * s->unit_bytes);
             s->head += run;
-            k += run;
+            n += run;
         }
         if (n) pthread_cond_signal(&e->cv); /* room for a paused stream */
     }
-    if (finished) *finished = (ended(s) && s->head == s->tail) || (s->p.output == CT_OUTPUT_CODES) != want_codes;
+    int rest = s->head < s->tail || (s->pause_rd < s->n_pauses && s->state != CT_STREAM_FAILED);
+    if (finished) *finished = (ended(s) && !rest) || (s->p.output == CT_OUTPUT_CODES) != want_codes;
     pthread_mutex_unlock(&e->mu);
     return n;
 }

@@ -109,6 +109,17 @@ expect_rc 0 "$BIN" synth -m "$M" -t "Hello there. How are you? Fine thanks." -s 
   --utterance-bytes 0 -o "$WORK/u1.wav"
 has " 1 utterance(s)" "$WORK/err"
 expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --utterance-bytes 8 -o "$WORK/x.wav";  has "utterance-bytes" "$WORK/err"
+# pauses (docs/TEXT.md): exactly 200 ms (4800 samples) of zeros between the sentences, the audio around them unchanged
+expect_rc 0 "$BIN" synth -m "$M" -t "Hello there. How are you? Fine thanks." -s vivian --max-frames 5 --seed 3 \
+  --sentence-pause-ms 200 -o "$WORK/p3.wav"
+has " 3 utterance(s)" "$WORK/err"
+U=$((5*1920*2)); Z=$((4800*2))
+{ tail -c +45 "$WORK/u3.wav" | head -c $U; head -c $Z /dev/zero; tail -c +$((45+U)) "$WORK/u3.wav" | head -c $U
+  head -c $Z /dev/zero; tail -c +$((45+2*U)) "$WORK/u3.wav"; } > "$WORK/p3.want"
+if cmp -s "$WORK/p3.want" <(tail -c +45 "$WORK/p3.wav"); then ok; else bad "sentence pauses: $(stat -c %s "$WORK/p3.wav") bytes"; fi
+expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --paragraph-pause-ms 10001 -o "$WORK/x.wav"
+has "paragraph-pause-ms 10001 is outside" "$WORK/err"
+expect_rc 2 "$BIN" serve -m "$M" --sentence-pause-ms -1; has "sentence-pause-ms -1 is outside" "$WORK/err"
 expect_rc 0 "$BIN" synth -m "$M" -t "Windowed." -s vivian --max-frames 4 --windowed --left-context 8 -o "$WORK/w.wav"
 # compressed outputs: the extension (or --format) picks the encoder; the magic bytes say which
 for x in mp3 opus aac flac; do

@@ -235,7 +235,18 @@ static void test_refusals(void) {
     x = tone(2000, 2.0, 100.0, 0.5, &n);
     p = write_clip("slow.wav", SF_FORMAT_WAV | SF_FORMAT_PCM_16, 2000, 1, x, n);
     CHECK(ct_ref_audio_load_file(p, &a, err, sizeof err) == CT_ERR_UNSUPPORTED);
-    CHECKF(strstr(err, "2000 Hz"), "%s", err);
+    CHECKF(strstr(err, "2000 Hz, 1 channel(s) (4000-192000 Hz, 1-32 channels are read)"), "%s", err);
+    free(x);
+    /* 33 channels: refused; 32: averaged */
+    x = calloc((size_t)24000 * 33, sizeof *x);
+    for (size_t i = 0; i < (size_t)24000 * 33; i++) x[i] = (float)(0.3 * sin(0.01 * (double)i));
+    p = write_clip("ch33.wav", SF_FORMAT_WAV | SF_FORMAT_FLOAT, 24000, 33, x, 24000);
+    CHECK(ct_ref_audio_load_file(p, &a, err, sizeof err) == CT_ERR_UNSUPPORTED);
+    CHECKF(strstr(err, "33 channel(s)"), "%s", err);
+    p = write_clip("ch32.wav", SF_FORMAT_WAV | SF_FORMAT_FLOAT, 24000, 32, x, 24000);
+    CHECK(ct_ref_audio_load_file(p, &a, err, sizeof err) == CT_OK && a.n == 24000);
+    CHECK(has_note(&a, CT_REF_NOTE_DOWNMIXED, "32 channels averaged to mono"));
+    ct_ref_audio_free(&a);
     free(x);
 }
 

@@ -280,6 +280,27 @@ int main(void) {
     CHECK(r.n_events >= 1);
     ct_http_resp_free(&r);
 
+    /* 2a. paragraph_pause_ms: the same two utterances with exactly 100 ms of zeros between */
+    {
+        ct_http_resp a, b;
+        const char *fmt = "{\"input\":\"One two three.\\n\\nFour five six.\",\"voice\":\"%s\",\"seed\":7,"
+                          "\"max_new_tokens\":%d,\"response_format\":\"pcm\",\"paragraph_pause_ms\":%d}";
+        snprintf(body, sizeof body, fmt, voice, 6, 0);
+        CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &a) == CT_OK && a.status == 200);
+        snprintf(body, sizeof body, fmt, voice, 6, 100);
+        CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &b) == CT_OK && b.status == 200);
+        size_t z = 100 * 24 * 2, k0 = 0, found = 0;
+        while (k0 < a.body_len && k0 < b.body_len && a.body[k0] == b.body[k0]) k0++;
+        for (size_t k = k0 > z ? (k0 - z) & ~(size_t)1 : 0; k <= k0 && !found && b.body_len == a.body_len + z; k += 2) {
+            int zero = 1;
+            for (size_t i = 0; i < z && zero; i++) zero = b.body[k + i] == 0;
+            if (zero && memcmp(b.body + k + z, a.body + k, a.body_len - k) == 0) found = k;
+        }
+        CHECKF(found > 0, "paragraph pause: %zu vs %zu bytes", b.body_len, a.body_len);
+        ct_http_resp_free(&a);
+        ct_http_resp_free(&b);
+    }
+
     /* 2b. streamed WAV: streaming header, then the same samples */
     snprintf(body, sizeof body,
              "{\"input\":\"%s\",\"speaker\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,\"stream_format\":\"audio\"}",
@@ -393,6 +414,9 @@ int main(void) {
     expect_error("{\"input\": \"hi\", \"response_format\": \"m4a\"}", 400, "response_format", "mp3, opus, aac");
     expect_error("{\"input\": \"hi\", \"speed\": 4.5}", 400, "speed", "[0.25, 4.0]");
     expect_error("{\"input\": \"hi\", \"speed\": 2, \"response_format\": \"codes\"}", 400, "speed", "codes");
+    expect_error("{\"input\": \"hi\", \"sentence_pause_ms\": 10001}", 400, "sentence_pause_ms", "[0, 10000]");
+    expect_error("{\"input\": \"hi\", \"paragraph_pause_ms\": 5, \"response_format\": \"codes\"}", 400,
+                 "paragraph_pause_ms", "codes");
     expect_error("{\"input\": \"hi\", \"model\": \"other\"}", 404, "model", NULL);
     {
         size_t big = 100 * 1024;
@@ -450,11 +474,11 @@ int main(void) {
                                "codectalk_prefill_deferrals_total", "codectalk_http_responses_total{code=\"401\"} 3",
                                "codectalk_requests_cancelled_total 1", "# TYPE codectalk_ttfa_seconds histogram",
                                "codectalk_requests_failed_total 1", "codectalk_steps_total", "codectalk_ready 1",
-                               "codectalk_streams_max 2", "codectalk_rtf_count 7"};
+                               "codectalk_streams_max 2", "codectalk_rtf_count 9"};
         for (size_t i = 0; i < sizeof names / sizeof *names; i++)
             CHECKF(r.body && strstr((char *)r.body, names[i]), "metrics lack '%s'", names[i]);
         ct_engine_counters k = ct_engine_get_counters(E);
-        CHECKF(k.admitted == 9 && k.completed == 7 && k.failed == 1, "admitted %llu completed %llu failed %llu",
+        CHECKF(k.admitted == 11 && k.completed == 9 && k.failed == 1, "admitted %llu completed %llu failed %llu",
                (unsigned long long)k.admitted, (unsigned long long)k.completed, (unsigned long long)k.failed);
     }
     ct_http_resp_free(&r);
