@@ -30,25 +30,62 @@ static uint64_t stack_bytes(const ct_stack_w *s) {
     return b;
 }
 
+/* The bench roofline: read GB/s at ct_roofline_bench_sizes up to largest_mib on 1 and threads
+   threads, and the F32 FMA peak; 0, or -1 with the error printed. */
+static int measure_roofline(int threads, int largest_mib, ct_machine *mc) {
+    uint64_t sizes[CT_COST_SIZES];
+    int n = ct_roofline_bench_sizes(largest_mib, sizes);
+    char err[256];
+    if (ct_roofline_machine(threads, sizes, n, mc, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* {"threads", "source", "sizes_bytes", "read_gbs_1t", "read_gbs_nt", "fma_gflops_1t", "fma_gflops_nt"} */
+static json_t *roofline_json(const ct_machine *mc) {
+    json_t *sz = json_array(), *g1 = json_array(), *gn = json_array();
+    for (int k = 0; k < mc->n_sizes; k++) {
+        json_array_append_new(sz, json_integer((json_int_t)mc->bytes[k]));
+        json_array_append_new(g1, json_real(mc->gbs_1t[k]));
+        json_array_append_new(gn, json_real(mc->gbs_nt[k]));
+    }
+    return json_pack("{s:i,s:s,s:o,s:o,s:o,s:f,s:f}", "threads", mc->n_threads, "source", mc->source, "sizes_bytes", sz,
+                     "read_gbs_1t", g1, "read_gbs_nt", gn, "fma_gflops_1t", mc->fma_1t, "fma_gflops_nt", mc->fma_nt);
+}
+
 static int cmd_roofline(int argc, char **argv) {
-    int threads = 0, mib = 1024;
+    int threads = 0, mib = 2048;
+    const char *json_out = NULL;
     ct_opt opts[] = {{"threads", 0, CT_OPT_INT, &threads, "N", "threads for the N-thread figures (default all CPUs)"},
-                     {"mib", 0, CT_OPT_INT, &mib, "N", "read buffer size in MiB (default 1024)"},
+                     {"mib", 0, CT_OPT_INT, &mib, "N", "largest working set in MiB, the DRAM figure (default 2048)"},
+                     {"json", 0, CT_OPT_STR, &json_out, "FILE", "also write the results as JSON"},
                      {NULL, 0, 0, NULL, NULL, NULL}};
-    int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench roofline [--threads N]\n"
-                                            "Measures read bandwidth and peak F32 FMA rate.");
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench roofline [--threads N] [--mib N] [--json FILE]\n"
+                                            "Measures read bandwidth at working sets of 8 MiB .. --mib and the peak F32 FMA rate.");
     if (r) return r < 0 ? 2 : 0;
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (mib < 16 || mib > 65536) {
         fprintf(stderr, "error: --mib must be in [16, 65536]\n");
         return 2;
     }
-    ct_roofline rl;
-    ct_roofline_measure(threads, mib, &rl);
-    printf("read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", rl.read_gbs_1t,
-           rl.read_gbs_nt, threads);
-    printf("peak F32 FMA (%s): %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%d threads)\n", rl.isa,
-           rl.fma_gflops_1t, rl.fma_gflops_nt, threads);
+    ct_machine mc;
+    if (measure_roofline(threads, mib, &mc) != 0) return 1;
+    printf("| working set | read GB/s, 1 thread | read GB/s, %d threads |\n|---|---|---|\n", threads);
+    for (int k = 0; k < mc.n_sizes; k++)
+        printf("| %.0f MiB | %.1f | %.1f |\n", mc.bytes[k] / 1048576.0, mc.gbs_1t[k], mc.gbs_nt[k]);
+    printf("peak F32 FMA: %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%d threads); %s\n", mc.fma_1t, mc.fma_nt, threads,
+           mc.source);
+    if (json_out) {
+        json_t *j = roofline_json(&mc);
+        int bad = !j || json_dump_file(j, json_out, JSON_INDENT(1)) != 0;
+        json_decref(j);
+        if (bad) {
+            fprintf(stderr, "error: cannot write '%s'\n", json_out);
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -156,7 +193,7 @@ static int cmd_model(int argc, char **argv) {
         {"json", 0, CT_OPT_STR, &json_out, "FILE", "also write the results as JSON"},
         {NULL, 0, 0, NULL, NULL, NULL}};
     int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench model -m DIR [--weights FMT] [--threads N] [--frames N] [--compete N]\n"
-                                            "Per-stage ms/frame, bytes/frame, GB/s and % of the measured roofline.");
+                                            "Per-stage ms/frame, bytes/frame, GB/s, the stage's floor on this machine and the ratio to it.");
     if (r) return r < 0 ? 2 : 0;
     if (frames < 2 || frames > 4000 || reps < 1 || reps > 100) {
         fprintf(stderr, "error: --frames must be in [2, 4000] and --repeat in [1, 100]\n");
@@ -195,8 +232,14 @@ static int cmd_model(int argc, char **argv) {
         ct_model_free(m);
         return 1;
     }
-    ct_roofline rl;
-    ct_roofline_measure(threads, 2048, &rl); /* 4x the largest last-level cache seen here */
+    ct_machine mc; /* read GB/s per working set (8 MiB .. 2 GiB: 4x the largest last-level cache seen) */
+    if (measure_roofline(threads, 2048, &mc) != 0) {
+        ct_session_free(s);
+        ct_codec_free(codec);
+        ct_model_free(m);
+        return 1;
+    }
+    const double dram_gbs = mc.gbs_nt[mc.n_sizes - 1];
     const char *prompt = "The quick brown fox jumps over the lazy dog, and then it runs far away into "
                          "the deep green forest to find its friends.";
     ct_gen_params g = ct_gen_params_default();
@@ -238,32 +281,43 @@ static int cmd_model(int argc, char **argv) {
     const int prompt_len = mt.prompt_len, nf = mt.nf;
     uint64_t tb = stack_bytes(&m->talker) + mat_bytes(&m->codec_head);
     uint64_t pb = stack_bytes(&m->pred) * (uint64_t)(m->cfg.n_groups - 1);
-    for (int gi = 0; gi < m->cfg.n_groups - 1; gi++) pb += mat_bytes(&m->pred_head[gi]);
-    if (m->has_proj) pb += mat_bytes(&m->mtp_proj) * (uint64_t)m->cfg.n_groups;
+    uint64_t pws = stack_bytes(&m->pred); /* distinct bytes the predictor reads per frame */
+    for (int gi = 0; gi < m->cfg.n_groups - 1; gi++) pb += mat_bytes(&m->pred_head[gi]), pws += mat_bytes(&m->pred_head[gi]);
+    if (m->has_proj) pb += mat_bytes(&m->mtp_proj) * (uint64_t)m->cfg.n_groups, pws += mat_bytes(&m->mtp_proj);
+    /* each stage's floor on this machine: its bytes at the read rate of its working set (the
+       predictor re-reads its weights 15 times a frame, so they may stay in the last-level
+       cache), the codec's FLOPs at the FMA peak; ratio = ms / floor */
+    const double t_bw = ct_machine_read_gbs(&mc, tb, threads), p_bw = ct_machine_read_gbs(&mc, pws, threads);
+    const double t_floor = tb / (t_bw * 1e9) * 1e3, p_floor = pb / (p_bw * 1e9) * 1e3;
     double t_gbs = tb / (best_talk * 1e-3) / 1e9, p_gbs = pb / (best_pred * 1e-3) / 1e9;
     /* RTF with the codec at the seed's default ramp schedule (a streaming request's shape);
        the 1-frame-push figure is the exact schedule's worst case. */
     const double macs = codec ? ct_codec_macs_per_frame(codec) : 0;
     double total = best_talk + best_pred + (codec ? best_codec[1] : 0);
     double total_exact = best_talk + best_pred + (codec ? best_codec[0] : 0);
-    double floor_ms = (double)(tb + pb) / (rl.read_gbs_nt * 1e9) * 1e3;
+    const double c_floor = codec ? 2 * macs / (mc.fma_nt * 1e9) * 1e3 : 0;
+    const double floor_ms = t_floor + p_floor + c_floor;
     printf("model %s (%s %s), weights %s, %d threads, kernels %s%s, %d frames x %d (best), prompt %d "
            "positions, load %.0f ms (%s: %s, %d matrices converted)\n", model, minfo.kind, m->cfg.size_tag,
            weights ? weights : "bf16", threads, ct_isa_name(ct_kernels()->isa),
            ct_kernels()->amx ? "+amx" : "", nf, reps, prompt_len, load_ms, minfo.weights_source,
            minfo.weights_file, minfo.converted);
-    printf("roofline: read %.1f GB/s (%d threads), %.1f GB/s (1 thread); F32 FMA peak %.0f GFLOP/s\n",
-           rl.read_gbs_nt, threads, rl.read_gbs_1t, rl.fma_gflops_nt);
-    printf("| stage | ms/frame | MB/frame | GB/s | %% of read roofline | share of 80 ms |\n");
-    printf("|---|---|---|---|---|---|\n");
-    printf("| prefill (%d positions) | %.1f (once) | | | | |\n", prompt_len, best_prefill);
-    printf("| talker | %.2f | %.1f | %.1f | %.0f%% | %.0f%% |\n", best_talk, tb / 1e6, t_gbs,
-           100 * t_gbs / rl.read_gbs_nt, 100 * best_talk / 80);
-    printf("| code predictor | %.2f | %.1f | %.1f | %.0f%% | %.0f%% |\n", best_pred, pb / 1e6, p_gbs,
-           100 * p_gbs / rl.read_gbs_nt, 100 * best_pred / 80);
+    printf("roofline (%d threads): read", threads);
+    for (int k = 0; k < mc.n_sizes; k++) printf(" %.1f GB/s at %.0f MiB%s", mc.gbs_nt[k], mc.bytes[k] / 1048576.0,
+                                                k + 1 < mc.n_sizes ? "," : ";");
+    printf(" F32 FMA peak %.0f GFLOP/s\n", mc.fma_nt);
+    printf("| stage | ms/frame | MB/frame | working set MB | GB/s | floor ms/frame | floor from | x floor | share of 80 ms |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    printf("| prefill (%d positions) | %.1f (once) | | | | | | | |\n", prompt_len, best_prefill);
+    printf("| talker | %.2f | %.1f | %.1f | %.1f | %.2f | read %.1f GB/s | %.2f | %.0f%% |\n", best_talk, tb / 1e6,
+           tb / 1e6, t_gbs, t_floor, t_bw, best_talk / t_floor, 100 * best_talk / 80);
+    printf("| code predictor | %.2f | %.1f | %.1f | %.1f | %.2f | read %.1f GB/s | %.2f | %.0f%% |\n", best_pred, pb / 1e6,
+           pws / 1e6, p_gbs, p_floor, p_bw, best_pred / p_floor, 100 * best_pred / 80);
     if (codec)
-        printf("| codec (stream, ramp 2..25) | %.2f | | | | %.0f%% |\n", best_codec[1], 100 * best_codec[1] / 80);
-    printf("| total | %.2f | | | floor %.1f ms | RTF %.3f |\n", total, floor_ms, total / 80);
+        printf("| codec (stream, ramp 2..25) | %.2f | | | | %.2f | FMA %.0f GFLOP/s | %.2f | %.0f%% |\n", best_codec[1],
+               c_floor, mc.fma_nt, best_codec[1] / c_floor, 100 * best_codec[1] / 80);
+    printf("| frame | %.2f | | | | %.2f | sum of floors | %.2f | RTF %.3f |\n", total, floor_ms, total / floor_ms,
+           total / 80);
     if (codec) {
         printf("\n| codec decoder (%d threads) | ms/frame | GFLOP/frame | GFLOP/s | %% of FMA peak | share of 80 ms |\n", threads);
         printf("|---|---|---|---|---|---|\n");
@@ -271,7 +325,7 @@ static int cmd_model(int argc, char **argv) {
         for (int mode = 1; mode >= 0; mode--) {
             double gf = 2 * macs * 1e-9, rate = gf / (best_codec[mode] * 1e-3);
             printf("| %s | %.2f | %.2f | %.0f | %.0f%% | %.0f%% |\n", shape[mode], best_codec[mode], gf,
-                   rate, 100 * rate / rl.fma_gflops_nt, 100 * best_codec[mode] / 80);
+                   rate, 100 * rate / mc.fma_nt, 100 * best_codec[mode] / 80);
         }
         printf("RTF %.3f with the ramp schedule (table above), %.3f with 1-frame pushes\n", total / 80,
                total_exact / 80);
@@ -296,10 +350,24 @@ static int cmd_model(int argc, char **argv) {
                               "prefill_ms", best_prefill, "talker_ms", best_talk, "predictor_ms", best_pred,
                               "codec_ms", codec ? best_codec[1] : 0.0, "talker_bytes", (double)tb,
                               "predictor_bytes", (double)pb, "talker_gbs", t_gbs, "predictor_gbs", p_gbs,
-                              "roofline_read_gbs", rl.read_gbs_nt, "roofline_fma_gflops", rl.fma_gflops_nt,
+                              "roofline_read_gbs", dram_gbs, "roofline_fma_gflops", mc.fma_nt,
                               "rtf", total / 80);
+        json_t *fl = j ? json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s,s:i}", "talker_floor_ms",
+                                   t_floor, "predictor_floor_ms", p_floor, "talker_ratio", best_talk / t_floor,
+                                   "predictor_ratio", best_pred / p_floor, "talker_working_set_bytes", (double)tb,
+                                   "predictor_working_set_bytes", (double)pws, "talker_floor_gbs", t_bw,
+                                   "predictor_floor_gbs", p_bw, "total_ms", total, "floor_ms", floor_ms,
+                                   "frame_ratio", total / floor_ms, "load_ms", load_ms, "weights_source",
+                                   minfo.weights_source, "weights_file", minfo.weights_file, "converted",
+                                   minfo.converted)
+                         : NULL;
+        if (fl) json_object_update(j, fl);
+        json_decref(fl);
+        if (j) json_object_set_new(j, "roofline", roofline_json(&mc));
         if (j && codec) {
             json_object_set_new(j, "codec_exact_ms", json_real(best_codec[0]));
+            json_object_set_new(j, "codec_floor_ms", json_real(c_floor));
+            json_object_set_new(j, "codec_ratio", json_real(best_codec[1] / c_floor));
             json_object_set_new(j, "codec_gflop_per_frame", json_real(2 * macs * 1e-9));
             json_object_set_new(j, "rtf_exact", json_real(total_exact / 80));
         }

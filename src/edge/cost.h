@@ -10,7 +10,7 @@
 
 #include "core/status.h"
 
-#define CT_COST_SIZES 4
+#define CT_COST_SIZES 8
 #define CT_FRAME_MS 80.0
 
 /* What the machine does: read GB/s over buffers of bytes[i] (ascending; the last is far beyond

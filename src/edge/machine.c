@@ -117,8 +117,8 @@ void ct_machine_get(const char *cache_dir, const char *fp, const ct_hw_profile *
         ct_errf(note + u, notecap - u, CT_OK, "cost model uses the probe's figures (measuring switched off)");
         return;
     }
-    static const uint64_t sizes[CT_COST_SIZES] = {8ull << 20, 32ull << 20, 128ull << 20, 512ull << 20};
-    if (ct_roofline_machine(n_threads, sizes, CT_COST_SIZES, out, e, sizeof e) != CT_OK) {
+    static const uint64_t sizes[] = {8ull << 20, 32ull << 20, 128ull << 20, 512ull << 20};
+    if (ct_roofline_machine(n_threads, sizes, (int)(sizeof sizes / sizeof *sizes), out, e, sizeof e) != CT_OK) {
         char why[300];
         snprintf(why, sizeof why, "the roofline could not run: %s", e);
         ct_machine_estimate(hw, n_threads, why, out);

@@ -195,31 +195,10 @@ ct_status ct_roofline_machine(int n_threads, const uint64_t *sizes, int n_sizes,
     return CT_OK;
 }
 
-void ct_roofline_measure(int n_threads, int buf_mib, ct_roofline *out) {
-    memset(out, 0, sizeof *out);
-    ct_cpu_features f;
-    ct_cpu_detect(&f);
-    job j;
-    memset(&j, 0, sizeof j);
-    j.wide = ct_isa_supported(CT_ISA_AVX512, &f) ? 2 : ct_isa_supported(CT_ISA_AVX2, &f) ? 1 : 0;
-    out->isa = j.wide == 2 ? "avx512" : j.wide == 1 ? "avx2" : "scalar";
-    out->n_threads = n_threads;
-    j.n = (size_t)buf_mib << 18; /* floats */
-    float *buf = malloc(j.n * sizeof(float));
-    if (!buf) return;
-    for (size_t i = 0; i < j.n; i++) buf[i] = (float)(i & 7);
-    j.buf = buf;
-    j.fma_iters = 20000000;
-    ct_pool *p1 = NULL, *pn = NULL;
-    ct_pool_create(1, NULL, 0, &p1);
-    ct_pool_create(n_threads, NULL, 0, &pn);
-    out->read_gbs_1t = run_read(p1, &j);
-    out->read_gbs_nt = run_read(pn, &j);
-    if (j.wide) {
-        out->fma_gflops_1t = run_fma(p1, &j, 1);
-        out->fma_gflops_nt = run_fma(pn, &j, n_threads);
-    }
-    ct_pool_free(p1);
-    ct_pool_free(pn);
-    free(buf);
+int ct_roofline_bench_sizes(int largest_mib, uint64_t *sizes) {
+    int n = 0;
+    for (uint64_t mib = 8; mib <= 512 && mib < (uint64_t)largest_mib && n < CT_COST_SIZES - 1; mib *= 2)
+        sizes[n++] = mib << 20;
+    sizes[n++] = (uint64_t)largest_mib << 20;
+    return n;
 }

@@ -737,9 +737,13 @@ static void do_model(run *r, const char *rel, const json_t *doc) {
                    jtext(json_object_get(doc, "threads"), thr, sizeof thr) ? thr : "-", js(doc, "isa") ? js(doc, "isa") : "-",
                    jtext(json_object_get(doc, "frames"), fr, sizeof fr) ? fr : "-",
                    jtext(json_object_get(doc, "prompt_len"), pl, sizeof pl) ? pl : "-");
-    static const char *hdr[6] = {"stage", "ms/frame", "MB/frame", "GB/s", "% of read roofline", "share of 80 ms"};
-    static const ct_md_align al[6] = {CT_MD_LEFT, CT_MD_RIGHT, CT_MD_RIGHT, CT_MD_RIGHT, CT_MD_RIGHT, CT_MD_RIGHT};
-    ct_md_table_header(b, 6, hdr, al);
+    /* results since the stage floors carry <stage>_floor_ms (bytes at the read rate of the
+       stage's working set; the codec's FLOPs at the FMA peak) and floor_ms (their sum) */
+    static const char *hdr[8] = {"stage", "ms/frame", "MB/frame", "GB/s", "% of read roofline", "floor ms/frame",
+                                 "x floor", "share of 80 ms"};
+    static const ct_md_align al[8] = {CT_MD_LEFT, CT_MD_RIGHT, CT_MD_RIGHT, CT_MD_RIGHT,
+                                      CT_MD_RIGHT, CT_MD_RIGHT, CT_MD_RIGHT, CT_MD_RIGHT};
+    ct_md_table_header(b, 8, hdr, al);
     /* results since the ramp-schedule codec carry codec_exact_ms (1-frame pushes) beside
        codec_ms (the ramp); older ones have only codec_ms, measured with 1-frame pushes */
     const double cx = jd(doc, "codec_exact_ms");
@@ -747,9 +751,11 @@ static void do_model(run *r, const char *rel, const json_t *doc) {
     const char *names[4] = {"talker", "code predictor", ramp ? "codec (stream, ramp 2..25)" : "codec (1 frame)",
                             "codec (1-frame pushes, not in the total)"};
     double ms[4] = {t, p, cd, cx}, mb[4] = {tb / 1e6, pb / 1e6, NAN, NAN}, gbs[4] = {tg, pg, NAN, NAN};
+    const double cf = jd(doc, "codec_floor_ms");
+    double fl[4] = {jd(doc, "talker_floor_ms"), jd(doc, "predictor_floor_ms"), cf, cf};
     for (int i = 0; i < 4; i++) {
         if ((i == 2 && !(cd > 0)) || (i == 3 && !ramp)) continue;
-        char c[5][48];
+        char c[7][48];
         ct_md_num(c[0], sizeof c[0], ms[i], 2);
         ct_md_num(c[1], sizeof c[1], mb[i], 1);
         ct_md_num(c[2], sizeof c[2], gbs[i], 1);
@@ -757,15 +763,19 @@ static void do_model(run *r, const char *rel, const json_t *doc) {
         else snprintf(c[3], sizeof c[3], "-");
         if (isfinite(ms[i])) snprintf(c[4], sizeof c[4], "%.1f%%", 100 * ms[i] / FRAME_MS);
         else snprintf(c[4], sizeof c[4], "-");
-        const char *cells[6] = {names[i], c[0], c[1], c[2], c[3], c[4]};
-        ct_md_table_row(b, 6, cells);
+        ct_md_num(c[5], sizeof c[5], fl[i], 2);
+        ct_md_num(c[6], sizeof c[6], fl[i] > 0 ? ms[i] / fl[i] : NAN, 2);
+        const char *cells[8] = {names[i], c[0], c[1], c[2], c[3], c[5], c[6], c[4]};
+        ct_md_table_row(b, 8, cells);
     }
-    double tot = t + p + (cd > 0 ? cd : 0);
-    char c0[48], c4[48], rtf[48], pre[48];
+    double tot = t + p + (cd > 0 ? cd : 0), ftot = jd(doc, "floor_ms");
+    char c0[48], c4[48], rtf[48], pre[48], f0[48], f1[48];
     ct_md_num(c0, sizeof c0, tot, 2);
     snprintf(c4, sizeof c4, "%.1f%%", 100 * tot / FRAME_MS);
-    const char *cells[6] = {"total", c0, "", "", "", c4};
-    ct_md_table_row(b, 6, cells);
+    ct_md_num(f0, sizeof f0, ftot, 2);
+    ct_md_num(f1, sizeof f1, ftot > 0 ? tot / ftot : NAN, 2);
+    const char *cells[8] = {"total", c0, "", "", "", f0, f1, c4};
+    ct_md_table_row(b, 8, cells);
     ct_sbuf_printf(b, "\nprefill %s ms (once) · RTF %s · read roofline %s GB/s · FMA peak %s GFLOP/s\n\n",
                    ct_md_num(pre, sizeof pre, jd(doc, "prefill_ms"), 1), ct_md_num(rtf, sizeof rtf, jd(doc, "rtf"), 3),
                    ct_md_num(c0, sizeof c0, roof, 1), ct_md_num(c4, sizeof c4, jd(doc, "roofline_fma_gflops"), 0));

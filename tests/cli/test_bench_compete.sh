@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench model --compete N: the contended table and JSON next to the uncontended figures, the
 # competing processes gone when the bench ends (normally, or killed mid-measurement), bad counts
-# refused. Every wait is bounded.
+# refused; the stage floors and ratios of bench model and the roofline per working set of bench
+# roofline. Every wait is bounded.
 set -u
 BIN="$1"; SRC="$2"
 . "$SRC/tests/cli/lib.sh"
@@ -33,11 +34,56 @@ assert c["processes"] == 2
 assert all(c[k] > 0 for k in ("talker_ms", "predictor_ms", "codec_ms", "total_ms", "throughput_kept"))
 assert abs(c["total_ms"] - (c["talker_ms"] + c["predictor_ms"] + c["codec_ms"])) < 1e-9
 PY
-# without --compete: no contended run, no compete key
+# every stage's floor on this machine and ms / floor; the frame against the sum of the floors,
+# the codec's floor included; the roofline per working set that the floors come from
+python3 - "$WORK/b.json" <<'PY' && ok || bad "bench model floors JSON"
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+close = lambda a, b: abs(a - b) <= 1e-6 * max(1.0, abs(b))
+for st, ms in (("talker", "talker_ms"), ("predictor", "predictor_ms"), ("codec", "codec_ms")):
+    assert d[st + "_floor_ms"] > 0, st
+    assert close(d[st + "_ratio"], d[ms] / d[st + "_floor_ms"]), st
+assert close(d["floor_ms"], d["talker_floor_ms"] + d["predictor_floor_ms"] + d["codec_floor_ms"])
+assert close(d["total_ms"], d["talker_ms"] + d["predictor_ms"] + d["codec_ms"])
+assert close(d["frame_ratio"], d["total_ms"] / d["floor_ms"])
+assert close(d["codec_floor_ms"], d["codec_gflop_per_frame"] / d["roofline"]["fma_gflops_nt"] * 1e3)
+r = d["roofline"]
+assert r["sizes_bytes"] == sorted(r["sizes_bytes"]) and len(r["sizes_bytes"]) >= 4 and r["sizes_bytes"][-1] == 2 << 30
+for st, b in (("talker", "talker_bytes"), ("predictor", "predictor_bytes")):
+    ws = d[st + "_working_set_bytes"]
+    sz, g = r["sizes_bytes"], r["read_gbs_nt"]
+    k = next((i for i, s in enumerate(sz) if s >= ws), len(sz) - 1)
+    want = g[k]  # the rate measured at its working set, log-interpolated between two sizes
+    if 0 < k and sz[k - 1] < ws < sz[k]:
+        want = g[k - 1] + (g[k] - g[k - 1]) * math.log(ws / sz[k - 1]) / math.log(sz[k] / sz[k - 1])
+    assert close(d[st + "_floor_gbs"], want), st
+    assert close(d[st + "_floor_ms"], d[b] / (d[st + "_floor_gbs"] * 1e9) * 1e3), st
+assert d["predictor_working_set_bytes"] < d["predictor_bytes"]  # 15 passes over the same weights
+assert d["weights_source"] == "stored" and d["converted"] == 0 and d["load_ms"] > 0
+PY
+has "| frame | .* | sum of floors | " "$WORK/out"
+has "| codec (stream, ramp 2..25) | .* | FMA .* GFLOP/s | " "$WORK/out"
 expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 1 --no-codec --json "$WORK/n.json"
 if grep -q "competing" "$WORK/out"; then bad "contended table without --compete"; else ok; fi
 python3 -c 'import json,sys; assert "compete" not in json.load(open(sys.argv[1]))' "$WORK/n.json" && ok \
   || bad "compete key without --compete"
+# without the codec the frame's floor is the talker's and the predictor's
+python3 - "$WORK/n.json" <<'PY' && ok || bad "bench model floors JSON without the codec"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert "codec_floor_ms" not in d
+assert abs(d["floor_ms"] - d["talker_floor_ms"] - d["predictor_floor_ms"]) < 1e-9
+assert abs(d["frame_ratio"] - (d["talker_ms"] + d["predictor_ms"]) / d["floor_ms"]) < 1e-9
+PY
+# bench roofline: read GB/s per working set (8 MiB .. --mib) and the FMA peak, as JSON too
+expect_rc 0 "$BIN" bench roofline --threads 2 --mib 64 --json "$WORK/r.json"
+has "| 8 MiB | " "$WORK/out"; has "| 64 MiB | " "$WORK/out"; has "peak F32 FMA" "$WORK/out"
+python3 - "$WORK/r.json" <<'PY' && ok || bad "bench roofline JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["sizes_bytes"] == [8 << 20, 16 << 20, 32 << 20, 64 << 20]
+assert all(g > 0 for g in r["read_gbs_1t"] + r["read_gbs_nt"]) and r["fma_gflops_nt"] > 0 and r["threads"] == 2
+PY
 
 # the bench killed while its competitors run: they die with it
 "$BIN" bench model -m "$M" --threads 2 --frames 1500 --repeat 1 --compete 1 >"$WORK/k.out" 2>&1 &

@@ -266,11 +266,11 @@ static void test_fixtures(const char *tmp) {
     ct_summarize_opts o = ct_summarize_opts_default();
     ct_status st = ct_summarize_dir(FIX, out, &o, &res, err, sizeof err);
     CHECKF(st == CT_OK, "%s", err);
-    CHECK(res.n_json == 10);
-    CHECK(res.n_stream == 2 && res.n_model == 1 && res.n_sweep == 1 && res.n_serve == 1);
+    CHECK(res.n_json == 11);
+    CHECK(res.n_stream == 2 && res.n_model == 2 && res.n_sweep == 1 && res.n_serve == 1);
     CHECK(res.n_skipped == 3); /* foreign.json, array.json, the step-stats dump */
     CHECK(res.n_failed == 2);  /* the corrupt file and the bad chunk */
-    CHECK(res.n_svg == 5);     /* 3 timelines, attribution bars, model stage bars */
+    CHECK(res.n_svg == 6);     /* 3 timelines, attribution bars, two model stage bars */
     const char *log = res.log ? res.log : "";
     CHECK(strstr(log, "error: " FIX "/m06/default/20250520-120000_broken.json: not valid JSON (line ") != NULL);
     CHECK(strstr(log, "error: " FIX "/m06/default/20250520-130000_badchunk.json: schema-1 stream result: "
@@ -330,8 +330,13 @@ static void test_fixtures(const char *tmp) {
     /* overview, model bench, sweep */
     CHECK(strstr(md, "| m06/default/20250520-101500_ramp.json | models/m06 | edge-x86 | ramp | 2 | 40.0 | 100.0 | 40.0 | "
                      "0.0 | 0.105 | 0.107 | 2.00 | a4fe5b0c1d2e |\n") != NULL);
-    CHECK(strstr(md, "| talker | 30.50 | 880.0 | 28.9 | 72% | 38.1% |\n") != NULL);
-    CHECK(strstr(md, "| total | 46.75 |  |  |  | 58.4% |\n") != NULL);
+    CHECK(strstr(md, "| talker | 30.50 | 880.0 | 28.9 | 72% | - | - | 38.1% |\n") != NULL);
+    CHECK(strstr(md, "| total | 46.75 |  |  |  | - | - | 58.4% |\n") != NULL);
+    /* a result with stage floors: each stage's floor and ms / floor, the frame's against their sum */
+    CHECK(strstr(md, "| talker | 20.00 | 440.0 | 22.0 | 80% | 16.00 | 1.25 | 25.0% |\n") != NULL);
+    CHECK(strstr(md, "| codec (stream, ramp 2..25) | 8.00 | - | - | - | 4.00 | 2.00 | 10.0% |\n") != NULL);
+    CHECK(strstr(md, "| codec (1-frame pushes, not in the total) | 12.00 | - | - | - | 4.00 | 3.00 | 15.0% |\n") != NULL);
+    CHECK(strstr(md, "| total | 38.00 |  |  |  | 25.00 | 1.52 | 47.5% |\n") != NULL);
     CHECK(strstr(md, "| threads | ttfa_ms.p50 | ttfa_ms.p90 | rtf | ok | note |\n") != NULL);
     /* serve bench: a row per level, the best level in the overview */
     CHECK(strstr(md, "## serve_bench.json\n") != NULL);
@@ -378,7 +383,7 @@ static void test_fixtures(const char *tmp) {
     o.max_request_rows = 0;
     snprintf(out, sizeof out, "%s/out2", tmp);
     CHECK(ct_summarize_dir(FIX, out, &o, &res, err, sizeof err) == CT_OK);
-    CHECK(res.n_svg == 2 && res.n_stream == 2);
+    CHECK(res.n_svg == 3 && res.n_stream == 2);
     ct_summarize_result_free(&res);
     snprintf(path, sizeof path, "%s/summary.md", out);
     md = slurp(path);
