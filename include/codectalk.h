@@ -543,6 +543,12 @@ typedef struct {
                                 own utterance (no merging), so the pause falls between sentences.
                                 Needs PCM output and utterance_bytes > 0. Default 0 (docs/TEXT.md) */
     int paragraph_pause_ms;  /* the same between paragraphs (a blank line); default 0 */
+    int text_incremental;    /* 1: the text arrives in pieces (g->text, which may be NULL or
+                                empty, is the first) through ct_stream_append_text and ends with
+                                ct_stream_end_text; see "Incremental text" below. Default 0. */
+    int text_idle_timeout_ms;/* text_incremental: the stream fails with CT_ERR_TIMEOUT when no
+                                piece (nor the end) arrives for this many ms before the end;
+                                its slot and KV are freed within one step. 0 = none (default). */
 } ct_stream_params;
 
 CT_API ct_stream_params ct_stream_params_default(void);
@@ -611,6 +617,34 @@ CT_API ct_stream_info ct_stream_get_info(ct_stream *s);
 
 /* Message of a FAILED stream ("" otherwise). Borrowed while the stream is held. */
 CT_API const char *ct_stream_errmsg(ct_stream *s);
+
+/* ---- incremental text ------------------------------------------------------------------
+
+   A stream submitted with ct_stream_params.text_incremental = 1 takes its text in pieces: any
+   split of the bytes, UTF-8 sequences split across pieces included (they are reassembled).
+   Generation uses the streaming-text layout (docs/STREAMING.md "Incremental text"; MODEL.md
+   2.6 with non_streaming = 0: g->non_streaming -1 means 0 here and 1 is CT_ERR_INVALID_ARG):
+   decode step k consumes text token k+2 of the utterance, so the first utterance starts as soon
+   as its first token can no longer change, and a step whose token is not known yet waits (the
+   other streams of the batch step on). Tokens are consumed only where more text cannot change
+   them (the tokenizer's pre-tokenizer pieces before the last one), and long text is split into
+   utterances of about utterance_bytes by the sentence splitter as it arrives (an utterance is
+   closed once the splitter places two more after it, or at the end). With those rules the
+   audio equals that of one ct_engine_submit of the whole text with non_streaming = 0, the same
+   seed and voice; docs/STREAMING.md lists where it cannot. A stream whose text never ends is
+   bounded by deadline_ms and text_idle_timeout_ms. */
+
+/* Appends len bytes of UTF-8 text (NUL bytes are not text). CT_OK, or: CT_ERR_STATE when the
+   stream is not incremental, its text was ended, or it has ended (its status then says why);
+   CT_ERR_INVALID_ARG when the bytes are not UTF-8 (the stream fails; ct_stream_errmsg names the
+   byte offset in the whole text); CT_ERR_LIMIT past 64 MiB of text (the stream fails). Safe from
+   any thread (one appender at a time keeps the order). */
+CT_API ct_status ct_stream_append_text(ct_stream *s, const char *utf8, size_t len);
+
+/* Ends the text: the rest is generated and the stream then finishes. CT_ERR_STATE as above;
+   CT_ERR_INVALID_ARG when the text ends inside a UTF-8 sequence or holds no words (the stream
+   fails with the message). */
+CT_API ct_status ct_stream_end_text(ct_stream *s);
 
 /* Chunk release timeline: t_ms since submission and samples per chunk (codes: the samples the
    frames decode to), in order. Returns the number of chunks; fills up to cap entries (arrays may be NULL). */

@@ -109,7 +109,7 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     const ct_config *c = &m->cfg;
     const int H = c->talker.hidden;
     char names[1024];
-    if (!g->text || !g->text[0])
+    if (!s->text_ids && (!g->text || !g->text[0]))
         return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: text is empty");
 
     /* speaker / language / instruct rules per model kind */
@@ -171,10 +171,16 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
         }
     }
     int non_streaming = g->non_streaming;
-    if (non_streaming < 0) non_streaming = c->kind != CT_KIND_BASE;
+    if (non_streaming < 0) non_streaming = s->text_open ? 0 : c->kind != CT_KIND_BASE;
+    if (s->text_open && icl)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: incremental text does not take an "
+                       "ICL reference (ref_codes); use an x-vector-only voice");
+    if (non_streaming && s->text_open)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: incremental text needs the "
+                       "streaming-text layout (non_streaming 0 or -1)");
 
     /* target text tokens: <|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n */
-    size_t tl = strlen(g->text);
+    size_t tl = s->text_ids ? 0 : strlen(g->text);
     static const char pre[] = "<|im_start|>assistant\n", post[] = "<|im_end|>\n<|im_start|>assistant\n";
     if (tl > (size_t)s->cap * 64)
         return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text of %zu bytes cannot fit "
@@ -187,11 +193,21 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     memcpy(full + sizeof pre - 1, g->text, tl);
     memcpy(full + sizeof pre - 1 + tl, post, sizeof post);
     size_t idcap = (size_t)s->cap + 64, n = 0;
-    st = tokenize(s, full, s->ids, idcap, &n);
-    if (st != CT_OK) return st;
-    const int32_t *ids = s->ids;
     const int32_t role[3] = {c->im_start, c->assistant, 198};
     const int32_t tail[5] = {c->im_end, 198, c->im_start, c->assistant, 198};
+    if (s->text_ids) { /* tokens given (incremental text): the same id layout as tokenizing */
+        if (s->text_n < 1 || (size_t)s->text_n + 8 > idcap)
+            return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: %d text tokens do not fit the "
+                           "session context of %d positions", s->text_n, s->cap);
+        n = (size_t)s->text_n + 8;
+        memcpy(s->ids, role, sizeof role);
+        memcpy(s->ids + 3, s->text_ids, sizeof(int32_t) * (size_t)s->text_n);
+        memcpy(s->ids + n - 5, tail, sizeof tail);
+    } else {
+        st = tokenize(s, full, s->ids, idcap, &n);
+        if (st != CT_OK) return st;
+    }
+    const int32_t *ids = s->ids;
     if (n < 9 || memcmp(ids, role, sizeof role) != 0 || memcmp(ids + n - 5, tail, sizeof tail) != 0)
         return ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG, "prompt: the text merges with the "
                        "chat template around it (does it start or end with a newline?)");
@@ -329,7 +345,7 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
         ct_embed_codec_add(m, c->codec_bos, row);
         row += H;
         /* copy the remaining text ids off the borrowed buffer before overwriting it */
-        n_trailing = N; /* T_2..T_N then E */
+        n_trailing = s->text_open ? N - 1 : N; /* T_2..T_N then E (open text: no E yet) */
     }
     s->prompt_len = L;
     if (icl) {
@@ -339,7 +355,7 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
             return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text too long");
         /* ids live in s->ids (not in the borrowed buffer), so this is safe */
         ct_embed_text_rows(s, T + 1, N - 1, s->trailing);
-        ct_embed_text_rows(s, &c->tts_eos, 1, s->trailing + (size_t)(N - 1) * H);
+        if (!s->text_open) ct_embed_text_rows(s, &c->tts_eos, 1, s->trailing + (size_t)(N - 1) * H);
     }
     s->n_trailing = n_trailing;
     return CT_OK;

@@ -190,8 +190,74 @@ int ct_session_sample_c0(ct_session *s) {
 
 static float pick(float v, float def) { return v >= 0.0f ? v : def; }
 
+/* frame limit: reference max_new_tokens-1, user cap, text budget (of the tokens known), context
+   capacity */
+static void set_frame_limit(ct_session *s) {
+    long lim = s->lim_mnt - 1;
+    if (s->lim_max_frames > 0 && s->lim_max_frames < lim) lim = s->lim_max_frames;
+    double budget = (double)s->lim_budget_base + (double)s->lim_budget_per_token * s->text_tokens;
+    int why_budget = 0;
+    s->limit_by_text = 0;
+    if (budget < (double)lim) lim = (long)budget, why_budget = 1, s->limit_by_text = 1;
+    long ctx_room = s->cap - s->prompt_len;
+    if (ctx_room < lim) lim = ctx_room, why_budget = 1, s->limit_by_text = 0;
+    if (lim < 1) lim = 1;
+    s->frame_limit = (int)lim;
+    s->limit_is_budget = why_budget;
+}
+
+static ct_status session_start(ct_session *s, const ct_gen_params *gp);
+
 ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
     if (!s || !gp) return CT_ERR_INVALID_ARG;
+    s->text_ids = NULL;
+    s->text_n = s->text_open = 0;
+    return session_start(s, gp);
+}
+
+ct_status ct_session_start_ids(ct_session *s, const ct_gen_params *gp, const int32_t *ids, int n, int open) {
+    if (!s || !gp || !ids || n < 1) return CT_ERR_INVALID_ARG;
+    s->text_ids = ids;
+    s->text_n = n;
+    s->text_open = open ? 1 : 0;
+    ct_status st = session_start(s, gp);
+    s->text_ids = NULL;
+    if (st != CT_OK) s->text_open = 0;
+    return st;
+}
+
+ct_status ct_session_text_more(ct_session *s, const int32_t *ids, int n) {
+    if (!s || n < 0 || (n && !ids)) return CT_ERR_INVALID_ARG;
+    if (!s->text_open || !s->running || n == 0) return CT_OK;
+    if (s->n_trailing + n + 1 > s->cap)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: the utterance's text of %d tokens does "
+                       "not fit the session context of %d positions", s->text_tokens + n, s->cap);
+    const int H = s->m->cfg.talker.hidden;
+    ct_embed_text_rows(s, ids, n, s->trailing + (size_t)s->n_trailing * H);
+    s->n_trailing += n;
+    s->text_tokens += n;
+    set_frame_limit(s);
+    return CT_OK;
+}
+
+ct_status ct_session_text_close(ct_session *s) {
+    if (!s) return CT_ERR_INVALID_ARG;
+    if (!s->text_open) return CT_OK;
+    s->text_open = 0;
+    if (!s->running) return CT_OK;
+    const int H = s->m->cfg.talker.hidden;
+    ct_embed_text_rows(s, &s->m->cfg.tts_eos, 1, s->trailing + (size_t)s->n_trailing * H);
+    s->n_trailing++;
+    return CT_OK;
+}
+
+int ct_session_text_wait(const ct_session *s) {
+    if (!s || !s->text_open || !s->running) return 0;
+    if (s->frames + 1 >= s->frame_limit) return s->limit_by_text; /* the budget may still grow */
+    return s->frames >= s->n_trailing; /* the overlay row of this step is not known yet */
+}
+
+static ct_status session_start(ct_session *s, const ct_gen_params *gp) {
     const ct_model *m = s->m;
     const ct_config *c = &m->cfg;
     s->err[0] = 0;
@@ -226,18 +292,11 @@ ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
     st = ct_prompt_build(s, &g);
     if (st != CT_OK) return st;
 
-    /* frame limit: reference max_new_tokens-1, user cap, text budget, context capacity */
-    int mnt = g.max_new_tokens > 0 ? g.max_new_tokens : c->max_new_tokens;
-    long lim = mnt - 1;
-    if (g.max_frames > 0 && g.max_frames < lim) lim = g.max_frames;
-    double budget = (double)g.budget_base + (double)g.budget_per_token * s->text_tokens;
-    int why_budget = 0;
-    if (budget < (double)lim) lim = (long)budget, why_budget = 1;
-    long ctx_room = s->cap - s->prompt_len;
-    if (ctx_room < lim) lim = ctx_room, why_budget = 1;
-    if (lim < 1) lim = 1;
-    s->frame_limit = (int)lim;
-    s->limit_is_budget = why_budget;
+    s->lim_mnt = g.max_new_tokens > 0 ? g.max_new_tokens : c->max_new_tokens;
+    s->lim_max_frames = g.max_frames;
+    s->lim_budget_base = g.budget_base;
+    s->lim_budget_per_token = g.budget_per_token;
+    set_frame_limit(s);
 
     ct_rng_init(&s->trng, g.seed, 0);
     ct_rng_init(&s->srng, g.seed, 1);

@@ -40,6 +40,13 @@ struct ct_session {
     int32_t pend_codes[CT_MAX_GROUPS]; /* that frame's codes */
     int pos;                 /* next talker position */
     ct_stop_reason stop;
+    /* incremental text (ct_session_start_ids): rows past n_trailing are not known yet while
+       text_open; the frame limit follows the tokens known */
+    const int32_t *text_ids; /* [text_n] the utterance's tokens during ct_session_start_ids */
+    int text_n, text_open;
+    int limit_by_text;       /* the text-length budget sets frame_limit */
+    int lim_mnt, lim_max_frames, lim_budget_base;
+    float lim_budget_per_token;
     ct_sample_cfg tcfg, scfg;
     int min_new_tokens;
     ct_rng trng, srng;
@@ -92,5 +99,16 @@ ct_status ct_session_take_c0(ct_session *s);
    ct_batch_codes / ct_batch_advance with N = 1 on s->solo. */
 ct_status ct_session_frame_codes(ct_session *s, int32_t *codes, int *got);
 ct_status ct_session_frame_advance(ct_session *s);
+
+/* Incremental text (the stream engine's text_incremental). start_ids is ct_session_start with
+   the utterance's text tokens given (ids[n], n >= 1, the streaming-text layout: the prefill
+   holds T_1) instead of g->text; open = 1: more tokens may follow (no tts_eos row yet).
+   text_more appends tokens (their overlay rows; the frame budget follows), text_close appends
+   the tts_eos row; both are no-ops once the run stopped, and CT_ERR_LIMIT past the context.
+   text_wait is 1 while the next step needs a token (or the budget) the text has not given. */
+ct_status ct_session_start_ids(ct_session *s, const ct_gen_params *g, const int32_t *ids, int n, int open);
+ct_status ct_session_text_more(ct_session *s, const int32_t *ids, int n);
+ct_status ct_session_text_close(ct_session *s);
+int ct_session_text_wait(const ct_session *s);
 
 #endif

@@ -220,7 +220,7 @@ static void utterance_end(ct_engine *e, ct_slot *sl) {
         slot_end(e, sl);
         return;
     }
-    if (sl->utt + 1 >= s->n_utts) {
+    if (ct_engine_text_last_utt(sl)) {
         slot_end(e, sl);
         return;
     }
@@ -229,6 +229,7 @@ static void utterance_end(ct_engine *e, ct_slot *sl) {
     pthread_mutex_lock(&e->mu);
     sl->utt++;
     sl->prefill_due = 1;
+    s->pump = s->incr; /* the next utterance's tokens */
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
 }
@@ -236,14 +237,23 @@ static void utterance_end(ct_engine *e, ct_slot *sl) {
 /* Prefill of slot sl's current utterance (no lock held). */
 static void prefill(ct_engine *e, ct_slot *sl) {
     ct_stream *s = sl->st;
-    const ct_span *u = &s->utts[sl->utt];
-    memcpy(s->utt_text, s->text + u->off, u->len);
-    s->utt_text[u->len] = 0;
     ct_gen_params g = s->g;
-    g.text = s->utt_text;
+    if (!s->incr) {
+        const ct_span *u = &s->utts[sl->utt];
+        memcpy(s->utt_text, s->text + u->off, u->len);
+        s->utt_text[u->len] = 0;
+        g.text = s->utt_text;
+    }
     g.seed = s->g.seed + (uint64_t)sl->utt; /* each utterance its own reproducible stream */
     double t0 = ct_engine_now(e);
-    ct_status st = ct_session_start(sl->sess, &g);
+    ct_status st;
+    if (s->incr) { /* the tokens taken so far (engine_text.c); the rest follows as it comes */
+        st = ct_session_start_ids(sl->sess, &g, s->tok, s->n_tok, !s->tok_final);
+        s->tok_given = s->n_tok;
+        s->tok_closed = s->tok_final;
+    } else {
+        st = ct_session_start(sl->sess, &g);
+    }
     vclock_spend(e, e->v_prefill);
     double dt = ct_engine_now(e) - t0;
     CT_STATS_ADD_SINCE("engine.prefill_ms", t0);
@@ -261,7 +271,7 @@ static void prefill(ct_engine *e, ct_slot *sl) {
     sl->utt_frames = 0;
     if (st != CT_OK) {
         char msg[600];
-        if (s->n_utts > 1) snprintf(msg, sizeof msg, "utterance %d: %s", sl->utt + 1, ct_session_errmsg(sl->sess));
+        if (s->n_utts > 1 || s->incr) snprintf(msg, sizeof msg, "utterance %d: %s", sl->utt + 1, ct_session_errmsg(sl->sess));
         else snprintf(msg, sizeof msg, "%s", ct_session_errmsg(sl->sess));
         ct_stream_fail_locked(s, st, msg);
     } else {
@@ -439,6 +449,7 @@ static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
     sl->st = s;
     sl->utt = 0;
     sl->prefill_due = 1;
+    s->pump = s->incr;
     s->need = 1;
     e->kv_used += e->kv_per_stream;
     e->n_active++;
@@ -456,6 +467,8 @@ static double deadline_of(const ct_stream *s) {
     if (s->p.deadline_ms > 0) t = s->t_submit + s->p.deadline_ms;
     if (s->p.first_audio_timeout_ms > 0 && s->info.chunks == 0 && s->t_submit + s->p.first_audio_timeout_ms < t)
         t = s->t_submit + s->p.first_audio_timeout_ms;
+    if (s->incr && !s->text_end && s->p.text_idle_timeout_ms > 0 && s->t_text + s->p.text_idle_timeout_ms < t)
+        t = s->t_text + s->p.text_idle_timeout_ms;
     return t;
 }
 
@@ -467,6 +480,9 @@ static int expire_locked(ct_stream *s, double now) {
     if (s->p.first_audio_timeout_ms > 0 && s->info.chunks == 0 && now >= s->t_submit + s->p.first_audio_timeout_ms)
         snprintf(msg, sizeof msg, "first_audio_timeout_ms %d passed before the first audio (%s)",
                  s->p.first_audio_timeout_ms, where);
+    else if (s->incr && !s->text_end && s->p.text_idle_timeout_ms > 0 && now >= s->t_text + s->p.text_idle_timeout_ms)
+        snprintf(msg, sizeof msg, "text_idle_timeout_ms %d passed without more text or its end (%s)",
+                 s->p.text_idle_timeout_ms, where);
     else snprintf(msg, sizeof msg, "deadline_ms %d passed (%s)", s->p.deadline_ms, where);
     ct_stream_fail_locked(s, CT_ERR_TIMEOUT, msg);
     return 1;
@@ -488,7 +504,7 @@ static double next_deadline_locked(const ct_engine *e) {
 static ct_slot *reap_locked(ct_engine *e, double now) {
     for (ct_stream **pp = &e->wq_head; *pp;) {
         ct_stream *s = *pp;
-        if (!s->cancel && !expire_locked(s, now)) {
+        if (!s->cancel && s->state != CT_STREAM_FAILED && !expire_locked(s, now)) { /* failed: bad text */
             pp = &s->next;
             continue;
         }
@@ -546,19 +562,36 @@ static void *engine_main(void *arg) {
             pthread_mutex_lock(&e->mu);
             continue;
         }
+        ct_slot *text = NULL; /* incremental text to take first */
+        for (int i = 0; i < e->n_slots && !text; i++)
+            if (e->slots[i].st && e->slots[i].st->pump) text = &e->slots[i];
+        if (text) {
+            pthread_mutex_unlock(&e->mu);
+            if (ct_engine_text_pump(e, text)) slot_end(e, text);
+            pthread_mutex_lock(&e->mu);
+            continue;
+        }
         ct_slot *pre = NULL;
         for (int i = 0; i < e->n_slots && !pre; i++)
-            if (e->slots[i].st && e->slots[i].prefill_due) pre = &e->slots[i];
+            if (e->slots[i].st && e->slots[i].prefill_due && ct_engine_text_prefill_ready(&e->slots[i]))
+                pre = &e->slots[i];
         int deferring = 0;
-        if (!pre) pre = admit_locked(e, now, &deferring);
+        if (!pre) {
+            pre = admit_locked(e, now, &deferring);
+            if (pre && !ct_engine_text_prefill_ready(pre)) pre = NULL; /* incremental: its text comes first */
+        }
         int n = 0;
         for (int i = 0; i < e->n_slots; i++) {
             ct_slot *sl = &e->slots[i];
             ct_stream *s = sl->st;
             if (!s || sl == pre || sl->prefill_due || s->state != CT_STREAM_RUNNING) continue;
             if (ct_stream_room_locked(s) < (size_t)(s->inflight + 1) * (size_t)s->units_per_frame) continue;
+            if (s->incr && ct_session_text_wait(sl->sess)) continue; /* its next token has not come */
             e->act[n++] = sl;
         }
+        int pump = 0; /* a newcomer's incremental text (admitted just now) comes first */
+        for (int i = 0; i < e->n_slots && !pump; i++) pump = e->slots[i].st && e->slots[i].st->pump;
+        if (!pre && !n && pump) continue;
         if (!pre && !n) { /* idle: wake for the throttle's clock and the next deadline */
             double wait = deferring ? 10 : next_deadline_locked(e) - now;
             if (wait > 1000) wait = 1000;

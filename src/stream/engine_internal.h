@@ -106,6 +106,29 @@ struct ct_stream {
     ct_stream_info info;
     ct_chunk_rec *tl;     /* [tl_cap] released chunks */
     int tl_n, tl_cap;
+    /* incremental text (p.text_incremental; engine_text.c). utts[0..n_utts) are the closed
+       utterances; the text after them is still open. */
+    int incr;
+    char *itext;          /* [itext_cap] the text appended so far, valid UTF-8 (e->mu) */
+    size_t itext_len, itext_cap;
+    unsigned char carry[4]; /* an incomplete UTF-8 sequence ending the last piece (e->mu) */
+    int n_carry;
+    int text_end;         /* ct_stream_end_text called (e->mu) */
+    double t_text;        /* engine clock of the last piece or the end (e->mu) */
+    int pump;             /* the engine thread has text work for it (e->mu) */
+    int utts_cap;         /* engine thread from here on */
+    char *etext;          /* [ecap] the engine thread's copy of itext */
+    size_t elen, ecap;
+    int eend;             /* the copy is the whole text */
+    size_t closed_end;    /* end of the last closed utterance in etext */
+    int open_utt;         /* 1: text after closed_end forms an utterance not closed yet */
+    size_t open_off, open_lb; /* its start, and how far its tokens may be taken now */
+    ct_span *ssp;         /* [ssp_cap] splitter scratch */
+    size_t ssp_cap;
+    int tok_utt;          /* the utterance tok[] belongs to (-1 none) */
+    size_t tok_at;        /* etext offset up to which its tokens are taken */
+    int32_t *tok;         /* [tok_cap] its tokens so far */
+    int n_tok, tok_cap, tok_given, tok_final, tok_closed;
 };
 
 struct ct_engine {
@@ -162,6 +185,21 @@ double ct_engine_now(const ct_engine *e);
    prefill by prefill_ms, and those are what the engine measures. Call before the first submit,
    with serial placement (the codec stage then runs inside the step). */
 void ct_engine_test_clock(ct_engine *e, double step_fixed_ms, double step_per_stream_ms, double prefill_ms);
+
+/* engine_text.c (incremental text; the engine thread, no lock held) */
+/* Takes the text appended to sl's stream: closes utterances, takes the tokens of the slot's
+   utterance that can no longer change and hands them to its session. Returns 1 when the
+   stream's text is used up (ended, nothing left to generate: the caller ends the slot), 0
+   otherwise; fails the stream on an error. */
+int ct_engine_text_pump(ct_engine *e, ct_slot *sl);
+/* Makes s (being submitted, not shared yet) an incremental stream with text (NULL or "" = none
+   yet) as its first piece; CT_ERR_INVALID_ARG (not UTF-8) with the message in err. */
+ct_status ct_engine_text_first(ct_stream *s, const char *text, char *err, size_t errcap);
+/* 1 when sl's due prefill has its first token (always for a whole-text stream). e->mu held. */
+int ct_engine_text_prefill_ready(const ct_slot *sl);
+/* The utterance just ended was the stream's last (incremental: the text has ended and nothing
+   follows). Engine thread. */
+int ct_engine_text_last_utt(const ct_slot *sl);
 
 /* engine_stream.c */
 /* Processes one record on the codec stage (serial: the engine thread; never with e->mu). */

@@ -40,6 +40,10 @@ static void stream_free(ct_stream *s) {
     free(s->est);
     free(s->ring);
     free(s->tl);
+    free(s->itext);
+    free(s->etext);
+    free(s->ssp);
+    free(s->tok);
     free(s);
 }
 
@@ -103,7 +107,11 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
     ct_status st = ct_params_take(&s->g, sizeof s->g, g, g->size, "ct_gen_params", err, errcap);
     if (st != CT_OK) return st;
     const ct_gen_params *q = &s->g; /* the size-checked copy: fields past the caller's size are defaults */
-    if (!q->text) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: the request has no text");
+    if (!q->text && !s->p.text_incremental)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: the request has no text");
+    if (s->p.text_incremental && q->non_streaming > 0)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: incremental text needs the streaming-text "
+                       "layout (non_streaming 0 or -1, not %d)", q->non_streaming);
     s->text = dup_or_null(q->text, &oom);
     s->speaker = dup_or_null(q->speaker, &oom);
     s->language = dup_or_null(q->language, &oom);
@@ -137,6 +145,10 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
     s->g.xvector = s->xvector;
     s->g.ref_codes = s->ref_codes;
     s->g.ref_text = s->ref_text;
+    if (s->p.text_incremental) { /* no utterances yet; every one in the streaming-text layout */
+        s->g.non_streaming = 0;
+        return ct_engine_text_first(s, q->text, err, errcap);
+    }
     size_t max = s->p.utterance_bytes > 0 ? (size_t)s->p.utterance_bytes : len + 1;
     /* a sentence pause keeps every sentence its own utterance, so the pause falls between them */
     size_t (*split)(const char *, size_t, size_t, ct_span *, size_t) =
@@ -157,9 +169,10 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
    max_frames (when set) and max_context, at least 1; kept as suffix sums. */
 static ct_status reserve_output(ct_stream *s, char *err, size_t errcap) {
     const ct_engine *e = s->e;
-    s->est = malloc(sizeof(double) * (size_t)(s->n_utts + 1));
+    s->est = malloc(sizeof(double) * (size_t)(s->n_utts + 2));
     if (!s->est) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
-    s->est[s->n_utts] = 0;
+    s->est[s->n_utts] = s->est[s->n_utts + 1] = 0;
+    if (s->incr) s->est[0] = 1; /* no utterance known yet (engine_text.c keeps it up to date) */
     for (int u = s->n_utts - 1; u >= 0; u--) {
         double f = (double)s->utts[u].len * CT_ENGINE_FRAMES_PER_BYTE;
         if (s->g.max_frames > 0 && f > s->g.max_frames) f = s->g.max_frames;
@@ -172,7 +185,7 @@ static ct_status reserve_output(ct_stream *s, char *err, size_t errcap) {
     s->unit_bytes = s->p.output == CT_OUTPUT_CODES ? sizeof(int32_t) * (size_t)e->G : sizeof(float);
     s->ring_cap = (size_t)frames * (size_t)s->units_per_frame;
     s->ring = malloc(s->ring_cap * s->unit_bytes);
-    s->tl_cap = s->n_utts * (e->p.max_context + 2); /* each utterance's chunks and the pause before it */
+    s->tl_cap = (s->n_utts + s->incr) * (e->p.max_context + 2); /* each utterance's chunks and the pause before it */
     s->tl = malloc(sizeof(ct_chunk_rec) * (size_t)s->tl_cap);
     if (!s->ring || !s->tl) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
     return CT_OK;
@@ -203,6 +216,14 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
     if ((p.sentence_pause_ms > 0 || p.paragraph_pause_ms > 0) && (p.output != CT_OUTPUT_PCM || p.utterance_bytes == 0))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: pauses need PCM output and utterance splitting "
                        "(utterance_bytes > 0)%s", p.output != CT_OUTPUT_PCM ? ": codes output has no silence" : "");
+    if (p.text_incremental != 0 && p.text_incremental != 1)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: text_incremental %d is not 0 or 1",
+                       p.text_incremental);
+    if (p.text_idle_timeout_ms < 0)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: text_idle_timeout_ms %d is negative (0 = none)",
+                       p.text_idle_timeout_ms);
+    if (p.text_incremental && (p.sentence_pause_ms > 0 || p.paragraph_pause_ms > 0))
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: pauses are not available with incremental text");
     if (p.deadline_ms < 0 || p.first_audio_timeout_ms < 0)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: %s %d is negative (0 = none)",
                        p.deadline_ms < 0 ? "deadline_ms" : "first_audio_timeout_ms",
@@ -223,7 +244,7 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
     s->state = CT_STREAM_QUEUED;
     s->info.utterances = s->n_utts;
     s->info.queue_ms = s->info.first_frame_ms = s->info.ttfa_ms = s->info.done_ms = NAN;
-    s->t_submit = ct_engine_now(e);
+    s->t_submit = s->t_text = ct_engine_now(e);
     s->refs = 2;
     pthread_mutex_lock(&e->mu);
     int free_slots = e->holding ? 0 : e->n_slots - e->n_active; /* a held-back head takes none */
@@ -407,7 +428,7 @@ static int prime(ct_engine *e, ct_slot *sl, const ct_stream *s) {
 /* Utterance u (> 0) begins: the pause before it (sentence or paragraph) is recorded at the
    ring's tail, after everything of utterance u - 1, and counted as released audio. */
 static void pause_before(ct_engine *e, ct_stream *s, int u) {
-    if (u < 1 || u >= s->n_utts) return;
+    if (s->incr || u < 1 || u >= s->n_utts) return; /* incremental text has no pauses */
     int ms = s->utts[u].para ? s->p.paragraph_pause_ms : s->p.sentence_pause_ms;
     size_t n = (size_t)((int64_t)ms * e->rate / 1000);
     if (!n) return;

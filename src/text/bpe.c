@@ -993,6 +993,115 @@ ct_status ct_bpe_encode(const ct_bpe *t, const char *text, size_t len, int32_t *
     return CT_OK;
 }
 
+/* Whether encode(text[a..b)) ++ encode(text[b..c)) == encode(text[a..c)) (non-ASCII cuts). */
+static int cut_encodes_same(const ct_bpe *t, const char *text, size_t a, size_t b, size_t c, int *oom) {
+    size_t n1 = 0, n2 = 0, n = 0;
+    ct_bpe_encode(t, text + a, b - a, NULL, 0, &n1, NULL, 0);
+    ct_bpe_encode(t, text + b, c - b, NULL, 0, &n2, NULL, 0);
+    ct_bpe_encode(t, text + a, c - a, NULL, 0, &n, NULL, 0);
+    if (n != n1 + n2) return 0;
+    int32_t *x = malloc(sizeof(int32_t) * (2 * n + 1));
+    if (!x) {
+        *oom = 1;
+        return 0;
+    }
+    int same = ct_bpe_encode(t, text + a, b - a, x, n1, &n1, NULL, 0) == CT_OK &&
+               ct_bpe_encode(t, text + b, c - b, x + n1, n2, &n2, NULL, 0) == CT_OK &&
+               ct_bpe_encode(t, text + a, c - a, x + n, n, &n, NULL, 0) == CT_OK &&
+               memcmp(x, x + n, sizeof(int32_t) * n) == 0;
+    free(x);
+    return same;
+}
+
+ct_status ct_bpe_stable_prefix(const ct_bpe *t, const char *text, size_t len, size_t *out, char *err,
+                               size_t errcap) {
+    if (out) *out = 0;
+    if (!t || !out || (!text && len > 0))
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "ct_bpe_stable_prefix: NULL argument");
+    const uint8_t *u = (const uint8_t *)text;
+    size_t bad = utf8_first_invalid(u, len);
+    if (bad < len)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", bad,
+                       u[bad]);
+    /* 1. a tail that an added token starts with may still become that token */
+    size_t limit = len, maxadd = 0;
+    for (size_t k = 0; k < t->n_added; k++)
+        if (t->added[k].len > maxadd) maxadd = t->added[k].len;
+    for (size_t i = len > maxadd ? len - maxadd : 0; i < len && limit == len; i++) {
+        if (!t->added_first[u[i]]) continue;
+        for (size_t k = 0; k < t->n_added; k++)
+            if (t->added[k].len > len - i && memcmp(u + i, t->arena + t->added[k].off, len - i) == 0) {
+                limit = i;
+                break;
+            }
+    }
+    /* 2. the segment after the last added token before limit (the scan of ct_bpe_encode) */
+    size_t seg = 0;
+    for (size_t i = 0; i < limit;) {
+        size_t hit = 0;
+        if (t->added_first[u[i]])
+            for (size_t k = 0; k < t->n_added; k++) {
+                const added_tok *a = &t->added[k];
+                if (a->len <= limit - i && memcmp(u + i, t->arena + a->off, a->len) == 0) {
+                    hit = a->len;
+                    break;
+                }
+            }
+        if (!hit) {
+            i++;
+            continue;
+        }
+        i += hit;
+        seg = i;
+    }
+    /* 3. piece starts in [seg, limit) on the raw text; the last few are candidates */
+    enum { KEEP = 8 };
+    size_t starts[KEEP];
+    int ns = 0;
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
+    if (!md) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory (regex match data)");
+    size_t off = seg;
+    uint32_t opts = PCRE2_NO_UTF_CHECK;
+    while (off < limit) {
+        int rc = pcre2_match(t->re, u, limit, off, opts, md, NULL);
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !(opts & PCRE2_NO_JIT)) {
+            opts |= PCRE2_NO_JIT;
+            continue;
+        }
+        if (rc < 0) break; /* no match: the rest is one piece starting at off */
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        if (ov[1] <= ov[0] || ov[0] < off) break;
+        if (ov[0] > off) starts[ns++ % KEEP] = off;
+        starts[ns++ % KEEP] = ov[0];
+        off = ov[1];
+        if (off >= limit) break;
+    }
+    pcre2_match_data_free(md);
+    int ascii = 1;
+    for (size_t i = seg; i < limit && ascii; i++) ascii = u[i] < 0x80;
+    /* 4. the last piece is held back: its start (or an earlier one NFC cannot disturb) */
+    size_t b = seg;
+    int oom = 0;
+    for (int k = ns - 1; k >= 0 && k >= ns - KEEP; k--) {
+        size_t c = starts[k % KEEP];
+        if (c <= seg) break;
+        if (ascii) {
+            b = c;
+            break;
+        }
+        utf8proc_int32_t cp = 0;
+        if (utf8proc_iterate(u + c, (utf8proc_ssize_t)(len - c), &cp) <= 0) continue;
+        if (utf8proc_get_property(cp)->combining_class != 0) continue;
+        if (cut_encodes_same(t, text, seg, c, limit, &oom)) {
+            b = c;
+            break;
+        }
+        if (oom) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory (stable prefix)");
+    }
+    *out = b;
+    return CT_OK;
+}
+
 /* ------------------------------------------------------------------------------------------
  * Lookup and decoding
  * ---------------------------------------------------------------------------------------- */

@@ -39,6 +39,16 @@ void ct_bpe_free(ct_bpe *t);
 ct_status ct_bpe_encode(const ct_bpe *t, const char *text, size_t len, int32_t *ids, size_t cap,
                         size_t *n_out, char *err, size_t errcap);
 
+/* Incremental encoding: *out receives the length b of the longest prefix text[0..b) that may
+ * be encoded now, i.e. for every continuation X (text + X valid UTF-8), encode(text + X) =
+ * encode(text[0..b)) followed by encode(text[b..) + X). b is the start of the last pre-tokenizer
+ * piece (that piece may still grow or split), moved back before a partial added token at the
+ * end and, for non-ASCII text, to a character that NFC cannot merge with what precedes it
+ * (checked by encoding both ways). text[0..len) must be valid UTF-8 (CT_ERR_INVALID_ARG
+ * otherwise); CT_ERR_NOMEM. Thread-safe. */
+ct_status ct_bpe_stable_prefix(const ct_bpe *t, const char *text, size_t len, size_t *out, char *err,
+                               size_t errcap);
+
 /* Id of an exact token string, or -1. Looked up in this order: an added token's content
  * ("<|im_start|>"), a regular token by its raw bytes ("assistant", "\n", " the"), a regular token
  * by its byte-level vocab.json spelling ("Ċ", "Ġthe"). token is NUL-terminated; NULL gives -1. */
