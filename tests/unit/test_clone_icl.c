@@ -2,8 +2,8 @@
    (rows placed as docs/CLONING.md "ICL and x-vector-only modes" states), the context check, and
    the engine's output cut: ICL PCM equals the decode of (reference + new codes) with the first
    ref_frames * 1920 samples removed, for the exact decoder (one-shot decode) and the windowed
-   decoder (the same windows over the concatenation), under several chunk schedules and across
-   utterances; codes output carries only the new frames. */
+   decoder (the same windows over the concatenation), under several chunk schedules, across
+   utterances and in both placements; codes output carries only the new frames. */
 #include <string.h>
 
 #include "codec/codec.h"
@@ -304,6 +304,23 @@ static void engine_checks(ct_model *m, ct_codec *c, const int32_t *ref, const fl
                    schedules[i], n, nch);
             free(w);
         }
+
+    /* overlapped placement: the codec thread primes (on its own pool) to the same audio */
+    ct_engine_params eo = ep;
+    eo.placement = CT_PLACEMENT_OVERLAPPED;
+    eo.codec_threads = 2;
+    ct_engine *e2 = NULL;
+    CHECKF(ct_engine_create(m, c, &eo, &e2, err, sizeof err) == CT_OK, "%s", err);
+    sp.schedule = "ramp:2,5,8";
+    sp.windowed = 0;
+    if (e2 && ct_engine_submit(e2, &g, &sp, &st, err, sizeof err) == CT_OK) {
+        size_t n = drain(st, pcm, (size_t)2 * NEW * spf, 0);
+        CHECKF(n == (size_t)2 * NEW * spf && !memcmp(pcm, want, sizeof(float) * n), "overlapped: %zu samples", n);
+        ct_stream_release(st);
+    } else {
+        CHECKF(0, "overlapped submit: %s", err);
+    }
+    ct_engine_free(e2);
 
     /* a bad reference code fails the stream at admission, naming it */
     int32_t bad[F_REF * 16];
