@@ -13,6 +13,8 @@
 #include "cli/cli_common.h"
 #include "edge/roofline.h"
 #include "codec/codec.h"
+#include "codec/codec_internal.h"
+#include "codec/conv.h"
 #include "core/clock.h"
 #include "core/pool.h"
 #include "kernels/cpu.h"
@@ -388,16 +390,140 @@ static int cmd_model(int argc, char **argv) {
     return 0;
 }
 
+/* One codec-decoder GEMM of a steady 25-frame push: kind 0 = causal conv (dilation 1), 1 =
+   pointwise linear, 2 = causal transposed conv with stride s; n input rows. */
+typedef struct {
+    char name[48];
+    const ct_cv_packed *w;
+    int kind, s, n;
+} cgemm;
+
+/* The codec decoder's GEMMs for a push of 25 frames, in decode order (one per distinct
+   shape: the residual units' dilations do not change the work). Returns the count. */
+static int codec_gemms(const ct_codec *c, cgemm *g, int cap) {
+    int n = 0, T = 25;
+#define ADD(nm, W, K, S, N)                                                                         \
+    do {                                                                                           \
+        if (n < cap) {                                                                             \
+            g[n] = (cgemm){"", W, K, S, N};                                                        \
+            snprintf(g[n].name, sizeof g[n].name, "%s", nm);                                       \
+            n++;                                                                                   \
+        }                                                                                          \
+    } while (0)
+    char nm[48];
+    ADD("pre_conv", &c->pre_conv, 0, 1, T);
+    ADD("transformer q", &c->layers[0].q, 1, 1, T);
+    ADD("transformer o", &c->layers[0].o, 1, 1, T);
+    ADD("transformer gate", &c->layers[0].gate, 1, 1, T);
+    ADD("transformer down", &c->layers[0].down, 1, 1, T);
+    for (int u = 0; u < c->n_up; u++) {
+        snprintf(nm, sizeof nm, "upsample %d tconv", u);
+        ADD(nm, &c->up[u].tconv, 2, c->up[u].ratio, T);
+        T *= c->up[u].ratio;
+        snprintf(nm, sizeof nm, "upsample %d pwconv1", u);
+        ADD(nm, &c->up[u].pw1, 1, 1, T);
+        snprintf(nm, sizeof nm, "upsample %d pwconv2", u);
+        ADD(nm, &c->up[u].pw2, 1, 1, T);
+    }
+    ADD("decoder.0 conv", &c->dec0, 0, 1, T);
+    for (int b = 0; b < c->n_blocks; b++) {
+        snprintf(nm, sizeof nm, "block %d tconv", b);
+        ADD(nm, &c->blocks[b].tconv, 2, c->blocks[b].rate, T);
+        T *= c->blocks[b].rate;
+        snprintf(nm, sizeof nm, "block %d residual conv", b);
+        ADD(nm, &c->blocks[b].ru[0].c1, 0, 1, T);
+        snprintf(nm, sizeof nm, "block %d residual 1x1", b);
+        ADD(nm, &c->blocks[b].ru[0].c2, 1, 1, T);
+    }
+#undef ADD
+    return n;
+}
+
+/* The codec GEMMs of model's speech_tokenizer/ on pool: ms per call (best), GFLOP/s and % of
+   the FMA peak. 0, or 1 with the error printed. */
+static int bench_codec_gemms(const char *model, ct_pool *pool, int threads, int ms) {
+    char err[1024];
+    ct_codec *c = NULL;
+    if (ct_codec_load(model, &c, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    ct_machine mc;
+    uint64_t sz = 8ull << 20;
+    if (ct_roofline_machine(threads, &sz, 1, &mc, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        ct_codec_free(c);
+        return 1;
+    }
+    cgemm g[64];
+    const int ng = codec_gemms(c, g, 64);
+    size_t xmax = 0, ymax = 0;
+    for (int i = 0; i < ng; i++) {
+        const ct_cv_packed *w = g[i].w;
+        size_t hist = (size_t)w->k; /* at least the rows of history any of them reads */
+        size_t x = ((size_t)g[i].n + hist) * (size_t)w->cin, y = (size_t)g[i].n * g[i].s * (size_t)w->cout;
+        xmax = x > xmax ? x : xmax;
+        ymax = y > ymax ? y : ymax;
+    }
+    float *x = calloc(xmax, sizeof(float)), *y = calloc(ymax, sizeof(float));
+    if (!x || !y) {
+        fprintf(stderr, "error: out of memory\n");
+        free(x);
+        free(y);
+        ct_codec_free(c);
+        return 1;
+    }
+    ct_cv_exec ex;
+    ct_cv_exec_init(&ex, pool);
+    printf("\ncodec decoder GEMMs of %s, a steady 25-frame push, %d threads; F32 FMA peak %.0f GFLOP/s\n", model,
+           threads, mc.fma_nt);
+    printf("| codec GEMM | k | cin x cout | input rows | ms/call | GFLOP/s | %% of FMA peak |\n|---|---|---|---|---|---|---|\n");
+    double tot_ms = 0, tot_gf = 0;
+    for (int i = 0; i < ng; i++) {
+        const ct_cv_packed *w = g[i].w;
+        const float *xi = x + (size_t)w->k * w->cin; /* history rows before row 0 */
+        /* multiply-adds: a transposed conv's output row uses k / s taps */
+        const double taps = g[i].kind == 2 ? (double)w->k / g[i].s : w->k;
+        const double gf = 2.0 * g[i].n * g[i].s * taps * w->cin * w->cout * 1e-9;
+        double best = 1e30, t_end = ct_now_ms() + ms;
+        for (int it = 0; ct_now_ms() < t_end || it < 3; it++) {
+            double t0 = ct_now_ms();
+            if (g[i].kind == 0) ct_cv_conv_causal_ex(&ex, y, xi, g[i].n, w, 1, NULL);
+            else if (g[i].kind == 1) ct_cv_linear_ex(&ex, y, xi, g[i].n, w, NULL, 0);
+            else ct_cv_tconv_causal_ex(&ex, y, xi, g[i].n, w, g[i].s, NULL);
+            double t = ct_now_ms() - t0;
+            if (t < best) best = t;
+        }
+        tot_ms += best;
+        tot_gf += gf;
+        printf("| %s | %d | %d x %d | %d | %.3f | %.0f | %.0f%% |\n", g[i].name, w->k, w->cin, w->cout, g[i].n, best,
+               gf / (best * 1e-3), 100 * gf / (best * 1e-3) / mc.fma_nt);
+    }
+    printf("| all of the above | | | | %.2f | %.0f | %.0f%% |\n", tot_ms, tot_gf / (tot_ms * 1e-3),
+           100 * tot_gf / (tot_ms * 1e-3) / mc.fma_nt);
+    free(x);
+    free(y);
+    ct_codec_free(c);
+    return 0;
+}
+
 /* `bench kernels`: every weight format x shape x token count through the selected kernel
    table on a pool, weights cold in memory (a 1 GiB working set rotated per call). */
 static int cmd_kernels(int argc, char **argv) {
     int threads = 0, ms = 300;
+    const char *model = NULL;
     ct_opt opts[] = {{"threads", 0, CT_OPT_INT, &threads, "N", "threads (default all CPUs)"},
                      {"ms", 0, CT_OPT_INT, &ms, "N", "time per case in ms (default 300)"},
+                     {"model", 'm', CT_OPT_STR, &model, "DIR", "also time the codec decoder's GEMMs of DIR's speech_tokenizer/"},
                      {NULL, 0, 0, NULL, NULL, NULL}};
-    int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench kernels [--threads N]\n"
-                                            "Matmul GB/s and GFLOP/s per weight format, shape and token count.");
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench kernels [--threads N] [--ms N] [-m DIR]\n"
+                                            "Matmul GB/s and GFLOP/s per weight format, shape and token count;\n"
+                                            "with -m, the codec decoder's convolution GEMMs too (GFLOP/s, % of the FMA peak).");
     if (r) return r < 0 ? 2 : 0;
+    if (ms < 1 || ms > 60000) {
+        fprintf(stderr, "error: --ms must be in [1, 60000]\n");
+        return 2;
+    }
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     ct_pool *pool = NULL;
     if (ct_pool_create(threads, NULL, 0, &pool) != CT_OK) return 1;
@@ -472,8 +598,9 @@ static int cmd_kernels(int argc, char **argv) {
     free(wf);
     free(buf);
     free(sc);
+    int rc = model ? bench_codec_gemms(model, pool, threads, ms) : 0;
     ct_pool_free(pool);
-    return 0;
+    return rc;
 }
 
 int ct_cli_bench(int argc, char **argv) {

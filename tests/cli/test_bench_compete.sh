@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench model --compete N: the contended table and JSON next to the uncontended figures, the
 # competing processes gone when the bench ends (normally, or killed mid-measurement), bad counts
-# refused; the stage floors and ratios of bench model and the roofline per working set of bench
-# roofline. Every wait is bounded.
+# refused; the stage floors and ratios of bench model, the roofline per working set of bench
+# roofline and the codec GEMMs of bench kernels -m. Every wait is bounded.
 set -u
 BIN="$1"; SRC="$2"
 . "$SRC/tests/cli/lib.sh"
@@ -75,6 +75,12 @@ assert "codec_floor_ms" not in d
 assert abs(d["floor_ms"] - d["talker_floor_ms"] - d["predictor_floor_ms"]) < 1e-9
 assert abs(d["frame_ratio"] - (d["talker_ms"] + d["predictor_ms"]) / d["floor_ms"]) < 1e-9
 PY
+# bench kernels -m: the codec decoder's GEMMs (every upsampling stage and decoder block) after the matmuls
+expect_rc 0 "$BIN" bench kernels --threads 1 --ms 1 -m "$M"
+has "codec decoder GEMMs of $M, a steady 25-frame push" "$WORK/out"
+for g in "pre_conv" "transformer q" "upsample 0 tconv" "upsample 1 pwconv1" "decoder.0 conv" "block 0 tconv" \
+         "block 3 residual conv" "all of the above"; do has "| $g | " "$WORK/out"; done
+expect_rc 2 "$BIN" bench kernels --ms 0; has "ms must be in" "$WORK/err"
 # bench roofline: read GB/s per working set (8 MiB .. --mib) and the FMA peak, as JSON too
 expect_rc 0 "$BIN" bench roofline --threads 2 --mib 64 --json "$WORK/r.json"
 has "| 8 MiB | " "$WORK/out"; has "| 64 MiB | " "$WORK/out"; has "peak F32 FMA" "$WORK/out"
