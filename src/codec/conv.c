@@ -13,8 +13,10 @@
 int ct_cv_exec_init_isa(ct_cv_exec *ex, ct_pool *pool, ct_isa isa) {
     ex->pool = pool;
     ex->isa = isa;
-    if (ct_cv_kernels_for(isa, &ex->gemm, &ex->snake) == 0) return 0;
+    ex->elu = ct_cv_elu_for(isa);
+    if (ct_cv_kernels_for(isa, &ex->gemm, &ex->snake) == 0 && ex->elu) return 0;
     ct_cv_kernels_for(CT_ISA_SCALAR, &ex->gemm, &ex->snake);
+    ex->elu = ct_cv_elu_scalar;
     ex->isa = CT_ISA_SCALAR;
     return -1;
 }
@@ -24,6 +26,7 @@ void ct_cv_exec_init(ct_cv_exec *ex, ct_pool *pool) {
     ex->pool = pool;
     ex->gemm = kt->cv_gemm;
     ex->snake = kt->cv_snake;
+    ex->elu = kt->cv_elu;
     ex->isa = kt->isa;
 }
 
@@ -181,4 +184,36 @@ void ct_cv_snake(float *y, const float *x, int n, int c, const float *ealpha,
                  const float *inv_beta) {
     ct_cv_exec ex = default_exec();
     ct_cv_snake_ex(&ex, y, x, n, c, ealpha, inv_beta);
+}
+
+#define ELU_BLOCK 4096 /* elements per pool chunk */
+
+typedef struct {
+    const ct_cv_exec *ex;
+    float *y;
+    const float *x;
+    size_t count;
+    ct_pool_range r; /* blocks of ELU_BLOCK elements */
+} elu_job;
+
+static void elu_job_run(void *ctx, int ith, int nth) {
+    (void)ith;
+    (void)nth;
+    elu_job *j = ctx;
+    int lo, hi;
+    while (ct_pool_range_next(&j->r, &lo, &hi)) {
+        size_t a = (size_t)lo * ELU_BLOCK, b = (size_t)hi * ELU_BLOCK;
+        j->ex->elu(j->y, j->x, a, b < j->count ? b : j->count);
+    }
+}
+
+void ct_cv_elu_ex(const ct_cv_exec *ex, float *y, const float *x, size_t count) {
+    const size_t nb = (count + ELU_BLOCK - 1) / ELU_BLOCK;
+    if (ct_pool_threads(ex->pool) <= 1 || nb < 2 || nb > (size_t)1 << 30) {
+        ex->elu(y, x, 0, count);
+        return;
+    }
+    elu_job j = {ex, y, x, count, {0}};
+    ct_pool_range_init(&j.r, (int)nb, 1, ct_pool_chunk(ex->pool, (int)nb, 1));
+    ct_pool_run_dyn(ex->pool, elu_job_run, &j);
 }

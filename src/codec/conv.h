@@ -1,6 +1,6 @@
 /* Codec-decoder convolutions over time-major activations ([T][C], row t = one time step),
  * built on the kernels of kernels/conv.h (panel-packed weights, the multi-tap accumulate
- * GEMM, SnakeBeta, depthwise conv, LayerNorm, GELU): causal (dilated) conv, pointwise linear
+ * GEMM, SnakeBeta, ELU, depthwise conv, LayerNorm, GELU): causal (dilated) conv, pointwise linear
  * and causal transposed conv as GEMM calls, run through a ct_cv_exec that carries the kernel
  * variants and an optional thread pool.
  *
@@ -23,6 +23,7 @@ typedef struct {
     ct_pool *pool;
     ct_cv_gemm_fn gemm;
     ct_cv_snake_fn snake;
+    ct_cv_elu_fn elu;
     ct_isa isa;              /* the level the variants were taken for */
 } ct_cv_exec;
 
@@ -76,5 +77,9 @@ void ct_cv_snake(float *y, const float *x, int n, int c, const float *ealpha,
 /* The same through an execution context (threads split rows). */
 void ct_cv_snake_ex(const ct_cv_exec *ex, float *y, const float *x, int n, int c, const float *ealpha,
                     const float *inv_beta);
+
+/* ELU over count elements (ct_cv_elu_fn in kernels/conv.h) through an execution context
+ * (threads split blocks of elements; the same bits on any split). y may equal x. */
+void ct_cv_elu_ex(const ct_cv_exec *ex, float *y, const float *x, size_t count);
 
 #endif

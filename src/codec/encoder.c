@@ -19,42 +19,6 @@
 
 static size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
 
-/* x <= 0 ? expm1(x) : x (ELU, alpha 1) over elements [lo, hi); dst may equal src. */
-static void elu_range(float *dst, const float *src, size_t lo, size_t hi) {
-    for (size_t i = lo; i < hi; i++) dst[i] = src[i] > 0.0f ? src[i] : expm1f(src[i]);
-}
-
-#define ELU_BLOCK 4096 /* elements per pool chunk */
-typedef struct {
-    float *dst;
-    const float *src;
-    size_t count;
-    ct_pool_range r; /* blocks of ELU_BLOCK */
-} elu_job;
-
-static void elu_job_run(void *ctx, int ith, int nth) {
-    (void)ith;
-    (void)nth;
-    elu_job *j = ctx;
-    int lo, hi;
-    while (ct_pool_range_next(&j->r, &lo, &hi)) {
-        size_t a = (size_t)lo * ELU_BLOCK, b = (size_t)hi * ELU_BLOCK;
-        elu_range(j->dst, j->src, a, b < j->count ? b : j->count);
-    }
-}
-
-/* ELU over count elements, split over ex's pool (element-wise: the same bits on any split). */
-static void elu(const ct_cv_exec *ex, float *dst, const float *src, size_t count) {
-    const size_t nb = (count + ELU_BLOCK - 1) / ELU_BLOCK;
-    if (ct_pool_threads(ex->pool) <= 1 || nb < 2 || nb > (size_t)1 << 30) {
-        elu_range(dst, src, 0, count);
-        return;
-    }
-    elu_job j = {dst, src, count, {0}};
-    ct_pool_range_init(&j.r, (int)nb, 1, ct_pool_chunk(ex->pool, (int)nb, 1));
-    ct_pool_run_dyn(ex->pool, elu_job_run, &j);
-}
-
 /* Copies the H-row tail in front of buf and returns the row-0 pointer of the new rows. */
 static float *hist_in(float *buf, const float *tail, int H, int C) {
     if (H > 0) memcpy(buf, tail, (size_t)H * (size_t)C * sizeof(float));
@@ -155,16 +119,16 @@ static void seanet_chunk(const ct_speech_encoder *e, const ct_cv_exec *ex, work 
             const ct_enc_res *rb = &sg->res[j];
             const int hr = (e->res_k - 1) * rb->dil;
             float *ein = hist_in(w->E, w->t_res[s][j], hr, C);
-            elu(ex, ein, a, (size_t)R * (size_t)C);
+            ct_cv_elu_ex(ex, ein, a, (size_t)R * (size_t)C);
             ct_cv_conv_causal_ex(ex, w->Hb, ein, R, &rb->c1, rb->dil, rb->c1_b);
             hist_save(w->t_res[s][j], ein, R, hr, C);
-            elu(ex, w->Hb, w->Hb, (size_t)R * (size_t)hc);
+            ct_cv_elu_ex(ex, w->Hb, w->Hb, (size_t)R * (size_t)hc);
             ct_cv_linear_ex(ex, a, w->Hb, R, &rb->c2, rb->c2_b, 1);
         }
         /* ELU, zero right pad to a whole super-row, conv k 2r stride r as k 2 over super-rows */
         const int Ro = (R + r - 1) / r;
         float *ein = hist_in(w->E, w->t_down[s], r, C);
-        elu(ex, ein, a, (size_t)R * (size_t)C);
+        ct_cv_elu_ex(ex, ein, a, (size_t)R * (size_t)C);
         memset(ein + (size_t)R * (size_t)C, 0, (size_t)(Ro * r - R) * (size_t)C * sizeof(float));
         ct_cv_conv_causal_ex(ex, b, ein, Ro, &sg->down, 1, sg->down_b);
         memcpy(w->t_down[s], ein + (size_t)(Ro - 1) * (size_t)r * (size_t)C, (size_t)r * (size_t)C * sizeof(float));
@@ -175,7 +139,7 @@ static void seanet_chunk(const ct_speech_encoder *e, const ct_cv_exec *ex, work 
     }
     const int CL = e->filters << e->n_stages;
     float *ein = hist_in(w->E, w->t_last, e->k_last - 1, CL);
-    elu(ex, ein, a, (size_t)R * (size_t)CL);
+    ct_cv_elu_ex(ex, ein, a, (size_t)R * (size_t)CL);
     ct_cv_conv_causal_ex(ex, out, ein, R, &e->conv_last, 1, e->conv_last_b);
     hist_save(w->t_last, ein, R, e->k_last - 1, CL);
 }

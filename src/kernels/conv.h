@@ -1,9 +1,9 @@
 /* Codec-decoder kernels over time-major activations ([T][C], row t = one time step):
  * panel-packed weights, the multi-tap accumulate GEMM behind every causal (dilated) conv,
  * pointwise linear and causal transposed conv (codec/conv.h builds those from it), SnakeBeta,
- * depthwise causal conv, LayerNorm and exact-erf GELU.
+ * ELU, depthwise causal conv, LayerNorm and exact-erf GELU.
  *
- * The GEMM and SnakeBeta have per-ISA variants: the scalar reference (ref/conv_ref.c) and
+ * The GEMM, SnakeBeta and ELU have per-ISA variants: the scalar reference (ref/conv_ref.c) and
  * AVX2 / AVX-512 (x86/conv_*.c), chosen with the matmul level (kernels/cpu.h:
  * ct_cv_kernels_for, ct_kernel_table.cv_gemm / cv_snake). Within one variant every output
  * element is accumulated in the same order (bias / previous Y first, then taps in the given
@@ -78,6 +78,19 @@ void ct_cv_snake_rows_avx2(float *y, const float *x, int r0, int r1, int c, cons
 void ct_cv_gemm_range_avx512(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1);
 void ct_cv_snake_rows_avx512(float *y, const float *x, int r0, int r1, int c, const float *ealpha,
                              const float *inv_beta);
+#endif
+
+/* ELU (alpha 1) on elements [lo, hi): y[i] = x[i] > 0 ? x[i] : expm1(x[i]) (y may equal x; a
+ * NaN stays NaN). The scalar reference uses expm1f; the AVX2 / AVX-512 variants a polynomial
+ * (expm1 Taylor series of degree 9 on (-0.5, 0], exp(x) - 1 below, exp by Cody-Waite
+ * reduction and a degree-7 polynomial), within 2e-7 absolute + 2e-7 relative of the reference
+ * (test_codec_kernels). Element-wise in every variant (the tail uses the same vector code
+ * under a mask), so any split of the range gives the same bits. */
+typedef void (*ct_cv_elu_fn)(float *y, const float *x, size_t lo, size_t hi);
+void ct_cv_elu_scalar(float *y, const float *x, size_t lo, size_t hi);
+#if defined(__x86_64__)
+void ct_cv_elu_avx2(float *y, const float *x, size_t lo, size_t hi);
+void ct_cv_elu_avx512(float *y, const float *x, size_t lo, size_t hi);
 #endif
 
 /* Depthwise causal conv: y[t][c] = b[c] + sum_j w[j][c] * x[t - (k-1-j)][c]; w is [k][c]

@@ -134,6 +134,18 @@ int ct_cv_kernels_for(ct_isa isa, ct_cv_gemm_fn *gemm, ct_cv_snake_fn *snake) {
     }
 }
 
+ct_cv_elu_fn ct_cv_elu_for(ct_isa isa) {
+    switch (isa) {
+    case CT_ISA_SCALAR: return ct_cv_elu_scalar;
+#if defined(__x86_64__)
+    case CT_ISA_AVX2: return ct_cv_elu_avx2;
+    case CT_ISA_AVX512:
+    case CT_ISA_AVX512BF16: return ct_cv_elu_avx512;
+#endif
+    default: return NULL;
+    }
+}
+
 ct_isa ct_isa_best(const ct_cpu_features *f) {
     for (int i = CT_ISA_COUNT - 1; i > 0; i--)
         if (ct_isa_supported((ct_isa)i, f) && ct_matmul_rows_for((ct_isa)i)) return (ct_isa)i;
@@ -196,6 +208,8 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         table.attend_head = ct_attend_head_scalar;
         if (ct_cv_kernels_for(isa, &table.cv_gemm, &table.cv_snake) != 0)
             ct_cv_kernels_for(CT_ISA_SCALAR, &table.cv_gemm, &table.cv_snake);
+        table.cv_elu = ct_cv_elu_for(isa);
+        if (!table.cv_elu) table.cv_elu = ct_cv_elu_scalar;
 #if defined(__x86_64__)
         if (isa == CT_ISA_AVX2) table.attend_head = ct_attend_head_avx2;
         if (isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16) table.attend_head = ct_attend_head_avx512;

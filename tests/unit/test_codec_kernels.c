@@ -256,6 +256,70 @@ static void test_decoder(const char *dir, ct_pool **pools) {
     ct_codec_free(c);
 }
 
+/* ELU variants against the scalar reference (expm1f) over n elements spanning the
+ * polynomial ranges, the -0.5 switch, the -88 clamp and the tails; bound 2e-7 absolute +
+ * 2e-7 relative. Then thread- and split-invariance of ct_cv_elu_ex, in place, non-finite. */
+static void test_elu(size_t n, ct_pool *const *pools) {
+    float *x = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n),
+          *y2 = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) {
+        const float u = rndf();
+        switch (i % 4) {
+        case 0: x[i] = 0.6f * u; break;           /* around the -0.5 switch and 0 */
+        case 1: x[i] = 12.0f * u; break;          /* the exp path */
+        case 2: x[i] = -100.0f * fabsf(u); break; /* down to the clamp */
+        default: x[i] = 1e-6f * u; break;         /* tiny: expm1 ~ x */
+        }
+    }
+    static const float special[] = {0.0f, -0.0f, -0.5f, -0.49999997f, -0.50000006f, -88.0f, -88.5f, -1e30f,
+                                    -1e-30f, 1e-30f, 3.5f, -17.0f, -0.3465736f};
+    for (size_t i = 0; i < sizeof special / sizeof *special && i < n; i++) x[i] = special[i];
+    ct_cv_elu_scalar(ref, x, 0, n);
+    for (int v = 0; v < n_isas; v++) {
+        ct_cv_exec ex;
+        ct_cv_exec_init_isa(&ex, NULL, isas[v]);
+        CHECK(ex.elu == ct_cv_elu_for(isas[v]));
+        ex.elu(y, x, 0, n);
+        int bad = 0;
+        double worst = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double d = fabs((double)y[i] - (double)ref[i]);
+            if (d > worst) worst = d;
+            if (!(d <= 2e-7 + 2e-7 * fabs((double)ref[i]))) bad++;
+            if (x[i] > 0.0f && y[i] != x[i]) bad++;
+        }
+        CHECKF(bad == 0, "elu %s n %zu: %d elements off (max |diff| %g)", ct_isa_name(isas[v]), n, bad, worst);
+        printf("elu %s n %zu: max |diff| vs expm1f %.2e\n", ct_isa_name(isas[v]), n, worst);
+        for (int t = 0; t < 2; t++) {
+            ct_cv_exec_init_isa(&ex, pools[t], isas[v]);
+            ct_cv_elu_ex(&ex, y2, x, n);
+            CHECKF(memcmp(y, y2, sizeof(float) * n) == 0, "elu %s: %d threads differ", ct_isa_name(isas[v]),
+                   ct_pool_threads(pools[t]));
+        }
+        /* any split of the range gives the same bits (the tail is vector code too) */
+        memset(y2, 0, sizeof(float) * n);
+        for (size_t a = 0; a < n;) {
+            size_t b = a + 1 + (size_t)(rnd32() % 37);
+            if (b > n) b = n;
+            ex.elu(y2, x, a, b);
+            a = b;
+        }
+        CHECKF(memcmp(y, y2, sizeof(float) * n) == 0, "elu %s: a split range differs", ct_isa_name(isas[v]));
+        memcpy(y2, x, sizeof(float) * n);
+        ex.elu(y2, y2, 0, n);
+        CHECKF(memcmp(y, y2, sizeof(float) * n) == 0, "elu %s: in place differs", ct_isa_name(isas[v]));
+        float xi[20], yi[20];
+        for (int i = 0; i < 20; i++) xi[i] = -(float)i;
+        xi[2] = NAN;
+        xi[5] = INFINITY;
+        xi[7] = -INFINITY;
+        ex.elu(yi, xi, 0, 20);
+        CHECKF(isnan(yi[2]) && yi[5] == INFINITY && yi[7] == -1.0f && yi[0] == 0.0f,
+               "elu %s non-finite handling", ct_isa_name(isas[v]));
+    }
+    free(x), free(ref), free(y), free(y2);
+}
+
 /* The kernel table carries the selected level's conv variants (the scalar reference where the
  * level has none), and ct_cv_kernels_for answers per level. */
 static void test_dispatch(void) {
@@ -268,13 +332,16 @@ static void test_dispatch(void) {
           sn == ct_cv_snake_rows_scalar);
     ct_cv_exec ex;
     ct_cv_exec_init(&ex, NULL);
-    CHECK(ex.gemm == kt->cv_gemm && ex.snake == kt->cv_snake && ex.pool == NULL);
+    CHECK(ex.gemm == kt->cv_gemm && ex.snake == kt->cv_snake && ex.elu == kt->cv_elu && ex.pool == NULL);
+    CHECK(kt->cv_elu == (ct_cv_elu_for(kt->isa) ? ct_cv_elu_for(kt->isa) : ct_cv_elu_scalar));
+    CHECK(ct_cv_elu_for(CT_ISA_SCALAR) == ct_cv_elu_scalar);
 #if defined(__x86_64__)
     CHECK(ct_cv_kernels_for(CT_ISA_AVX512BF16, &g, &sn) == 0 && g == ct_cv_gemm_range_avx512 &&
           sn == ct_cv_snake_rows_avx512);
     CHECK(ct_cv_kernels_for(CT_ISA_NEON, &g, &sn) == -1);
     CHECK(ct_cv_exec_init_isa(&ex, NULL, CT_ISA_NEON) == -1 && ex.isa == CT_ISA_SCALAR &&
-          ex.gemm == ct_cv_gemm_range_scalar);
+          ex.gemm == ct_cv_gemm_range_scalar && ex.elu == ct_cv_elu_scalar);
+    CHECK(ct_cv_elu_for(CT_ISA_AVX512BF16) == ct_cv_elu_avx512 && ct_cv_elu_for(CT_ISA_AVX2) == ct_cv_elu_avx2);
 #endif
 }
 
@@ -312,6 +379,8 @@ int main(void) {
     test_snake(37, 19, pools);
     test_snake(300, 96, pools);
     test_snake(3, 1, pools);
+    test_elu(100003, pools);
+    test_elu(7, pools);
 
     char tmp[] = "/tmp/ct_codec_kernels_XXXXXX";
     if (!mkdtemp(tmp)) {

@@ -139,3 +139,7 @@ void ct_cv_gelu_erf(float *x, size_t count) {
         x[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
     }
 }
+
+void ct_cv_elu_scalar(float *y, const float *x, size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; i++) y[i] = x[i] > 0.0f ? x[i] : expm1f(x[i]);
+}

@@ -154,3 +154,45 @@ void ct_cv_snake_rows_avx2(float *y, const float *x, int r0, int r1, int c, cons
         }
     }
 }
+
+/* ELU (kernels/conv.h): the AVX-512 file's algorithm on 8 lanes. */
+AI __m256 elu8(__m256 x) {
+    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-88.0f)), _mm256_setzero_ps());
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256 scale = _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+    const __m256 big = _mm256_fmsub_ps(p, scale, _mm256_set1_ps(1.0f));
+    __m256 q = _mm256_set1_ps(1.0f / 362880.0f);
+    q = _mm256_fmadd_ps(q, xc, _mm256_set1_ps(1.0f / 40320.0f));
+    q = _mm256_fmadd_ps(q, xc, _mm256_set1_ps(1.0f / 5040.0f));
+    q = _mm256_fmadd_ps(q, xc, _mm256_set1_ps(1.0f / 720.0f));
+    q = _mm256_fmadd_ps(q, xc, _mm256_set1_ps(1.0f / 120.0f));
+    q = _mm256_fmadd_ps(q, xc, _mm256_set1_ps(1.0f / 24.0f));
+    q = _mm256_fmadd_ps(q, xc, _mm256_set1_ps(1.0f / 6.0f));
+    q = _mm256_fmadd_ps(q, xc, _mm256_set1_ps(0.5f));
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(q, xc), xc, xc);
+    __m256 y = _mm256_blendv_ps(big, small, _mm256_cmp_ps(xc, _mm256_set1_ps(-0.5f), _CMP_GT_OQ));
+    const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ),
+                                     _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(y, x, keep);
+}
+
+void ct_cv_elu_avx2(float *y, const float *x, size_t lo, size_t hi) {
+    size_t i = lo;
+    for (; i + 8 <= hi; i += 8) _mm256_storeu_ps(y + i, elu8(_mm256_loadu_ps(x + i)));
+    if (i < hi) {
+        const __m256i m = half_mask((int)(hi - i));
+        _mm256_maskstore_ps(y + i, m, elu8(_mm256_maskload_ps(x + i, m)));
+    }
+}
