@@ -305,13 +305,15 @@ static void engine_checks(ct_model *m, ct_codec *c, const int32_t *ref, const fl
             free(w);
         }
 
-    /* overlapped placement: the codec thread primes (on its own pool) to the same audio */
+    /* overlapped placement: the codec thread primes (on its own pool) to the same audio; chunks
+       of at most 4 frames, so the 7 reference frames go through the decoder in two pieces */
     ct_engine_params eo = ep;
     eo.placement = CT_PLACEMENT_OVERLAPPED;
     eo.codec_threads = 2;
+    eo.max_chunk_frames = 4;
     ct_engine *e2 = NULL;
     CHECKF(ct_engine_create(m, c, &eo, &e2, err, sizeof err) == CT_OK, "%s", err);
-    sp.schedule = "ramp:2,5,8";
+    sp.schedule = "exact";
     sp.windowed = 0;
     if (e2 && ct_engine_submit(e2, &g, &sp, &st, err, sizeof err) == CT_OK) {
         size_t n = drain(st, pcm, (size_t)2 * NEW * spf, 0);
