@@ -512,6 +512,8 @@ typedef struct {
     uint64_t steps;            /* batched decode steps */
     double step_ms, prefill_ms;/* EWMAs of one batched step and one prefill */
     double audio_s;            /* audio produced */
+    int full;                  /* 1 when a request submitted now would be refused (CT_ERR_LIMIT):
+                                  every slot that can start is taken and the queue is full */
 } ct_engine_counters;
 
 CT_API ct_engine_counters ct_engine_get_counters(ct_engine *e);

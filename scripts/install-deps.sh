@@ -7,7 +7,7 @@ PKGS=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libjansson-dev libpcre2-dev libutf8proc-dev libyaml-dev libmicrohttpd-dev
       libavcodec-dev libavformat-dev libavutil-dev libsonic-dev curl librsvg2-bin
       libfftw3-dev libsndfile1-dev libsoxr-dev libwebsockets-dev nginx-light
-      ca-certificates python3 python3-venv protobuf-compiler libonnx-dev
+      ca-certificates python3 python3-venv python3-yaml protobuf-compiler libonnx-dev
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 missing=()
 for p in "${PKGS[@]}"; do

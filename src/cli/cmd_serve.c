@@ -376,11 +376,16 @@ int ct_cli_bench_serve(int argc, char **argv) {
         for (int i = 0; i < requests; i++)
             if (b.recs[i].ok) tmp[n++] = b.recs[i].rtf;
         double r50 = pct(tmp, n, 0.5), r95 = pct(tmp, n, 0.95);
+        n = 0;
+        for (int i = 0; i < requests; i++)
+            if (b.recs[i].ok) tmp[n++] = b.recs[i].total_ms;
+        double l50 = pct(tmp, n, 0.5), l95 = pct(tmp, n, 0.95);
         double aps = wall > 0 ? audio / wall : NAN;
         if (li == 0) base_aps = aps;
         json_t *lv = json_pack("{s:i, s:i, s:i, s:i}", "concurrency", c, "ok", ok, "rejected_503", n503, "errors", nerr);
         json_object_set_new(lv, "ttfa_ms", json_pack("{s:o, s:o, s:o}", "p50", num(t50), "p95", num(t95), "max", num(tmax)));
         json_object_set_new(lv, "rtf_streamed", json_pack("{s:o, s:o}", "p50", num(r50), "p95", num(r95)));
+        json_object_set_new(lv, "latency_ms", json_pack("{s:o, s:o}", "p50", num(l50), "p95", num(l95)));
         json_object_set_new(lv, "stalls", json_pack("{s:i, s:i, s:o}", "count", stalls, "requests_with_stalls",
                                                     with_stalls, "total_ms", num(stall_ms)));
         json_object_set_new(lv, "audio_s", num(audio));
@@ -389,9 +394,9 @@ int ct_cli_bench_serve(int argc, char **argv) {
         json_object_set_new(lv, "throughput_vs_first_level", num(aps / base_aps));
         json_array_append_new(arr, lv);
         fprintf(stderr,
-                "concurrency %d: %d ok, %d x 503, %d errors; TTFA p50 %.0f p95 %.0f ms; RTF p50 %.3f p95 %.3f; "
-                "stalls %d (%.0f ms); %.2f audio s/s (x%.2f)\n",
-                c, ok, n503, nerr, t50, t95, r50, r95, stalls, stall_ms, aps, aps / base_aps);
+                "concurrency %d: %d ok, %d x 503, %d errors; TTFA p50 %.0f p95 %.0f ms; latency p50 %.0f p95 %.0f ms; "
+                "RTF p50 %.3f p95 %.3f; stalls %d (%.0f ms); %.2f audio s/s (x%.2f)\n",
+                c, ok, n503, nerr, t50, t95, l50, l95, r50, r95, stalls, stall_ms, aps, aps / base_aps);
         if (nerr) rc = 1;
     }
     json_object_set_new(doc, "levels", arr);

@@ -9,9 +9,9 @@
 int ct_cli_serve(int argc, char **argv);
 
 /* `codectalk bench serve --url URL --concurrency 1,2,4 --requests N [--json FILE] ...`: a
-   loopback load client streaming raw PCM; per concurrency level reports TTFA p50/p95, RTF,
-   ring-buffer stalls, aggregate audio seconds per second and 503 counts, as JSON on stdout
-   (and in FILE). argv excludes "bench serve". Exit code as above. */
+   loopback load client streaming raw PCM; per concurrency level reports TTFA and whole-request
+   latency p50/p95, RTF, ring-buffer stalls, aggregate audio seconds per second and 503 counts,
+   as JSON on stdout (and in FILE). argv excludes "bench serve". Exit code as above. */
 int ct_cli_bench_serve(int argc, char **argv);
 
 #endif

@@ -940,6 +940,12 @@ static enum MHD_Result route(ct_http *h, struct MHD_Connection *c, const char *u
     if (strcmp(url, "/health") == 0) {
         if (!is_get) goto method;
         int r = ct_engine_ready(h->e, NULL, 0);
+        if (r > 0 && ct_engine_get_counters(h->e).full) { /* not ready for more: a balancer sends elsewhere */
+            char ra[16];
+            snprintf(ra, sizeof ra, "%d", ct_engine_retry_after_s(h->e));
+            const char *hd[] = {"Retry-After", ra, NULL};
+            return send_text(h, c, 503, "application/json", "{\"status\":\"full\"}", hd);
+        }
         return send_text(h, c, r > 0 ? 200 : 503, "application/json",
                          r > 0 ? "{\"status\":\"ok\"}" : r == 0 ? "{\"status\":\"warming_up\"}" : "{\"status\":\"failed\"}",
                          NULL);

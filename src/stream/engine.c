@@ -895,6 +895,7 @@ ct_engine_counters ct_engine_get_counters(ct_engine *e) {
         if (e->slots[i].st && e->slots[i].st->internal) k.active--;
     k.queued = e->wq_len;
     k.kv_bytes_in_use = e->kv_used;
+    k.full = ct_engine_full_locked(e);
     pthread_mutex_unlock(&e->mu);
     return k;
 }

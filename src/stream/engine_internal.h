@@ -203,6 +203,11 @@ int ct_engine_text_last_utt(const ct_slot *sl);
 
 /* engine_stream.c */
 /* Processes one record on the codec stage (serial: the engine thread; never with e->mu). */
+/* 1 when a request submitted now would be refused (CT_ERR_LIMIT): the queue holds queue_cap
+   beyond the slots that can start now (none while the head is held back; no more than the KV
+   budget fits). Under e->mu. */
+int ct_engine_full_locked(const ct_engine *e);
+
 void ct_engine_take(ct_engine *e, const ct_rec *r);
 /* Marks s failed with status st and msg (no-op when already ended) and counts it. e->mu held. */
 void ct_stream_fail_locked(ct_stream *s, ct_status st, const char *msg);

@@ -191,6 +191,18 @@ static ct_status reserve_output(ct_stream *s, char *err, size_t errcap) {
     return CT_OK;
 }
 
+/* Slots a queued request can take now: none while the head is held back, at most what the KV
+   budget fits. Under e->mu. */
+static int free_slots_locked(const ct_engine *e) {
+    int free_slots = e->holding ? 0 : e->n_slots - e->n_active; /* a held-back head takes none */
+    int kv_fit = (int)((e->kv_budget - e->kv_used) / e->kv_per_stream);
+    return kv_fit < free_slots ? kv_fit : free_slots;
+}
+
+int ct_engine_full_locked(const ct_engine *e) {
+    return e->wq_len >= e->p.queue_cap + free_slots_locked(e); /* those that get a free slot do not queue */
+}
+
 ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, ct_stream **out,
                            char *err, size_t errcap) {
     if (out) *out = NULL;
@@ -247,12 +259,10 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
     s->t_submit = s->t_text = ct_engine_now(e);
     s->refs = 2;
     pthread_mutex_lock(&e->mu);
-    int free_slots = e->holding ? 0 : e->n_slots - e->n_active; /* a held-back head takes none */
-    int kv_fit = (int)((e->kv_budget - e->kv_used) / e->kv_per_stream);
-    if (kv_fit < free_slots) free_slots = kv_fit;
+    int free_slots = free_slots_locked(e);
     if (e->stop || e->ready < 0) {
         st = ct_errf(err, errcap, CT_ERR_STATE, "submit: the engine is %s", e->stop ? "stopping" : "not serving");
-    } else if (e->wq_len >= e->p.queue_cap + free_slots) { /* those that will get a free slot do not queue */
+    } else if (ct_engine_full_locked(e)) {
         e->k.rejected++;
         st = ct_errf(err, errcap, CT_ERR_LIMIT, "submit: the queue (%d) is full and no stream can start now "
                      "(%d of %d slots busy%s)", e->p.queue_cap, e->n_active, e->n_slots,

@@ -286,6 +286,8 @@ static void test_compute(void) {
     ct_stream *b = submit(e, &g2, NULL);
     CHECK(wait_counter(e, offsetof(ct_engine_counters, deferred_compute), 1) == 1);
     CHECK(ct_stream_get_info(b).state == CT_STREAM_QUEUED);
+    /* a free slot, but the held-back head takes none: full (the /health readiness of the server) */
+    CHECK(ct_engine_get_counters(e).full == 1);
     ct_stream *c = NULL;
     CHECK(ct_engine_submit(e, &g2, NULL, &c, err, sizeof err) == CT_ERR_LIMIT && !c && strstr(err, "queue"));
     /* a's expected frames: the text's estimate (under its 100-frame cap), less the 5 it made,
@@ -298,6 +300,7 @@ static void test_compute(void) {
     pthread_create(&th, NULL, read_all, &ra);
     read_all(&rb);
     pthread_join(th, NULL);
+    CHECK(ct_engine_get_counters(e).full == 0);
     ct_stream_info ia = ct_stream_get_info(a), ib = ct_stream_get_info(b);
     ct_engine_counters k = ct_engine_get_counters(e);
     CHECKF(ib.queue_ms >= 95 * 70 && ia.state == CT_STREAM_DONE && ib.state == CT_STREAM_DONE,
