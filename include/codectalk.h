@@ -551,6 +551,11 @@ typedef struct {
     int text_idle_timeout_ms;/* text_incremental: the stream fails with CT_ERR_TIMEOUT when no
                                 piece (nor the end) arrives for this many ms before the end;
                                 its slot and KV are freed within one step. 0 = none (default). */
+    int normalize;           /* 1: numbers, ordinals, dates, times, money, percentages, units and
+                                common abbreviations are read out as words (English, Chinese;
+                                by ct_gen_params.language, auto = by script) before splitting;
+                                default 0: the text as given, as the official implementation
+                                reads it (docs/TEXT.md) */
 } ct_stream_params;
 
 CT_API ct_stream_params ct_stream_params_default(void);

@@ -64,7 +64,8 @@ class StreamParams(Structure):
     _fields_ = [("size", c_size_t), ("schedule", c_char_p), ("windowed", c_int),
                 ("context_frames", c_int), ("utterance_bytes", c_int), ("output", c_int),
                 ("deadline_ms", c_int), ("first_audio_timeout_ms", c_int),
-                ("sentence_pause_ms", c_int), ("paragraph_pause_ms", c_int)]
+                ("sentence_pause_ms", c_int), ("paragraph_pause_ms", c_int),
+                ("text_incremental", c_int), ("text_idle_timeout_ms", c_int), ("normalize", c_int)]
 
 
 class StreamInfo(Structure):

@@ -383,6 +383,8 @@ int ct_cli_text_opts(ct_cli_text *t, ct_opt *o, int cap) {
          "silence between sentences, 0-10000 ms (default 0; > 0 makes each sentence its own utterance)"},
         {"paragraph-pause-ms", 0, CT_OPT_INT, &t->paragraph_pause_ms, "MS",
          "silence between paragraphs (a blank line), 0-10000 ms (default 0)"},
+        {"normalize", 0, CT_OPT_FLAG, &t->normalize, NULL,
+         "read numbers, dates, times, money, units and abbreviations out as words (English, Chinese; default off)"},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0] && n < cap; i++) o[n++] = all[i];
@@ -403,4 +405,5 @@ int ct_cli_text_check(const ct_cli_text *t) {
 void ct_cli_text_apply(const ct_cli_text *t, ct_stream_params *sp) {
     if (ct_args_given(&t->sentence_pause_ms)) sp->sentence_pause_ms = t->sentence_pause_ms;
     if (ct_args_given(&t->paragraph_pause_ms)) sp->paragraph_pause_ms = t->paragraph_pause_ms;
+    if (ct_args_given(&t->normalize)) sp->normalize = t->normalize;
 }

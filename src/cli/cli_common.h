@@ -59,9 +59,9 @@ ct_model *ct_cli_load_model_p(const char *dir, const ct_model_params *mp);
 /* The model and engine flags of the generation table that were given (--tokenizer always;
    --f32, --weights, --context, --threads when given, whatever their value) over what the deploy
    profile set in mp / ep (either may be NULL). */
-/* How synth and serve read text (docs/TEXT.md): the pauses between utterances. */
+/* How synth and serve read text (docs/TEXT.md): the pauses between utterances, the normaliser. */
 typedef struct {
-    int sentence_pause_ms, paragraph_pause_ms;
+    int sentence_pause_ms, paragraph_pause_ms, normalize;
 } ct_cli_text;
 
 /* Writes the text flags into opts (at most cap entries, no terminator); returns the count. */

@@ -41,7 +41,7 @@ int ct_cli_serve(int argc, char **argv) {
     int header_timeout = 10, write_timeout = 20, max_conns = 64, per_ip = 32, reserve = 4;
     ct_cli_engine_flags ef;
     ct_cli_engine_flags_init(&ef);
-    ct_cli_text tx = {0, 0};
+    ct_cli_text tx = {0, 0, 0};
     ct_opt opts[48] = {
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address or host name to bind (default 127.0.0.1)"},
         {"cors", 0, CT_OPT_STR, &cors, "ORIGIN", "allow browsers on ORIGIN (or *) to call the API (CORS headers, preflights)"},

@@ -120,7 +120,7 @@ int ct_cli_synth(int argc, char **argv) {
         {"talker-cpus", 0, CT_OPT_STR, &tcpus, "LIST", "pin stage 0 (talker) to CPUs, e.g. 0-2"},
         {"codec-cpus", 0, CT_OPT_STR, &ccpus, "LIST", "pin stage 1 (codec) to CPUs, e.g. 3"},
         {NULL, 0, 0, NULL, NULL, NULL}};
-    ct_cli_text tx = {0, 0};
+    ct_cli_text tx = {0, 0, 0};
     ct_opt opts[64];
     int n = ct_cli_gen_opts(&a, opts, 48);
     for (int i = 0; extra[i].name; i++) opts[n++] = extra[i];

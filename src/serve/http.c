@@ -34,6 +34,7 @@
 #include "serve/listen.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
+#include "text/normalize.h"
 #include "text/sentences.h"
 
 #define READ_SAMPLES (8 * 1920) /* samples per streamed piece at most */
@@ -512,11 +513,13 @@ static ct_status submit(ct_http *h, const ct_speech_request *rq, const char *utt
     sp.output = rq->format == CT_RESP_CODES ? CT_OUTPUT_CODES : CT_OUTPUT_PCM; /* codes: no decoding here */
     if (rq->sentence_pause_ms >= 0) sp.sentence_pause_ms = rq->sentence_pause_ms;
     if (rq->paragraph_pause_ms >= 0) sp.paragraph_pause_ms = rq->paragraph_pause_ms;
+    if (rq->normalize >= 0) sp.normalize = rq->normalize;
     if (sp.output == CT_OUTPUT_CODES) sp.sentence_pause_ms = sp.paragraph_pause_ms = 0; /* frames have no silence */
     if (utt_text) {
         g.text = utt_text;
         g.seed += (uint64_t)utt;
         sp.utterance_bytes = 0;
+        sp.normalize = 0; /* codes_new normalised the whole input before splitting it */
         if (utt > 0) {
             sp.first_audio_timeout_ms = 0;
             if (sp.deadline_ms > 0) sp.deadline_ms = deadline_ms;
@@ -567,7 +570,7 @@ static stream_ctx *stream_new(ct_http *h, struct MHD_Connection *c, ct_resp_mode
     s->mode = mode;
     s->fmt = fmt;
     s->rq.initial_chunk_frames = -1;
-    s->rq.sentence_pause_ms = s->rq.paragraph_pause_ms = -1;
+    s->rq.sentence_pause_ms = s->rq.paragraph_pause_ms = s->rq.normalize = -1;
     return s;
 }
 
@@ -591,6 +594,15 @@ static void codes_utt_text(stream_ctx *s) {
    now when it has none (utterance k uses seed + k). NULL on OOM (rq freed). */
 static stream_ctx *codes_new(ct_http *h, struct MHD_Connection *c, ct_speech_request *rq) {
     char why[256];
+    if (rq->normalize > 0 || (rq->normalize < 0 && h->stream.normalize)) { /* the engine's order: normalise, split */
+        char *nt = NULL;
+        if (ct_normalize(rq->input, strlen(rq->input), rq->language, &nt, why, sizeof why) != CT_OK) {
+            ct_speech_request_free(rq);
+            return NULL;
+        }
+        free(rq->input);
+        rq->input = nt;
+    }
     stream_ctx *s = stream_new(h, c, rq->mode == CT_MODE_FULL ? CT_MODE_AUDIO : rq->mode, CT_RESP_CODES, CT_AF_WAV, 1.0f,
                                why, sizeof why);
     size_t len = strlen(rq->input);

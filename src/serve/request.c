@@ -318,6 +318,10 @@ static ct_status parse_obj(json_t *root, const ct_speech_ctx *ctx, ct_speech_req
             if ((st = int_field(v, "sentence_pause_ms", 0, 10000, &r->sentence_pause_ms, e)) != CT_OK) return st;
         } else if (strcmp(key, "paragraph_pause_ms") == 0) {
             if ((st = int_field(v, "paragraph_pause_ms", 0, 10000, &r->paragraph_pause_ms, e)) != CT_OK) return st;
+        } else if (strcmp(key, "normalize") == 0) {
+            if (json_is_null(v)) continue;
+            if (!json_is_boolean(v)) return bad_type(e, "normalize", "a boolean or null", v);
+            r->normalize = json_is_true(v);
         } else if (strcmp(key, "non_streaming_mode") == 0) {
             if (json_is_null(v)) continue;
             if (!json_is_boolean(v)) return bad_type(e, "non_streaming_mode", "a boolean or null", v);
@@ -513,7 +517,7 @@ ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_
     out->temperature = out->top_p = out->repetition_penalty = -1.0f;
     out->top_k = -1;
     out->non_streaming = -1;
-    out->sentence_pause_ms = out->paragraph_pause_ms = -1;
+    out->sentence_pause_ms = out->paragraph_pause_ms = out->normalize = -1;
     if (!body || !ctx) {
         ct_api_error_set(e, 400, "invalid_request_error", NULL, "invalid_json", "empty request body");
         return CT_ERR_INVALID_ARG;
@@ -539,7 +543,7 @@ ct_status ct_speech_request_parse(const char *body, size_t len, const ct_speech_
         ct_speech_request_free(out);
         out->initial_chunk_frames = -1;
         out->non_streaming = -1;
-        out->sentence_pause_ms = out->paragraph_pause_ms = -1;
+        out->sentence_pause_ms = out->paragraph_pause_ms = out->normalize = -1;
     }
     return st;
 }

@@ -79,6 +79,7 @@ typedef struct {
     int x_vector_only;
     ct_voice *cloned;            /* the cloned voice the server resolved for it (owned; freed
                                     with the request), NULL = none */
+    int normalize;               /* -1 = null (the server's), 0, 1 (docs/TEXT.md "Normaliser") */
 } ct_speech_request;
 
 /* Parses and validates body[len] (need not be NUL-terminated). On success fills *out (caller

@@ -11,6 +11,7 @@
 #include "core/params.h"
 #include "core/stepstats.h"
 #include "stream/engine_internal.h"
+#include "text/normalize.h"
 
 ct_stream_params ct_stream_params_default(void) {
     ct_stream_params p;
@@ -135,6 +136,13 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
         if (s->ref_codes) memcpy(s->ref_codes, q->ref_codes, nb);
         else oom = 1;
     }
+    if (s->p.normalize && s->text) { /* numbers, dates, units... as words (docs/TEXT.md), before splitting */
+        char *nt = NULL;
+        st = ct_normalize(s->text, strlen(s->text), s->language, &nt, err, errcap);
+        if (st != CT_OK) return st;
+        free(s->text);
+        s->text = nt;
+    }
     size_t len = strlen(s->text ? s->text : "");
     s->utt_text = malloc(len + 1);
     if (oom || !s->utt_text) return ct_errf(err, errcap, CT_ERR_NOMEM, "stream: out of memory");
@@ -236,6 +244,11 @@ ct_status ct_engine_submit(ct_engine *e, const ct_gen_params *g, const ct_stream
                        p.text_idle_timeout_ms);
     if (p.text_incremental && (p.sentence_pause_ms > 0 || p.paragraph_pause_ms > 0))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: pauses are not available with incremental text");
+    if (p.normalize != 0 && p.normalize != 1)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: normalize %d is not 0 or 1", p.normalize);
+    if (p.text_incremental && p.normalize)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: normalize is not available with incremental text "
+                       "(a number may be split between pieces)");
     if (p.deadline_ms < 0 || p.first_audio_timeout_ms < 0)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "submit: %s %d is negative (0 = none)",
                        p.deadline_ms < 0 ? "deadline_ms" : "first_audio_timeout_ms",

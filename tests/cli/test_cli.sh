@@ -120,6 +120,11 @@ if cmp -s "$WORK/p3.want" <(tail -c +45 "$WORK/p3.wav"); then ok; else bad "sent
 expect_rc 2 "$BIN" synth -m "$M" -t "Hi" -s vivian --paragraph-pause-ms 10001 -o "$WORK/x.wav"
 has "paragraph-pause-ms 10001 is outside" "$WORK/err"
 expect_rc 2 "$BIN" serve -m "$M" --sentence-pause-ms -1; has "sentence-pause-ms -1 is outside" "$WORK/err"
+# --normalize (docs/TEXT.md): the audio of the normalised text; off by default: the text as written
+expect_rc 0 "$BIN" synth -m "$M" -t "It is 5 km, Dr. Lee." -s vivian --max-frames 3 --seed 4 --normalize -o "$WORK/n1.wav"
+expect_rc 0 "$BIN" synth -m "$M" -t "It is five kilometers, Doctor Lee." -s vivian --max-frames 3 --seed 4 -o "$WORK/n2.wav"
+expect_rc 0 "$BIN" synth -m "$M" -t "It is 5 km, Dr. Lee." -s vivian --max-frames 3 --seed 4 -o "$WORK/n3.wav"
+if cmp -s "$WORK/n1.wav" "$WORK/n2.wav" && ! cmp -s "$WORK/n1.wav" "$WORK/n3.wav"; then ok; else bad "synth --normalize"; fi
 expect_rc 0 "$BIN" synth -m "$M" -t "Windowed." -s vivian --max-frames 4 --windowed --left-context 8 -o "$WORK/w.wav"
 # compressed outputs: the extension (or --format) picks the encoder; the magic bytes say which
 for x in mp3 opus aac flac; do

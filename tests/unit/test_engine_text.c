@@ -2,7 +2,7 @@
    utterance at a time (the first utterance's prompt is that utterance's alone, however long the
    text) and its time to first audio stays flat against a 200-character request; pauses put
    exactly rate * ms / 1000 zero samples between utterances (sentence and paragraph), and the
-   audio around them is the utterances' own. */
+   audio around them is the utterances' own; normalize reads the normalised text. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,11 +208,48 @@ static void test_pauses(float *got, float *want) {
     ct_engine_free(e);
 }
 
+/* normalize = 1 reads the text as its normalised form would be read (the same PCM); 0 leaves it */
+static void test_normalize(float *got, float *want) {
+    ct_engine *e = engine(0, 512);
+    if (!e) return;
+    ct_gen_params g = ct_test_gen("It costs $5.20 at 10:30 on Dec 3, 2026.", 11, 4);
+    ct_stream_params sp = ct_stream_params_default();
+    ct_stream_info a, b, c;
+    sp.normalize = 1;
+    long n = run(e, &g, &sp, got, &a);
+    ct_gen_params w = ct_test_gen("It costs five dollars and twenty cents at ten thirty on December third, twenty "
+                                  "twenty-six.", 11, 4);
+    sp.normalize = 0;
+    long nw = run(e, &w, &sp, want, &b);
+    CHECKF(n > 0 && n == nw && !memcmp(got, want, sizeof(float) * (size_t)n) && a.text_tokens == b.text_tokens,
+           "normalised %ld samples %d tokens vs %ld %d", n, a.text_tokens, nw, b.text_tokens);
+    CHECK(run(e, &g, &sp, got, &c) > 0 && c.text_tokens != a.text_tokens); /* off: the text as written */
+    g.language = "chinese";
+    g.text = "\xe5\x85\xb1 5 km"; /* 共 5 km */
+    sp.normalize = 1;
+    n = run(e, &g, &sp, got, &a);
+    w = ct_test_gen("\xe5\x85\xb1 \xe4\xba\x94\xe5\x85\xac\xe9\x87\x8c", 11, 4); /* 共 五公里 */
+    w.language = "chinese";
+    sp.normalize = 0;
+    nw = run(e, &w, &sp, want, &b);
+    CHECK(n > 0 && n == nw && !memcmp(got, want, sizeof(float) * (size_t)n));
+    ct_stream *st = NULL;
+    char err[512];
+    sp.normalize = 2;
+    CHECK(ct_engine_submit(e, &g, &sp, &st, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "normalize 2"));
+    sp.normalize = 1;
+    sp.text_incremental = 1;
+    CHECK(ct_engine_submit(e, &g, &sp, &st, err, sizeof err) == CT_ERR_INVALID_ARG && strstr(err, "incremental"));
+    CHECK(st == NULL);
+    ct_engine_free(e);
+}
+
 int main(void) {
     CHECK(ct_test_load("tiny", "engine-text-tiny", 8, &M, &C));
     if (!M || !C) return ct_test_finish();
     float *a = malloc(sizeof(float) * CAP), *b = malloc(sizeof(float) * CAP);
     test_pauses(a, b);
+    test_normalize(a, b);
     test_long_text(a);
     free(a);
     free(b);

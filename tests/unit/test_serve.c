@@ -301,6 +301,22 @@ int main(void) {
         ct_http_resp_free(&b);
     }
 
+    /* 2c. normalize: the same bytes as the normalised text sent as it is (codes: normalised before the split) */
+    for (int codes = 0; codes < 2; codes++) {
+        ct_http_resp a, b;
+        const char *fmt = "{\"input\":\"%s\",\"voice\":\"%s\",\"seed\":7,\"max_new_tokens\":4,"
+                          "\"response_format\":\"%s\"%s}";
+        const char *rf = codes ? "codes" : "pcm";
+        snprintf(body, sizeof body, fmt, "Pay $5 by 10:30.", voice, rf, ",\"normalize\":true");
+        CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &a) == CT_OK && a.status == 200);
+        snprintf(body, sizeof body, fmt, "Pay five dollars by ten thirty.", voice, rf, "");
+        CHECK(post(PORT, KEY_HDR, body, NULL, NULL, &b) == CT_OK && b.status == 200);
+        CHECKF(a.body_len == b.body_len && a.body_len > 0 && !memcmp(a.body, b.body, a.body_len),
+               "normalize (%s): %zu vs %zu bytes", rf, a.body_len, b.body_len);
+        ct_http_resp_free(&a);
+        ct_http_resp_free(&b);
+    }
+
     /* 2b. streamed WAV: streaming header, then the same samples */
     snprintf(body, sizeof body,
              "{\"input\":\"%s\",\"speaker\":\"%s\",\"seed\":7,\"max_new_tokens\":%d,\"stream_format\":\"audio\"}",
@@ -415,6 +431,7 @@ int main(void) {
     expect_error("{\"input\": \"hi\", \"speed\": 4.5}", 400, "speed", "[0.25, 4.0]");
     expect_error("{\"input\": \"hi\", \"speed\": 2, \"response_format\": \"codes\"}", 400, "speed", "codes");
     expect_error("{\"input\": \"hi\", \"sentence_pause_ms\": 10001}", 400, "sentence_pause_ms", "[0, 10000]");
+    expect_error("{\"input\": \"hi\", \"normalize\": \"yes\"}", 400, "normalize", "boolean");
     expect_error("{\"input\": \"hi\", \"paragraph_pause_ms\": 5, \"response_format\": \"codes\"}", 400,
                  "paragraph_pause_ms", "codes");
     expect_error("{\"input\": \"hi\", \"model\": \"other\"}", 404, "model", NULL);
@@ -474,11 +491,11 @@ int main(void) {
                                "codectalk_prefill_deferrals_total", "codectalk_http_responses_total{code=\"401\"} 3",
                                "codectalk_requests_cancelled_total 1", "# TYPE codectalk_ttfa_seconds histogram",
                                "codectalk_requests_failed_total 1", "codectalk_steps_total", "codectalk_ready 1",
-                               "codectalk_streams_max 2", "codectalk_rtf_count 9"};
+                               "codectalk_streams_max 2", "codectalk_rtf_count 13"};
         for (size_t i = 0; i < sizeof names / sizeof *names; i++)
             CHECKF(r.body && strstr((char *)r.body, names[i]), "metrics lack '%s'", names[i]);
         ct_engine_counters k = ct_engine_get_counters(E);
-        CHECKF(k.admitted == 11 && k.completed == 9 && k.failed == 1, "admitted %llu completed %llu failed %llu",
+        CHECKF(k.admitted == 15 && k.completed == 13 && k.failed == 1, "admitted %llu completed %llu failed %llu",
                (unsigned long long)k.admitted, (unsigned long long)k.completed, (unsigned long long)k.failed);
     }
     ct_http_resp_free(&r);
