@@ -146,7 +146,8 @@ typedef struct {
     int converted;              /* matrices converted at load (0 with a valid cache file) */
     const char *cache_file;     /* the weight cache file of this model and formats ("" when no
                                    cache_dir or nothing to convert); written by this load when
-                                   weights_source is "converted" and cache_warning is "" */
+                                   weights_source is "converted", unless cache_warning says
+                                   "not written" */
     const char *cache_warning;  /* "" or why the cache was not used or not written (read-only
                                    directory, stale or corrupt file rebuilt) */
 } ct_model_info;

@@ -18,7 +18,8 @@ CT_STREAM_FAILED = 4
 
 class ModelParams(Structure):
     _fields_ = [("size", c_size_t), ("tokenizer_dir", c_char_p), ("f32_weights", c_int),
-                ("weights", c_char_p), ("talker_weights", c_char_p), ("predictor_weights", c_char_p)]
+                ("weights", c_char_p), ("talker_weights", c_char_p), ("predictor_weights", c_char_p),
+                ("cache_dir", c_char_p)]
 
 
 class ModelInfo(Structure):
@@ -26,7 +27,8 @@ class ModelInfo(Structure):
                 ("talker_layers", c_int), ("pred_hidden", c_int), ("pred_layers", c_int),
                 ("n_groups", c_int), ("codebook_size", c_int), ("n_speakers", c_int),
                 ("n_languages", c_int), ("weight_bytes", c_uint64), ("talker_weights", c_char_p),
-                ("predictor_weights", c_char_p)]
+                ("predictor_weights", c_char_p), ("weights_source", c_char_p), ("weights_file", c_char_p),
+                ("converted", c_int), ("cache_file", c_char_p), ("cache_warning", c_char_p)]
 
 
 class GenParams(Structure):
