@@ -59,7 +59,7 @@ for st, b in (("talker", "talker_bytes"), ("predictor", "predictor_bytes")):
     assert close(d[st + "_floor_gbs"], want), st
     assert close(d[st + "_floor_ms"], d[b] / (d[st + "_floor_gbs"] * 1e9) * 1e3), st
 assert d["predictor_working_set_bytes"] < d["predictor_bytes"]  # 15 passes over the same weights
-assert d["weights_source"] == "stored" and d["converted"] == 0 and d["load_ms"] > 0
+assert d["weights_source"] == "stored" and d["converted"] == 0 and d["load_ms"] > 0 and d["load_cpu_ms"] > 0
 PY
 has "| frame | .* | sum of floors | " "$WORK/out"
 has "| codec (stream, ramp 2..25) | .* | FMA .* GFLOP/s | " "$WORK/out"
