@@ -63,7 +63,8 @@ int ct_cli_bench_clone(int argc, char **argv) {
     ct_voice *v = NULL;
     int rc = 1;
     double *t_spk = calloc((size_t)repeat, sizeof(double)), *t_enc = calloc((size_t)repeat, sizeof(double));
-    double *t_ttfa[3];
+    double *t_ttfa[3], pre_ms[3] = {0, 0, 0};
+    int plen[3] = {0, 0, 0};
     for (int k = 0; k < 3; k++) t_ttfa[k] = calloc((size_t)repeat, sizeof(double));
     int H = m ? ct_model_get_info(m).talker_hidden : 0, G = m ? ct_model_get_info(m).n_groups : 0;
     int cap = (int)((a.n + 1919) / 1920), nf = 0;
@@ -115,6 +116,7 @@ int ct_cli_bench_clone(int argc, char **argv) {
             if (ct_cli_run_stream(e, &g, &sp, KIND[k], &ch, &nc, &si) != 0) goto done;
             free(ch);
             if (i) t_ttfa[k][i - 1] = si.ttfa_ms;
+            if (i == repeat) pre_ms[k] = si.prefill_ms, plen[k] = si.prompt_len; /* the last run's */
         }
     double sec = (double)a.n / CT_REF_RATE, ms_spk = median(t_spk, repeat), ms_enc = median(t_enc, repeat);
     double ttfa[3];
@@ -124,8 +126,8 @@ int ct_cli_bench_clone(int argc, char **argv) {
     printf("| speaker encoder (x-vector) | %.1f | %.3f |\n", ms_spk, ms_spk / 1e3 / sec);
     printf("| speech-tokenizer encoder (reference codes) | %.1f | %.3f |\n", ms_enc, ms_enc / 1e3 / sec);
     printf("| both (voice create, ICL) | %.1f | %.3f |\n\n", ms_spk + ms_enc, (ms_spk + ms_enc) / 1e3 / sec);
-    printf("| request | TTFA ms |\n|---|---|\n");
-    for (int k = 0; k < 3; k++) printf("| %s | %.1f |\n", KIND[k], ttfa[k]);
+    printf("| request | prompt positions | prefill ms (last run) | TTFA ms |\n|---|---|---|---|\n");
+    for (int k = 0; k < 3; k++) printf("| %s | %d | %.1f | %.1f |\n", KIND[k], plen[k], pre_ms[k], ttfa[k]);
     if (json_out) {
         FILE *f = fopen(json_out, "w");
         if (!f) {
@@ -133,8 +135,9 @@ int ct_cli_bench_clone(int argc, char **argv) {
             goto done;
         }
         fprintf(f, "{\"ref_seconds\": %.3f, \"ref_frames\": %d, \"repeat\": %d, \"speaker_encoder_ms\": %.3f, "
-                   "\"speech_encoder_ms\": %.3f, \"ttfa_ms\": {\"plain\": %.3f, \"x_vector_only\": %.3f, \"icl\": %.3f}}\n",
-                sec, nf, repeat, ms_spk, ms_enc, ttfa[0], ttfa[1], ttfa[2]);
+                   "\"speech_encoder_ms\": %.3f, \"ttfa_ms\": {\"plain\": %.3f, \"x_vector_only\": %.3f, \"icl\": %.3f}, "
+                   "\"prompt_len\": {\"plain\": %d, \"x_vector_only\": %d, \"icl\": %d}}\n",
+                sec, nf, repeat, ms_spk, ms_enc, ttfa[0], ttfa[1], ttfa[2], plen[0], plen[1], plen[2]);
         if (fclose(f) != 0) {
             fprintf(stderr, "error: writing '%s' failed\n", json_out);
             goto done;

@@ -148,6 +148,8 @@ d = json.load(open(sys.argv[1]))
 assert d["ref_frames"] == 50 and abs(d["ref_seconds"] - 4.0) < 1e-6, d
 assert d["speaker_encoder_ms"] > 0 and d["speech_encoder_ms"] > 0, d
 assert all(d["ttfa_ms"][k] > 0 for k in ("plain", "x_vector_only", "icl")), d
+p = d["prompt_len"]  # the x-vector adds the speaker slot; ICL (streaming layout) one per reference frame
+assert p["x_vector_only"] == p["plain"] + 1 and p["icl"] == p["x_vector_only"] + d["ref_frames"], d
 PY
 expect_rc 2 "$BIN" bench clone -m "$M";  has "needs -m DIR and --ref-audio" "$WORK/err"
 finish test_clone
