@@ -26,13 +26,13 @@ int ct_cli_wyoming(int argc, char **argv) {
     ct_opt opts[32] = {
         {"uri", 0, CT_OPT_STR, &uri, "URI", "where to listen: tcp://HOST:PORT (default tcp://127.0.0.1:10200; port 0 = any)"},
         {"seed", 0, CT_OPT_U64, &seed, "N",
-         "seed of every request (a streamed sentence k: N + k), so a text replays exactly (default: a new seed each)"},
+         "seed of every request, streamed ones too, so a text replays exactly (default: a new seed each)"},
         {"max-connections", 0, CT_OPT_INT, &max_conns, "N",
          "concurrent connections (default 64); one more gets an error event and is closed"},
         {"timeout", 0, CT_OPT_INT, &timeout, "S",
          "a connection silent for S s is closed, idle or inside an event (default 30); also the send timeout"},
         {"max-input-chars", 0, CT_OPT_INT, &max_chars, "N",
-         "characters of a synthesize text, or unspoken text of a streaming one (default 4096)"},
+         "characters of a synthesize text, or the whole text of a streaming one (default 4096)"},
         {"quiet", 'q', CT_OPT_FLAG, &quiet, NULL, "no log (default: a line per request and per closed bad connection)"},
     };
     int no = 6;

@@ -27,7 +27,6 @@
 #include "serve/listen.h"
 #include "serve/wyoming_event.h"
 #include "text/langcode.h"
-#include "text/sentences.h"
 
 #define READ_SAMPLES 8192 /* most samples per audio-chunk (341 ms); a chunk holds what was there */
 #define POLL_MS 200       /* how often blocked reads look at the stop flag */
@@ -59,12 +58,16 @@ struct wy_conn {
     size_t len, cap;
     float *pcm;
     uint8_t *s16;
-    /* streaming synthesis (synthesize-start .. synthesize-stop) */
-    int streaming, failed, sentence;
+    /* the request being answered: audio-start sent, samples sent, submission time */
+    ct_stream *st;
+    int started;
+    int64_t samples;
+    double t0;
+    /* streaming synthesis (synthesize-start .. synthesize-stop): st takes the text in pieces */
+    int streaming, failed;
+    size_t chars;
     uint64_t seed;
-    char voice[64], language[64];
-    char *text;
-    size_t tlen, tcap;
+    char voice[64];
 };
 
 ct_wy_params ct_wy_params_default(void) {
@@ -145,6 +148,9 @@ static json_t *audio_fmt(const ct_wy *w, int64_t ts_ms) {
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
+static int pump(wy_conn *c, int wait_ms);
+static int finish(wy_conn *c, size_t chars);
+
 /* The next event into *ev: 1; 0 when the connection ended (client closed, timeout, stop, bad
    input: logged, and an error event sent where the client can still read it). */
 static int read_event(wy_conn *c, ct_wy_event *ev) {
@@ -179,10 +185,18 @@ static int read_event(wy_conn *c, ct_wy_event *ev) {
         double t0 = ct_now_ms();
         for (;;) {
             if (atomic_load(&w->stop)) return 0;
+            if (c->st) { /* a streaming synthesis: its audio goes out while the text comes in */
+                int pr = pump(c, 0);
+                if (pr < 0) return 0;
+                if (pr > 0) { /* ended before synthesize-stop: failed (idle text, bad text) */
+                    if (finish(c, c->chars) < 0) return 0;
+                    c->failed = 1;
+                }
+            }
             struct pollfd pf = {c->fd, POLLIN, 0};
-            int pr = poll(&pf, 1, POLL_MS);
-            if (pr > 0) break;
-            if (pr < 0 && errno != EINTR) return 0;
+            int rp = poll(&pf, 1, c->st ? 10 : POLL_MS);
+            if (rp > 0) break;
+            if (rp < 0 && errno != EINTR) return 0;
             if (ct_now_ms() - t0 >= w->p.timeout_s * 1000.0) {
                 if (c->len == 0) {
                     logf_(w, "wyoming %s: closed: idle for %d s", c->peer, w->p.timeout_s);
@@ -277,13 +291,10 @@ static size_t utf8_chars(const char *s, size_t n) {
     return k;
 }
 
-/* One engine stream for text[0..n) streamed to the client as audio-start / audio-chunk* /
-   audio-stop (nothing but an error event when it fails before any audio). utterances: the
-   engine splits long text (the whole-text synthesize); 0: one utterance (a sentence of a
-   streaming synthesis). Returns -1 when the client is gone (or the server stops), 1 when the
-   request failed (an error event was sent), 0 when done. */
-static int synth(wy_conn *c, const char *text, size_t n, const char *voice, const char *language, uint64_t seed,
-                 int utterances) {
+/* Submits text (the first piece when incremental) as c->st. 0, 1 when refused (an error
+   event was sent), -1 when the client is gone. */
+static int submit(wy_conn *c, const char *text, size_t n, const char *voice, const char *language, uint64_t seed,
+                  int incremental) {
     ct_wy *w = c->w;
     char *t = strndup(text, n);
     if (!t) return send_error(c, "server_error", "out of memory") < 0 ? -1 : 1;
@@ -293,106 +304,111 @@ static int synth(wy_conn *c, const char *text, size_t n, const char *voice, cons
     g.language = language;
     g.seed = seed;
     ct_stream_params sp = w->sp;
-    if (!utterances) sp.utterance_bytes = 0;
+    if (incremental) {
+        sp.text_incremental = 1;
+        sp.text_idle_timeout_ms = w->p.timeout_s * 1000; /* a client that never ends its text */
+    }
     char msg[512];
-    ct_stream *st = NULL;
-    double t0 = ct_now_ms();
-    ct_status s = ct_engine_submit(w->e, &g, &sp, &st, msg, sizeof msg);
+    c->started = 0;
+    c->samples = 0;
+    c->t0 = ct_now_ms();
+    ct_status s = ct_engine_submit(w->e, &g, &sp, &c->st, msg, sizeof msg);
     free(t);
-    if (s != CT_OK) {
-        int r;
-        if (s == CT_ERR_LIMIT) {
-            ct_engine_limits l = ct_engine_get_limits(w->e);
-            r = send_error(c, "server_busy", "all %d stream slots are busy and the queue (%d) is full; retry after %d s",
-                           l.max_streams, l.queue_cap, ct_engine_retry_after_s(w->e));
-        } else if (s == CT_ERR_INVALID_ARG) {
-            r = send_error(c, "invalid_request", "%s", msg);
-        } else if (s == CT_ERR_STATE) {
-            r = send_error(c, "not_ready", "the engine is not serving");
-        } else {
-            r = send_error(c, "server_error", "%s", msg);
-        }
-        return r < 0 ? -1 : 1;
-    }
-    int started = 0, finished = 0, gone = 0;
-    int64_t samples = 0;
-    while (!finished) {
-        if (atomic_load(&w->stop)) {
-            gone = 1;
-            break;
-        }
-        size_t k = ct_stream_read(st, c->pcm, READ_SAMPLES, POLL_MS, &finished);
-        if (k == 0) continue;
-        if (!started) {
-            if (send_event(c, "audio-start", audio_fmt(w, 0), NULL, 0) < 0) {
-                gone = 1;
-                break;
-            }
-            started = 1;
-        }
-        ct_pcm_s16le(c->s16, c->pcm, k);
-        if (send_event(c, "audio-chunk", audio_fmt(w, samples * 1000 / w->rate), c->s16, k * 2) < 0) {
-            gone = 1;
-            break;
-        }
-        samples += (int64_t)k;
-    }
-    int rc = 0;
-    if (gone) {
-        ct_stream_cancel(st);
-        logf_(w, "wyoming %s: client gone (or stopping): stream cancelled after %.2f s of audio", c->peer,
-              (double)samples / w->rate);
-        rc = -1;
+    if (s == CT_OK) return 0;
+    c->st = NULL;
+    int r;
+    if (s == CT_ERR_LIMIT) {
+        ct_engine_limits l = ct_engine_get_limits(w->e);
+        r = send_error(c, "server_busy", "all %d stream slots are busy and the queue (%d) is full; retry after %d s",
+                       l.max_streams, l.queue_cap, ct_engine_retry_after_s(w->e));
+    } else if (s == CT_ERR_INVALID_ARG) {
+        r = send_error(c, "invalid_request", "%s", msg);
+    } else if (s == CT_ERR_STATE) {
+        r = send_error(c, "not_ready", "the engine is not serving");
     } else {
-        ct_stream_info si = ct_stream_get_info(st);
-        if (si.status != CT_OK) {
-            rc = send_error(c, "synthesis_failed", "%s", ct_stream_errmsg(st)) < 0 ? -1 : 1;
-            if (rc > 0 && started && send_event(c, "audio-stop", json_pack("{s:I}", "timestamp",
-                                                (json_int_t)(samples * 1000 / w->rate)), NULL, 0) < 0)
-                rc = -1;
-        } else {
-            if (!started && send_event(c, "audio-start", audio_fmt(w, 0), NULL, 0) < 0) rc = -1;
-            if (!rc && send_event(c, "audio-stop", json_pack("{s:I}", "timestamp", (json_int_t)(samples * 1000 / w->rate)),
-                                  NULL, 0) < 0)
-                rc = -1;
-            logf_(w, "wyoming %s: synthesized %zu chars (voice %s, seed %llu): %.2f s audio, TTFA %.0f ms, %.0f ms",
-                  c->peer, utf8_chars(text, n), g.speaker ? g.speaker : "-", (unsigned long long)seed,
-                  (double)samples / w->rate, si.ttfa_ms, ct_now_ms() - t0);
-        }
+        r = send_error(c, "server_error", "%s", msg);
     }
-    ct_stream_release(st);
+    return r < 0 ? -1 : 1;
+}
+
+/* Sends the audio of c->st that is there (waiting up to wait_ms for some, < 0 = until the
+   stream ends) as audio-start (before the first) and audio-chunks. 1 when the stream has ended
+   and everything was sent, 0 when not yet, -1 when the client is gone or the server stops (the
+   stream is cancelled). */
+static int pump(wy_conn *c, int wait_ms) {
+    ct_wy *w = c->w;
+    int finished = 0;
+    for (;;) {
+        if (atomic_load(&w->stop)) break;
+        size_t k = ct_stream_read(c->st, c->pcm, READ_SAMPLES, wait_ms < 0 ? POLL_MS : wait_ms, &finished);
+        if (k > 0) {
+            if (!c->started) {
+                if (send_event(c, "audio-start", audio_fmt(w, 0), NULL, 0) < 0) break;
+                c->started = 1;
+            }
+            ct_pcm_s16le(c->s16, c->pcm, k);
+            if (send_event(c, "audio-chunk", audio_fmt(w, c->samples * 1000 / w->rate), c->s16, k * 2) < 0) break;
+            c->samples += (int64_t)k;
+            wait_ms = wait_ms < 0 ? wait_ms : 0; /* take what else is there, without waiting */
+            continue;
+        }
+        if (finished) return 1;
+        if (wait_ms >= 0) return 0;
+        char b; /* no audio to send: a client that left is noticed here */
+        ssize_t pk = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (pk == 0 || (pk < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
+    }
+    ct_stream_cancel(c->st);
+    logf_(w, "wyoming %s: client gone (or stopping): stream cancelled after %.2f s of audio", c->peer,
+          (double)c->samples / w->rate);
+    return -1;
+}
+
+/* After pump said 1: audio-stop (audio-start first when there was no audio), or an error event
+   (and audio-stop when audio had begun) when the stream failed; releases c->st. 0, 1 when the
+   request failed, -1 when the client is gone. */
+static int finish(wy_conn *c, size_t chars) {
+    ct_wy *w = c->w;
+    ct_stream_info si = ct_stream_get_info(c->st);
+    json_t *stop = json_pack("{s:I}", "timestamp", (json_int_t)(c->samples * 1000 / w->rate));
+    int rc = 0;
+    if (si.status != CT_OK) {
+        rc = send_error(c, "synthesis_failed", "%s", ct_stream_errmsg(c->st)) < 0 ? -1 : 1;
+        if (rc > 0 && c->started && send_event(c, "audio-stop", json_incref(stop), NULL, 0) < 0) rc = -1;
+    } else {
+        if (!c->started && send_event(c, "audio-start", audio_fmt(w, 0), NULL, 0) < 0) rc = -1;
+        if (!rc && send_event(c, "audio-stop", json_incref(stop), NULL, 0) < 0) rc = -1;
+        logf_(w, "wyoming %s: synthesized %zu chars%s (seed %llu): %.2f s audio, TTFA %.0f ms, %.0f ms", c->peer, chars,
+              c->streaming ? " streamed" : "", (unsigned long long)c->seed, (double)c->samples / w->rate, si.ttfa_ms,
+              ct_now_ms() - c->t0);
+    }
+    json_decref(stop);
+    ct_stream_release(c->st);
+    c->st = NULL;
     return rc;
 }
 
-/* Streaming: synthesizes every completed sentence of the pending text (all of it when final),
-   keeping the unfinished tail. -1 when the client is gone. */
-static int stream_sentences(wy_conn *c, int final) {
-    ct_wy *w = c->w;
-    if (c->failed || c->tlen == 0) return 0;
-    size_t maxb = w->sp.utterance_bytes > 0 ? (size_t)w->sp.utterance_bytes : c->tlen + 1;
-    size_t ns = ct_split_sentences(c->text, c->tlen, maxb, NULL, 0);
-    if (ns == 0) {
-        c->tlen = 0;
-        return 0;
+/* The whole-text synthesize: one engine stream (long text split into utterances by the
+   engine), its audio as it is made. -1 when the client is gone, else 0. */
+static int synth(wy_conn *c, const char *text, size_t n, const char *voice, const char *language) {
+    c->seed = c->w->p.has_seed ? c->w->p.seed : new_seed();
+    int r = submit(c, text, n, voice, language, c->seed, 0);
+    if (r) return r < 0 ? -1 : 0;
+    r = pump(c, -1);
+    if (r < 0) {
+        ct_stream_release(c->st);
+        c->st = NULL;
+        return -1;
     }
-    ct_span *sp = malloc(sizeof *sp * ns);
-    if (!sp) return send_error(c, "server_error", "out of memory") < 0 ? -1 : 0;
-    ct_split_sentences(c->text, c->tlen, maxb, sp, ns);
-    size_t upto = final ? ns : ns - 1, keep = final ? c->tlen : sp[ns - 1].off;
-    int rc = 0;
-    for (size_t i = 0; i < upto && rc == 0; i++) {
-        rc = synth(c, c->text + sp[i].off, sp[i].len, c->voice, c->language, c->seed + (uint64_t)c->sentence, 0);
-        c->sentence++;
-    }
-    free(sp);
-    if (rc > 0) { /* the session failed (error event sent): its text is dropped */
-        c->failed = 1;
-        keep = c->tlen;
-        rc = 0;
-    }
-    memmove(c->text, c->text + keep, c->tlen - keep);
-    c->tlen -= keep;
-    return rc;
+    return finish(c, utf8_chars(text, n)) < 0 ? -1 : 0;
+}
+
+/* A streaming synthesis that failed (error event sent): its stream is dropped, the rest of its
+   text ignored up to synthesize-stop. */
+static void stream_failed(wy_conn *c) {
+    ct_stream_release(c->st);
+    c->st = NULL;
+    c->failed = 1;
 }
 
 /* One event; -1 ends the connection. */
@@ -417,47 +433,48 @@ static int handle(wy_conn *c, const ct_wy_event *ev) {
                               w->p.max_input_chars);
         char voice[64], lang[64];
         if (parse_voice(c, ev->data, voice, lang, &gone)) return gone ? -1 : 0;
-        return synth(c, s, n, voice, lang, w->p.has_seed ? w->p.seed : new_seed(), 1) < 0 ? -1 : 0;
+        return synth(c, s, n, voice, lang);
     }
     if (!strcmp(t, "synthesize-start")) {
         if (c->streaming) return send_error(c, "invalid_request", "synthesize-start inside a streaming synthesis");
-        if (parse_voice(c, ev->data, c->voice, c->language, &gone)) return gone ? -1 : 0;
+        char lang[64];
+        if (parse_voice(c, ev->data, c->voice, lang, &gone)) return gone ? -1 : 0;
         c->streaming = 1;
         c->failed = 0;
-        c->sentence = 0;
-        c->tlen = 0;
+        c->chars = 0;
         c->seed = w->p.has_seed ? w->p.seed : new_seed();
-        return 0;
+        int r = submit(c, "", 0, c->voice, lang, c->seed, 1); /* the text comes in pieces */
+        if (r > 0) c->failed = 1;
+        return r < 0 ? -1 : 0;
     }
     if (!strcmp(t, "synthesize-chunk")) {
         if (!c->streaming) return send_error(c, "invalid_request", "synthesize-chunk outside synthesize-start .. -stop");
         const json_t *x = json_object_get(ev->data, "text");
         if (!json_is_string(x)) return send_error(c, "invalid_request", "synthesize-chunk needs a 'text' string");
         if (c->failed) return 0;
+        const char *s = json_string_value(x);
         size_t n = json_string_length(x);
-        if (strlen(json_string_value(x)) != n) return send_error(c, "invalid_request", "'text' holds a NUL character");
-        if (utf8_chars(c->text, c->tlen) + utf8_chars(json_string_value(x), n) > (size_t)w->p.max_input_chars) {
-            c->failed = 1;
-            c->tlen = 0;
-            return send_error(c, "text_too_long", "more than %d characters without a sentence end",
-                              w->p.max_input_chars);
+        if (strlen(s) != n) return send_error(c, "invalid_request", "'text' holds a NUL character");
+        c->chars += utf8_chars(s, n);
+        if (c->chars > (size_t)w->p.max_input_chars) {
+            stream_failed(c);
+            return send_error(c, "text_too_long", "the streamed text is over %d characters", w->p.max_input_chars);
         }
-        if (c->tlen + n + 1 > c->tcap) {
-            size_t nc = (c->tlen + n + 1) * 2;
-            char *nt = realloc(c->text, nc);
-            if (!nt) return send_error(c, "server_error", "out of memory");
-            c->text = nt;
-            c->tcap = nc;
+        if (ct_stream_append_text(c->st, s, n) != CT_OK) { /* the stream has failed: its message says why */
+            int r = send_error(c, "synthesis_failed", "%s", ct_stream_errmsg(c->st));
+            stream_failed(c);
+            return r;
         }
-        memcpy(c->text + c->tlen, json_string_value(x), n);
-        c->tlen += n;
-        return stream_sentences(c, 0);
+        return 0;
     }
     if (!strcmp(t, "synthesize-stop")) {
         if (!c->streaming) return send_error(c, "invalid_request", "synthesize-stop without synthesize-start");
-        if (stream_sentences(c, 1) < 0) return -1;
+        if (c->st) {
+            ct_stream_end_text(c->st); /* a refusal fails the stream: finish() sends its message */
+            if (pump(c, -1) < 0 || finish(c, c->chars) < 0) return -1;
+        }
         c->streaming = 0;
-        c->tlen = 0;
+        c->failed = 0;
         return send_event(c, "synthesize-stopped", NULL, NULL, 0);
     }
     /* Wyoming: servers drop events they do not know (select-program, other domains) */
@@ -480,18 +497,18 @@ static void *conn_main(void *arg) {
             if (r < 0) break;
         }
     }
+    ct_stream_release(c->st); /* a streaming synthesis the client left: cancelled */
+    c->st = NULL;
     shutdown(c->fd, SHUT_RDWR);
     free(c->pcm);
     free(c->s16);
     free(c->buf);
-    free(c->text);
     pthread_mutex_lock(&w->mu);
     close(c->fd);
     c->fd = -1;
     c->pcm = NULL;
     c->s16 = NULL;
     c->buf = NULL;
-    c->text = NULL;
     c->done = 1;
     pthread_mutex_unlock(&w->mu);
     return NULL;

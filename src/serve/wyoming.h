@@ -1,8 +1,8 @@
 /* Native Wyoming server (Home Assistant's voice protocol, docs/WYOMING.md) over the public stream
    engine: describe -> info; synthesize -> audio-start / audio-chunk (PCM16 as the engine
    streams it) / audio-stop; the streaming synthesize-start / -chunk / -stop of Wyoming 1.7
-   (each completed sentence synthesized as it arrives) -> audio per sentence, then
-   synthesize-stopped; ping -> pong. One thread per connection. */
+   (one incremental-text engine stream: audio goes out while text comes in) -> audio-start /
+   audio-chunk / audio-stop, synthesize-stopped; ping -> pong. One thread per connection. */
 #ifndef CT_SERVE_WYOMING_H
 #define CT_SERVE_WYOMING_H
 
@@ -23,9 +23,9 @@ typedef struct {
                                    event and is closed */
     int timeout_s;              /* a connection that sends nothing for this long is closed,
                                    idle or inside an event (default 30); also the send timeout */
-    int max_input_chars;        /* characters of one synthesize text or of the unspoken text of
-                                   a streaming synthesis (default 4096) */
-    int has_seed;               /* 1: every request uses seed (streaming sentence k: seed + k);
+    int max_input_chars;        /* characters of one synthesize text or of the whole text of a
+                                   streaming synthesis (default 4096) */
+    int has_seed;               /* 1: every request (streaming ones too) uses seed;
                                    0: a new random seed per request */
     uint64_t seed;
     void (*log_fn)(void *ud, const char *line); /* NULL = silent; one line per connection event

@@ -31,10 +31,10 @@ def check(cond, what):
         failures.append(what)
 
 
-def synth_pcm(text, voice, seed):
+def synth_pcm(text, voice, seed, extra=()):
     """What `codectalk synth` makes for the same text, voice and seed: raw s16le."""
     out = os.path.join(WORK, "synth.pcm")
-    subprocess.run([BIN, "synth", "-m", MODEL, "-t", text, "-s", voice, "--seed", str(seed), "-o", out, "-q"],
+    subprocess.run([BIN, "synth", "-m", MODEL, "-t", text, "-s", voice, "--seed", str(seed), "-o", out, "-q", *extra],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out, "rb") as f:
         return f.read()
@@ -96,42 +96,59 @@ async def synthesize():
 
 
 async def streaming():
-    pieces = ["Hello the", "re. How are", " you today? Fine", ", thanks"]
-    sentences = ["Hello there.", "How are you today?", "Fine, thanks"]
+    pieces = ["Hello the", "re. How are", " you today? I am fine", ", thanks. The weather is", " nice and warm today, so",
+              " we will go for a long walk in the park", " after lunch. See", " you there!"]
     async with client() as c:
         await c.write_event(SynthesizeStart(voice=SynthesizeVoice(name="vivian")).event())
-        await c.write_event(SynthesizeChunk(text=pieces[0]).event())
-        await c.write_event(SynthesizeChunk(text=pieces[1]).event())
-        # the first sentence is complete: its audio comes before the rest of the text is sent
-        first, _, _ = await read_audio(c)
-        check(len(first) > 0, "streaming: the first sentence's audio arrives before the text ends")
-        await c.write_event(SynthesizeChunk(text=pieces[2]).event())
-        await c.write_event(SynthesizeChunk(text=pieces[3]).event())
+        for p in pieces[:6]:
+            await c.write_event(SynthesizeChunk(text=p).event())
+        # the engine starts on the text it has: audio comes before the rest of the text is sent
+        ev = await asyncio.wait_for(c.read_event(), 120)
+        check(AudioStart.is_type(ev.type), f"streaming: audio-start before the text ends ({ev.type})")
+        ev = await asyncio.wait_for(c.read_event(), 120)
+        check(AudioChunk.is_type(ev.type), f"streaming: audio before the text ends ({ev.type})")
+        pcm = AudioChunk.from_event(ev).audio if AudioChunk.is_type(ev.type) else b""
+        for p in pieces[6:]:
+            await c.write_event(SynthesizeChunk(text=p).event())
         await c.write_event(Synthesize(text="".join(pieces), voice=SynthesizeVoice(name="vivian")).event())
         await c.write_event(SynthesizeStop().event())
-        segs = [first]
+        types = []
         while True:
             ev = await asyncio.wait_for(c.read_event(), 120)
             assert ev is not None, "connection closed before synthesize-stopped"
+            types.append(ev.type)
             if SynthesizeStopped.is_type(ev.type):
                 break
-            assert AudioStart.is_type(ev.type), f"expected audio-start or synthesize-stopped, got {ev.type}"
-            pcm, n = b"", 0
-            while True:
-                ev = await asyncio.wait_for(c.read_event(), 120)
-                if AudioStop.is_type(ev.type):
-                    break
+            if AudioChunk.is_type(ev.type):
                 pcm += AudioChunk.from_event(ev).audio
-            segs.append(pcm)
-        check(len(segs) == 3, f"streaming: one audio-start/stop per sentence, the compatibility synthesize ignored "
-              f"({len(segs)} segments)")
+        check(types[-2:] == ["audio-stop", "synthesize-stopped"] and set(types[:-2]) <= {"audio-chunk"},
+              f"streaming: chunks, audio-stop, synthesize-stopped; the compatibility synthesize ignored "
+              f"({sorted(set(types))})")
         # the connection stays usable
         await c.write_event(Ping(text="still there").event())
         ev = await asyncio.wait_for(c.read_event(), 30)
         check(Pong.is_type(ev.type) and Pong.from_event(ev).text == "still there", "ping -> pong after streaming")
-    for k, (s, pcm) in enumerate(zip(sentences, segs)):
-        ref = synth_pcm(s, "vivian", SEED + k)
-        check(pcm == ref, f"streaming: sentence {k} ({s!r}) equals `codectalk synth` with seed {SEED}+{k}")
+    ref = synth_pcm("".join(pieces), "vivian", SEED, ["--streaming-text"])
+    check(len(pcm) > 0 and pcm == ref, f"streaming: the audio equals `codectalk synth --streaming-text` of the whole "
+          f"text with the same seed ({len(pcm)} vs {len(ref)} bytes)")
+    # a client that never ends its text: closed after --timeout, its stream (the only slot) freed
+    async with client() as c:
+        await c.write_event(SynthesizeStart(voice=SynthesizeVoice(name="vivian")).event())
+        await c.write_event(SynthesizeChunk(text="And then nothing more").event())
+        t0 = time.time()
+        while True:
+            ev = await asyncio.wait_for(c.read_event(), 30)
+            if ev is None:
+                break
+        check(time.time() - t0 < 10, "text never ended: the connection is closed after --timeout")
+    async with client() as c:
+        await c.write_event(Synthesize(text="The slot is free.", voice=SynthesizeVoice(name="vivian")).event())
+        try:
+            pcm, _, _ = await read_audio(c)
+        except AssertionError as e:
+            pcm = b""
+            print(e)
+        check(len(pcm) > 0, "text never ended: its stream slot was freed")
 
 
 def raw(timeout=10):
