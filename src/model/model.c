@@ -2,6 +2,7 @@
    tensor the config implies. */
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,9 +133,14 @@ static ct_mat bind_prequant(binder *b, ct_st_file *f, const ct_st_tensor *t, con
         return w;
     }
     size_t ns = (size_t)s->nbytes / sizeof(float);
-    float *sc = alloc_kept(b, s->nbytes, sn);
-    if (!sc) return w;
-    memcpy(sc, s->data, s->nbytes);
+    /* used in place where the mapping keeps floats aligned (every kernel loads them unaligned) */
+    const float *sc = s->data;
+    if ((uintptr_t)s->data % sizeof(float)) {
+        float *copy = alloc_kept(b, s->nbytes, sn);
+        if (!copy) return w;
+        memcpy(copy, s->data, s->nbytes);
+        sc = copy;
+    }
     for (size_t i = 0; i < ns; i++)
         if (!isfinite(sc[i]) || sc[i] < 0.0f) {
             if (soft) return w;
