@@ -822,20 +822,22 @@ ct_status ct_normalize(const char *text, size_t len, const char *language, char 
         z.text_zh = h > l;
     }
     put(&z.o, "", 0);
+    size_t tok_end = 0; /* the end of the last token checked for a URL */
     for (size_t i = 0; i < len && z.lang != LANG_KEEP;) {
         unsigned char b = (unsigned char)text[i];
         unsigned prev = cp_before(text, i);
         int word_start = !(prev < 0x80 ? (is_al((unsigned char)prev) || is_d((unsigned char)prev) || prev == '_' ||
                                           prev == '.' || prev == '/' || prev == '@' || prev == ':')
                                        : letter(prev) && !han(prev));
-        /* URLs, e-mail addresses and paths are copied whole */
-        if (word_start && !is_sp(b)) {
+        /* URLs, e-mail addresses and paths are copied whole (each token looked at once) */
+        if (word_start && !is_sp(b) && i >= tok_end) {
             size_t e = i;
             int url = 0;
             while (e < len && !is_sp((unsigned char)text[e]) && (unsigned char)text[e] < 0x80) {
                 if (text[e] == '@' || (e + 2 < len && !memcmp(text + e, "://", 3))) url = 1;
                 e++;
             }
+            tok_end = e;
             if (url || (e - i > 4 && !strncasecmp(text + i, "www.", 4))) {
                 put(&z.o, text + i, e - i);
                 i = e;

@@ -161,8 +161,8 @@ static void emit(sink *o, const char *t, size_t a, size_t b) {
 }
 
 /* Where a span [a, b) longer than max must be cut (a < cut <= a + max where possible): the last
-   clause punctuation in the limit's later two thirds, else the last space, else any clause
-   punctuation, else a boundary next to a CJK character, else (one word longer than max) the last
+   clause punctuation in the limit's later two thirds, else the last space, else the last
+   boundary next to a CJK character, else any clause punctuation, else (one word longer than max) the last
    grapheme boundary, else the last code point boundary. */
 static size_t forced_cut(const char *t, size_t a, size_t b, size_t max) {
     size_t lim = a + max, clause = 0, space = 0, cjk = 0, graph = 0, cpb = 0;
@@ -184,8 +184,8 @@ static size_t forced_cut(const char *t, size_t a, size_t b, size_t max) {
     }
     if (clause && clause - a >= max / 3) return clause;
     if (space) return space;
-    if (clause) return clause;
     if (cjk) return cjk;
+    if (clause) return clause;
     if (graph) return graph;
     return cpb ? cpb : lim;
 }
