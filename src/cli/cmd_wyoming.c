@@ -10,6 +10,7 @@
 #include "cli/cli_engine.h"
 #include "codectalk.h"
 #include "edge/profile.h"
+#include "serve/voices.h"
 #include "serve/wyoming.h"
 
 static void log_line(void *ud, const char *line) {
@@ -18,7 +19,7 @@ static void log_line(void *ud, const char *line) {
 }
 
 int ct_cli_wyoming(int argc, char **argv) {
-    const char *uri = "tcp://127.0.0.1:10200";
+    const char *uri = "tcp://127.0.0.1:10200", *voices_dir = NULL;
     int quiet = 0, max_conns = 64, timeout = 30, max_chars = 4096;
     uint64_t seed = 0;
     ct_cli_engine_flags ef;
@@ -34,8 +35,10 @@ int ct_cli_wyoming(int argc, char **argv) {
         {"max-input-chars", 0, CT_OPT_INT, &max_chars, "N",
          "characters of a synthesize text, or the whole text of a streaming one (default 4096)"},
         {"quiet", 'q', CT_OPT_FLAG, &quiet, NULL, "no log (default: a line per request and per closed bad connection)"},
+        {"voices-dir", 0, CT_OPT_STR, &voices_dir, "DIR",
+         "Base models: the saved voices of DIR (serve's --voices-dir) are voices too, by name"},
     };
-    int no = 6;
+    int no = 7;
     no += ct_cli_engine_opts(&ef, opts + no, 31 - no);
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk wyoming -m DIR [--uri tcp://127.0.0.1:10200] [--profile auto|FILE]\n"
@@ -74,7 +77,18 @@ int ct_cli_wyoming(int argc, char **argv) {
     wp.seed = seed;
     wp.log_fn = quiet ? NULL : log_line;
     ct_wy *w = NULL;
+    ct_voice_store *vs = NULL;
     int rc = 1;
+    if (voices_dir && strcmp(ct_model_get_info(x.m).kind, "base") != 0) {
+        fprintf(stderr, "error: --voices-dir: cloned voices need a Base model (this one is %s)\n",
+                ct_model_get_info(x.m).kind);
+        goto done;
+    }
+    if (voices_dir && ct_voice_store_open(voices_dir, &vs, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: --voices-dir: %s\n", err);
+        goto done;
+    }
+    wp.voices = vs;
     if (ct_wy_start(x.e, x.m, &wp, &w, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
@@ -91,6 +105,7 @@ int ct_cli_wyoming(int argc, char **argv) {
     rc = 0;
 done:
     ct_wy_stop(w);
+    ct_voice_store_free(vs);
     ct_cli_engine_close(&x);
     return rc;
 }

@@ -25,6 +25,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "serve/listen.h"
+#include "serve/voices.h"
 #include "serve/wyoming_event.h"
 #include "text/langcode.h"
 
@@ -42,7 +43,7 @@ struct ct_wy {
     int fd, port, rate;
     char **voices;  /* speakers, or {"default"} for a model without any */
     int n_voices, has_speakers, def_voice;
-    json_t *info;   /* the info event's data, made once */
+    json_t *langs;  /* the model's languages as codes */
     atomic_int stop;
     pthread_t th;
     pthread_mutex_t mu;
@@ -68,6 +69,7 @@ struct wy_conn {
     size_t chars;
     uint64_t seed;
     char voice[64];
+    ct_voice *cloned; /* a saved voice the request names (Base), else NULL */
 };
 
 ct_wy_params ct_wy_params_default(void) {
@@ -149,6 +151,7 @@ static json_t *audio_fmt(const ct_wy *w, int64_t ts_ms) {
 /* ---- reading ------------------------------------------------------------------------------ */
 
 static int pump(wy_conn *c, int wait_ms);
+static json_t *make_info(ct_wy *w);
 static int finish(wy_conn *c, size_t chars);
 
 /* The next event into *ev: 1; 0 when the connection ended (client closed, timeout, stop, bad
@@ -255,14 +258,25 @@ static int parse_voice(wy_conn *c, const json_t *data, char *voice, char *langua
         return -1;
     }
     const json_t *n = json_object_get(v, "name"), *l = json_object_get(v, "language");
+    ct_voice_free(c->cloned);
+    c->cloned = NULL;
     if (n && !json_is_null(n)) {
         int i = json_is_string(n) ? find_voice(w, json_string_value(n)) : -1;
+        char verr[300] = "";
+        if (i < 0 && w->p.voices && json_is_string(n) && ct_voice_name_ok(json_string_value(n)) &&
+            ct_voice_store_get(w->p.voices, w->m, json_string_value(n), &c->cloned, verr, sizeof verr) == CT_OK)
+            return 0; /* a saved voice: no speaker */
+        if (verr[0] && !strstr(verr, "no voice named")) {
+            *gone = send_error(c, "unknown_voice", "voice '%.60s': %s", json_string_value(n), verr) < 0;
+            return -1;
+        }
         if (i < 0) {
             char names[400] = "";
             for (int k = 0; k < w->n_voices; k++)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", w->voices[k]);
-            *gone = send_error(c, "unknown_voice", "unknown voice '%.60s'; voices: %s",
-                               json_is_string(n) ? json_string_value(n) : "(not a string)", names) < 0;
+            *gone = send_error(c, "unknown_voice", "unknown voice '%.60s'; voices: %s%s",
+                               json_is_string(n) ? json_string_value(n) : "(not a string)", names,
+                               w->p.voices ? " and the saved voices of info" : "") < 0;
             return -1;
         }
         snprintf(voice, 64, "%s", w->voices[i]);
@@ -303,6 +317,7 @@ static int submit(wy_conn *c, const char *text, size_t n, const char *voice, con
     g.speaker = voice[0] ? voice : w->has_speakers ? w->voices[w->def_voice] : NULL;
     g.language = language;
     g.seed = seed;
+    if (c->cloned) ct_voice_apply(c->cloned, &g, 0); /* kept until the next request's voice */
     ct_stream_params sp = w->sp;
     if (incremental) {
         sp.text_incremental = 1;
@@ -416,7 +431,7 @@ static int handle(wy_conn *c, const ct_wy_event *ev) {
     ct_wy *w = c->w;
     const char *t = ev->type;
     int gone = 0;
-    if (!strcmp(t, "describe")) return send_event(c, "info", json_incref(w->info), NULL, 0);
+    if (!strcmp(t, "describe")) return send_event(c, "info", make_info(w), NULL, 0);
     if (!strcmp(t, "ping")) {
         const json_t *x = json_object_get(ev->data, "text");
         return send_event(c, "pong", json_is_string(x) ? json_pack("{s:O}", "text", x) : NULL, NULL, 0);
@@ -499,6 +514,8 @@ static void *conn_main(void *arg) {
     }
     ct_stream_release(c->st); /* a streaming synthesis the client left: cancelled */
     c->st = NULL;
+    ct_voice_free(c->cloned);
+    c->cloned = NULL;
     shutdown(c->fd, SHUT_RDWR);
     free(c->pcm);
     free(c->s16);
@@ -565,39 +582,60 @@ static void *accept_main(void *arg) {
     return NULL;
 }
 
-/* The info event's data: one tts program, one voice per speaker, languages as ISO 639-1 codes. */
-static json_t *make_info(const ct_wy *w) {
-    static const char *codes[] = {"zh", "en", "de", "it", "pt", "es", "ja", "ko", "fr", "ru"};
-    ct_model_info mi = ct_model_get_info(w->m);
-    json_t *langs = json_array();
-    for (int i = 0; i < mi.n_languages; i++)
-        for (size_t k = 0; k < sizeof codes / sizeof *codes; k++)
-            if (!strcmp(ct_model_language(w->m, i), ct_language_from_code(codes[k])))
-                json_array_append_new(langs, json_string(codes[k]));
+static json_t *voice_json(const char *name, json_t *attr, const char *desc, json_t *langs) {
+    return json_pack("{s:s, s:O, s:b, s:s, s:n, s:O}", "name", name, "attribution", attr, "installed", 1,
+                     "description", desc, "version", "languages", langs);
+}
+
+/* The info event's data: one tts program, one voice per speaker (and per saved voice made for
+   this model), languages as ISO 639-1 codes. Made for each describe (saved voices change). */
+static json_t *make_info(ct_wy *w) {
     json_t *attr = json_pack("{s:s, s:s}", "name", "Qwen3-TTS (Alibaba Qwen team), run by codectalk", "url",
                              "https://github.com/QwenLM/Qwen3-TTS");
     json_t *voices = json_array();
     for (int i = 0; i < w->n_voices; i++)
-        json_array_append_new(voices, json_pack("{s:s, s:O, s:b, s:s, s:n, s:O}", "name", w->voices[i], "attribution",
-                                                attr, "installed", 1, "description",
-                                                w->has_speakers ? "preset speaker" : "the model's own voice", "version",
-                                                "languages", langs));
+        json_array_append_new(voices, voice_json(w->voices[i], attr,
+                                                 w->has_speakers ? "preset speaker" : "the model's own voice", w->langs));
+    json_t *saved = w->p.voices ? ct_voice_store_list(w->p.voices, w->m) : NULL;
+    size_t k;
+    json_t *it;
+    json_array_foreach(saved, k, it) {
+        if (!json_is_true(json_object_get(it, "usable"))) continue;
+        const char *mode = json_string_value(json_object_get(it, "mode"));
+        json_array_append_new(voices, voice_json(json_string_value(json_object_get(it, "name")), attr,
+                                                 mode && !strcmp(mode, "icl") ? "cloned voice (ICL)"
+                                                                              : "cloned voice (x-vector only)",
+                                                 w->langs));
+    }
+    json_decref(saved);
     char desc[200];
     snprintf(desc, sizeof desc, "codectalk %s: %s", ct_version(), w->model_id);
     json_t *prog = json_pack("{s:s, s:O, s:b, s:s, s:s, s:o, s:b}", "name", w->model_id, "attribution", attr, "installed",
                              1, "description", desc, "version", ct_version(), "voices", voices,
                              "supports_synthesize_streaming", 1);
     json_decref(attr);
-    json_decref(langs);
     return json_pack("{s:[], s:[o], s:[], s:[], s:[], s:[], s:[]}", "asr", "tts", prog, "handle", "intent", "wake",
                      "mic", "snd");
+}
+
+/* The model's languages as ISO 639-1 codes. */
+static json_t *language_codes(const ct_model *m) {
+    static const char *codes[] = {"zh", "en", "de", "it", "pt", "es", "ja", "ko", "fr", "ru"};
+    ct_model_info mi = ct_model_get_info(m);
+    json_t *langs = json_array();
+    for (int i = 0; i < mi.n_languages; i++)
+        for (size_t k = 0; k < sizeof codes / sizeof *codes; k++) {
+            const char *name = ct_language_from_code(codes[k]);
+            if (name && !strcmp(ct_model_language(m, i), name)) json_array_append_new(langs, json_string(codes[k]));
+        }
+    return langs;
 }
 
 static void wy_free(ct_wy *w) {
     if (!w) return;
     for (int i = 0; i < w->n_voices; i++) free(w->voices[i]);
     free(w->voices);
-    json_decref(w->info);
+    json_decref(w->langs);
     free(w->conns);
     pthread_mutex_destroy(&w->mu);
     free(w);
@@ -637,7 +675,7 @@ ct_status ct_wy_start(ct_engine *e, const ct_model *m, const ct_wy_params *p, ct
         ok = w->voices[i] != NULL;
         if (ok && !strcmp(w->voices[i], "vivian")) w->def_voice = i; /* the server's default voice */
     }
-    if (ok) ok = (w->info = make_info(w)) != NULL;
+    if (ok) ok = (w->langs = language_codes(m)) != NULL;
     if (!ok) {
         wy_free(w);
         return ct_errf(err, errcap, CT_ERR_NOMEM, "wyoming: out of memory");

@@ -28,6 +28,8 @@ typedef struct {
     int has_seed;               /* 1: every request (streaming ones too) uses seed;
                                    0: a new random seed per request */
     uint64_t seed;
+    struct ct_voice_store *voices; /* Base models: the saved voices (serve's --voices-dir), listed
+                                   in info and usable by name; NULL = none. Borrowed. */
     void (*log_fn)(void *ud, const char *line); /* NULL = silent; one line per connection event
                                    worth a log (closed for bad input, ignored events, requests) */
     void *log_ud;
