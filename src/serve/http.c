@@ -1175,6 +1175,11 @@ static enum MHD_Result voice_upload(ct_http *h, struct MHD_Connection *c, conn_c
                          "'name' %s (1 to 64 of A-Z a-z 0-9 _ -)", name ? "is not a voice name" : "is required");
         rc = -1;
     }
+    if (!rc && ct_voice_store_has(h->p.voices, name)) { /* before the encoders' work (put checks again) */
+        ct_api_error_set(&e, 409, "invalid_request_error", "name", "voice_exists",
+                         "a voice named '%s' exists (DELETE it first)", name);
+        rc = -1;
+    }
     if (!rc && (!u.v[3] || !u.n[3])) {
         ct_api_error_set(&e, 400, "invalid_request_error", "audio", "missing_field", "'audio' (the reference clip) is required");
         rc = -1;

@@ -118,6 +118,12 @@ ct_status ct_voice_store_put(ct_voice_store *s, const char *name, const ct_voice
     return st;
 }
 
+int ct_voice_store_has(ct_voice_store *s, const char *name) {
+    char path[4200], err[200];
+    struct stat sb;
+    return path_of(s, name, path, sizeof path, err, sizeof err) == CT_OK && lstat(path, &sb) == 0;
+}
+
 ct_status ct_voice_store_delete(ct_voice_store *s, const char *name, char *err, size_t errcap) {
     char path[4200];
     ct_status st = path_of(s, name, path, sizeof path, err, errcap);

@@ -45,6 +45,8 @@ ct_status ct_voice_store_get(ct_voice_store *s, const ct_model *m, const char *n
 /* Saves v as NAME.voice: CT_ERR_STATE when the name is taken (nothing written), else
    ct_voice_save's errors. Serialised with the other writers of the store. */
 ct_status ct_voice_store_put(ct_voice_store *s, const char *name, const ct_voice *v, char *err, size_t errcap);
+/* 1 when NAME.voice exists (a bad name: 0). */
+int ct_voice_store_has(ct_voice_store *s, const char *name);
 /* Removes NAME.voice: CT_ERR_IO with "no voice named" when absent. */
 ct_status ct_voice_store_delete(ct_voice_store *s, const char *name, char *err, size_t errcap);
 /* The uploaded voices, sorted by name: [{name, mode ("icl" | "x_vector_only"), ref_text (null
