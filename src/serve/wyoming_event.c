@@ -43,6 +43,7 @@ int ct_wy_parse(const uint8_t *buf, size_t n, const ct_wy_limits *lim, ct_wy_eve
     if (!lim) lim = &dl;
     memset(ev, 0, sizeof *ev);
     *used = 0;
+    if (n == 0) return 0; /* buf may be NULL then */
     size_t scan = n < lim->max_line ? n : lim->max_line;
     const uint8_t *nl = memchr(buf, '\n', scan);
     if (!nl) {
