@@ -24,6 +24,7 @@
 #include "edge/profile.h"
 #include "serve/client.h"
 #include "serve/http.h"
+#include "serve/ws.h"
 #include "stream/metrics.h"
 
 /* The access log: one line per request on stderr. */
@@ -39,10 +40,11 @@ int ct_cli_serve(int argc, char **argv) {
     int port = 8000, timeout = 30;
     int body_kb = 64, codec_chunk = 0, max_chars = 4096;
     int header_timeout = 10, write_timeout = 20, max_conns = 64, per_ip = 32, reserve = 4;
+    int ws_port = -1, ws_max_kb = 64, ws_idle_ms = 30000;
     ct_cli_engine_flags ef;
     ct_cli_engine_flags_init(&ef);
     ct_cli_text tx = {0, 0, 0};
-    ct_opt opts[48] = {
+    ct_opt opts[64] = {
         {"host", 0, CT_OPT_STR, &host, "ADDR", "IPv4 address or host name to bind (default 127.0.0.1)"},
         {"cors", 0, CT_OPT_STR, &cors, "ORIGIN", "allow browsers on ORIGIN (or *) to call the API (CORS headers, preflights)"},
         {"quiet", 'q', CT_OPT_FLAG, &quiet, NULL,
@@ -70,10 +72,15 @@ int ct_cli_serve(int argc, char **argv) {
          "Base models: keep uploaded voices (POST /v1/audio/voices) in DIR, created if missing"},
         {"max-upload-mb", 0, CT_OPT_INT, &upload_mb, "N",
          "Base models: body limit of voice uploads and of speech requests with ref_audio (default 32)"},
+        {"ws-port", 0, CT_OPT_INT, &ws_port, "N",
+         "serve the streaming-text WebSocket /v1/audio/speech/stream on port N (0 = any free port; default off)"},
+        {"ws-max-message-kb", 0, CT_OPT_INT, &ws_max_kb, "N", "WebSocket: a larger client message closes with 1009 (default 64)"},
+        {"ws-idle-ms", 0, CT_OPT_INT, &ws_idle_ms, "MS",
+         "WebSocket: an utterance with no text nor input.done for MS ms fails with an error event (default 30000)"},
     };
-    int no = 18;
-    no += ct_cli_engine_opts(&ef, opts + no, 47 - no);
-    no += ct_cli_text_opts(&tx, opts + no, 47 - no);
+    int no = 21;
+    no += ct_cli_engine_opts(&ef, opts + no, 63 - no);
+    no += ct_cli_text_opts(&tx, opts + no, 63 - no);
     int r = ct_args_parse(argc, argv, opts,
                           "usage: codectalk serve -m DIR [--host 127.0.0.1] [--port 8000] [--profile auto|FILE]\n"
                           "       [--api-key K] [--max-streams N] [--queue N] [--threads N] [--placement MODE]\n"
@@ -82,10 +89,12 @@ int ct_cli_serve(int argc, char **argv) {
     if (r) return r < 0 ? 2 : 0;
     if (ct_cli_engine_check(&ef) != 0 || ct_cli_text_check(&tx) != 0) return 2;
     if (codec_chunk < 0 || body_kb < 1 || timeout < 1 || max_chars < 1 || header_timeout < 1 || write_timeout < 1 ||
-        max_conns < 1 || per_ip < 0 || reserve < 0 || upload_mb < 1 || upload_mb > 1024) {
+        max_conns < 1 || per_ip < 0 || reserve < 0 || upload_mb < 1 || upload_mb > 1024 || ws_port < -1 ||
+        ws_port > 65535 || ws_max_kb < 1 || ws_max_kb > 65536 || ws_idle_ms < 0) {
         fprintf(stderr, "error: --codec-chunk/--max-conn-per-ip/--reserve-connections must be >= 0; --max-body-kb, "
                         "--timeout, --header-timeout, --write-timeout, --max-connections, --max-input-chars >= 1; "
-                        "--max-upload-mb in [1, 1024]\n");
+                        "--max-upload-mb in [1, 1024]; --ws-port in [0, 65535], --ws-max-message-kb in [1, 65536], "
+                        "--ws-idle-ms >= 0\n");
         return 2;
     }
     if (!api_key) api_key = getenv("CODECTALK_API_KEY");
@@ -104,6 +113,7 @@ int ct_cli_serve(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     signal(SIGPIPE, SIG_IGN);
     ct_http *h = NULL;
+    ct_ws *ws = NULL;
     ct_voice_store *vs = NULL;
     ct_speech_encoder *senc = NULL;
     int rc = 1;
@@ -161,6 +171,18 @@ int ct_cli_serve(int argc, char **argv) {
         fprintf(stderr, "error: %s\n", err);
         goto done;
     }
+    if (ws_port >= 0) {
+        ct_ws_params wp = ct_ws_params_default();
+        wp.host = host;
+        wp.port = ws_port;
+        wp.max_message_bytes = (size_t)ws_max_kb << 10;
+        wp.text_idle_timeout_ms = ws_idle_ms;
+        if (ct_ws_start(e, h, &wp, &ws, err, sizeof err) != CT_OK) {
+            fprintf(stderr, "error: --ws-port: %s\n", err);
+            goto done;
+        }
+        fprintf(stderr, "codectalk serve: streaming text on ws://%s:%d/v1/audio/speech/stream\n", host, ct_ws_port(ws));
+    }
     ct_engine_limits lim = ct_engine_get_limits(e);
     fprintf(stderr, "%s\n", pm->desc);
     fprintf(stderr,
@@ -179,6 +201,7 @@ int ct_cli_serve(int argc, char **argv) {
     fprintf(stderr, "signal %d: shutting down\n", sig);
     rc = 0;
 done:
+    ct_ws_stop(ws);
     ct_http_stop(h);
     ct_cli_engine_close(&x);
     ct_voice_store_free(vs);

@@ -788,6 +788,18 @@ static int resolve_clone(ct_http *h, ct_speech_request *rq, ct_api_error *e) {
     return -1;
 }
 
+void ct_http_shared(const ct_http *h, ct_speech_ctx *sx, ct_stream_params *sp, const char **schedule,
+                    const char **api_key) {
+    *sx = (ct_speech_ctx){h->model_id,      h->voices,        h->n_voices,
+                                           h->langs,         h->n_langs,       h->p.max_input_chars,
+                                           ct_engine_get_limits(h->e).max_context,
+                                           h->model_aliases, h->n_model_aliases, h->voice_aliases,
+                                           h->voice_targets, h->n_voice_aliases, 0};
+    *sp = h->stream;
+    *schedule = h->schedule[0] ? h->schedule : NULL;
+    *api_key = h->api_key;
+}
+
 static enum MHD_Result speech(ct_http *h, struct MHD_Connection *c, conn_ctx *cc) {
     ct_stats_thread_role("serve");
     double t0 = CT_STATS_T0();

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "codectalk.h"
+#include "serve/request.h"
 #include "serve/voices.h"
 
 typedef struct ct_http ct_http;
@@ -70,6 +71,12 @@ ct_status ct_http_start(ct_engine *e, const ct_model *m, const ct_http_params *p
 
 /* The bound TCP port. */
 int ct_http_port(const ct_http *h);
+
+/* What the WebSocket endpoint (serve/ws.c) shares with this server: the request checks (voices,
+   languages, aliases, limits: *sx, borrowed while h lives), the stream defaults (*sp), the
+   default schedule and the API key ("" = none). */
+void ct_http_shared(const ct_http *h, ct_speech_ctx *sx, ct_stream_params *sp, const char **schedule,
+                    const char **api_key);
 
 /* Stops accepting, ends every connection (their streams are released) and frees h. NULL is
    fine. Call before ct_engine_free. */

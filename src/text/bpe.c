@@ -993,24 +993,49 @@ ct_status ct_bpe_encode(const ct_bpe *t, const char *text, size_t len, int32_t *
     return CT_OK;
 }
 
-/* Whether encode(text[a..b)) ++ encode(text[b..c)) == encode(text[a..c)) (non-ASCII cuts). */
-static int cut_encodes_same(const ct_bpe *t, const char *text, size_t a, size_t b, size_t c, int *oom) {
-    size_t n1 = 0, n2 = 0, n = 0;
-    ct_bpe_encode(t, text + a, b - a, NULL, 0, &n1, NULL, 0);
-    ct_bpe_encode(t, text + b, c - b, NULL, 0, &n2, NULL, 0);
+/* Whether encode(text[a..c)) is a prefix of w[nw] (the ids of the longer text from a). */
+static int prefix_of(const ct_bpe *t, const char *text, size_t a, size_t c, const int32_t *w, size_t nw, int *oom) {
+    size_t n = 0;
     ct_bpe_encode(t, text + a, c - a, NULL, 0, &n, NULL, 0);
-    if (n != n1 + n2) return 0;
-    int32_t *x = malloc(sizeof(int32_t) * (2 * n + 1));
+    if (n > nw) return 0;
+    int32_t *x = malloc(sizeof(int32_t) * (n + 1));
     if (!x) {
         *oom = 1;
         return 0;
     }
-    int same = ct_bpe_encode(t, text + a, b - a, x, n1, &n1, NULL, 0) == CT_OK &&
-               ct_bpe_encode(t, text + b, c - b, x + n1, n2, &n2, NULL, 0) == CT_OK &&
-               ct_bpe_encode(t, text + a, c - a, x + n, n, &n, NULL, 0) == CT_OK &&
-               memcmp(x, x + n, sizeof(int32_t) * n) == 0;
+    int same = ct_bpe_encode(t, text + a, c - a, x, n, &n, NULL, 0) == CT_OK && memcmp(x, w, sizeof(int32_t) * n) == 0;
     free(x);
     return same;
+}
+
+/* Whether raw u[seg..c) normalises to a prefix of nfc[nn] (the NFC of the whole segment) that
+   ends where one of nfc's pre-tokenizer pieces starts. */
+static int nfc_piece_start(const ct_bpe *t, const uint8_t *u, size_t seg, size_t c, const uint8_t *nfc, size_t nn,
+                           pcre2_match_data *md, int *oom) {
+    uint8_t *p = NULL;
+    size_t np = 0;
+    if (nfc_utf8(u + seg, c - seg, &p, &np, NULL, 0) != CT_OK) {
+        *oom = 1;
+        return 0;
+    }
+    int ok = np < nn && memcmp(p, nfc, np) == 0;
+    free(p);
+    if (!ok) return 0;
+    size_t off = 0;
+    uint32_t opts = PCRE2_NO_UTF_CHECK;
+    while (off < np) {
+        int rc = pcre2_match(t->re, nfc, nn, off, opts, md, NULL);
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !(opts & PCRE2_NO_JIT)) {
+            opts |= PCRE2_NO_JIT;
+            continue;
+        }
+        if (rc < 0) return 0; /* [off, nn) is one piece and np lies inside it */
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        if (ov[1] <= ov[0] || ov[0] < off) return 0;
+        if (ov[0] >= np) return ov[0] == np; /* np starts that match, or lies in the gap before it */
+        off = ov[1];
+    }
+    return off == np;
 }
 
 ct_status ct_bpe_stable_prefix(const ct_bpe *t, const char *text, size_t len, size_t *out, char *err,
@@ -1077,27 +1102,63 @@ ct_status ct_bpe_stable_prefix(const ct_bpe *t, const char *text, size_t len, si
         if (off >= limit) break;
     }
     pcre2_match_data_free(md);
+    /* 4. the last piece is held back. A candidate cut must leave ids that the text before it
+       encodes to on its own (the end of a string changes how a whitespace run splits, and NFC
+       may merge across it): the prefix's ids are checked against the whole segment's. */
+    size_t b = seg, nw = 0;
+    int oom = 0;
+    ct_bpe_encode(t, text + seg, limit - seg, NULL, 0, &nw, NULL, 0);
+    int32_t *w = ns ? malloc(sizeof(int32_t) * (nw + 1)) : NULL;
+    if (ns && (!w || ct_bpe_encode(t, text + seg, limit - seg, w, nw, &nw, NULL, 0) != CT_OK)) {
+        free(w);
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory (stable prefix)");
+    }
+    /* a whitespace run at the end may still join a newline that follows ([WS]*[\r\n]+): no
+       cut inside it */
+    size_t ws = limit;
+    while (ws > seg) {
+        size_t q = ws - 1;
+        while (q > seg && (u[q] & 0xC0) == 0x80) q--;
+        utf8proc_int32_t cp = 0;
+        if (utf8proc_iterate(u + q, (utf8proc_ssize_t)(ws - q), &cp) <= 0) break;
+        utf8proc_category_t cat = utf8proc_category(cp);
+        if (!((cp >= 9 && cp <= 13) || cp == 0x85 || cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL ||
+              cat == UTF8PROC_CATEGORY_ZP))
+            break;
+        ws = q;
+    }
     int ascii = 1;
     for (size_t i = seg; i < limit && ascii; i++) ascii = u[i] < 0x80;
-    /* 4. the last piece is held back: its start (or an earlier one NFC cannot disturb) */
-    size_t b = seg;
-    int oom = 0;
-    for (int k = ns - 1; k >= 0 && k >= ns - KEEP; k--) {
+    uint8_t *nfc = NULL;
+    size_t nn = 0;
+    pcre2_match_data *md2 = NULL;
+    if (!ascii && ns) {
+        if (nfc_utf8(u + seg, limit - seg, &nfc, &nn, NULL, 0) != CT_OK ||
+            !(md2 = pcre2_match_data_create_from_pattern(t->re, NULL)))
+            oom = 1;
+    }
+    for (int k = ns - 1; k >= 0 && k >= ns - KEEP && !oom; k--) {
         size_t c = starts[k % KEEP];
         if (c <= seg) break;
-        if (ascii) {
-            b = c;
-            break;
-        }
+        if (c > ws) continue;
         utf8proc_int32_t cp = 0;
-        if (utf8proc_iterate(u + c, (utf8proc_ssize_t)(len - c), &cp) <= 0) continue;
-        if (utf8proc_get_property(cp)->combining_class != 0) continue;
-        if (cut_encodes_same(t, text, seg, c, limit, &oom)) {
+        if (u[c] >= 0x80 && (utf8proc_iterate(u + c, (utf8proc_ssize_t)(len - c), &cp) <= 0 ||
+                             utf8proc_get_property(cp)->combining_class != 0))
+            continue;
+        if (!ascii && !nfc_piece_start(t, u, seg, c, nfc, nn, md2, &oom)) { /* NFC may regroup the pieces */
+            if (oom) break;
+            continue;
+        }
+        if (prefix_of(t, text, seg, c, w, nw, &oom)) {
             b = c;
             break;
         }
-        if (oom) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory (stable prefix)");
+        if (oom) break;
     }
+    free(w);
+    free(nfc);
+    if (md2) pcre2_match_data_free(md2);
+    if (oom) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory (stable prefix)");
     *out = b;
     return CT_OK;
 }
