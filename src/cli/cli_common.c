@@ -2,6 +2,8 @@
 #include "cli/cli_common.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "edge/calibrate.h"
 
 /* "Not given" marks: the parser never produces them (floats are finite, ints > INT_MIN), so
@@ -265,21 +268,67 @@ void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine
     }
 }
 
+typedef struct {
+    ct_stream *s;
+    const char *text;
+    double cps;
+} feeder;
+
+/* Appends f->text 4 characters at a time at f->cps characters a second, then ends it. */
+static void *feed_text(void *arg) {
+    feeder *f = arg;
+    size_t len = strlen(f->text), i = 0;
+    double t0 = ct_now_ms();
+    int chars = 0;
+    while (i < len) {
+        size_t j = i;
+        for (int k = 0; k < 4 && j < len; k++) /* whole UTF-8 characters */
+            do j++;
+            while (j < len && ((unsigned char)f->text[j] & 0xC0) == 0x80);
+        if (ct_stream_append_text(f->s, f->text + i, j - i) != CT_OK) return NULL;
+        i = j;
+        chars += 4;
+        double due = t0 + 1e3 * chars / f->cps - ct_now_ms();
+        if (i < len && due > 0) {
+            struct timespec ts = {(time_t)(due / 1e3), (long)(fmod(due, 1e3) * 1e6)};
+            nanosleep(&ts, NULL);
+        }
+    }
+    ct_stream_end_text(f->s);
+    return NULL;
+}
+
 int ct_cli_run_stream(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, const char *what,
                       ct_chunk_rec **chunks, int *n, ct_stream_info *info) {
+    return ct_cli_run_stream_fed(e, g, sp, what, 0, chunks, n, info);
+}
+
+int ct_cli_run_stream_fed(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, const char *what,
+                          double text_cps, ct_chunk_rec **chunks, int *n, ct_stream_info *info) {
     char err[1024];
     ct_stream *s = NULL;
     *chunks = NULL;
     *n = 0;
-    if (ct_engine_submit(e, g, sp, &s, err, sizeof err) != CT_OK) {
+    ct_gen_params gi = *g;
+    ct_stream_params spi = *sp;
+    if (text_cps > 0) {
+        gi.text = NULL;
+        spi.text_incremental = 1;
+    }
+    if (ct_engine_submit(e, &gi, &spi, &s, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s: %s\n", what, err);
         return -1;
     }
+    feeder fd = {s, g->text, text_cps};
+    pthread_t th;
+    int fed = text_cps > 0 && pthread_create(&th, NULL, feed_text, &fd) == 0;
+    if (text_cps > 0 && !fed) ct_stream_cancel(s);
     enum { CAP = 8192 };
     float *pcm = malloc(sizeof(float) * CAP);
     int finished = 0, rc = -1;
     while (pcm && !finished) ct_stream_read(s, pcm, CAP, 1000, &finished);
     free(pcm);
+    if (fed) pthread_join(th, NULL);
     *info = ct_stream_get_info(s);
     if (!finished || info->state == CT_STREAM_FAILED) {
         fprintf(stderr, "error: %s: %s\n", what, finished ? ct_stream_errmsg(s) : "out of memory");

@@ -78,6 +78,10 @@ void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine
    <what>: ...") and returns -1 when the request could not be submitted or failed. */
 int ct_cli_run_stream(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, const char *what,
                       ct_chunk_rec **chunks, int *n, ct_stream_info *info);
+/* The same with g->text arriving as incremental text (ct_stream_params.text_incremental): the
+   first 4 characters at submission, then 4 more every 4 / text_cps seconds, then the end. */
+int ct_cli_run_stream_fed(ct_engine *e, const ct_gen_params *g, const ct_stream_params *sp, const char *what,
+                          double text_cps, ct_chunk_rec **chunks, int *n, ct_stream_info *info);
 
 /* Output files (synth, client). How -o PATH is written: a regular file (or a new path) is
    written to PATH.partial and renamed over PATH when complete, so a failed or interrupted run

@@ -33,6 +33,7 @@ typedef struct {
     const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language, *weights, *placement;
     int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, ctx, concurrency;
     uint64_t seed;
+    float text_cps;  /* > 0: each prompt arrives as incremental text at this many characters a second */
 } bench_args;
 
 /* Where the time of a frame goes, over the measured requests: ms per frame. */
@@ -212,7 +213,7 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, const ct
             snprintf(what, sizeof what, "request %d", k);
             ct_stream_info si;
             int nc = 0;
-            if (ct_cli_run_stream(e, &g, sp, what, &recs[k], &nc, &si) != 0) goto done;
+            if (ct_cli_run_stream_fed(e, &g, sp, what, a->text_cps, &recs[k], &nc, &si) != 0) goto done;
             double t_final = si.done_ms;
             if (nc && !(t_final >= recs[k][nc - 1].t_ms)) t_final = recs[k][nc - 1].t_ms;
             if (warm) snprintf(ids[k], 32, "w%d", pass);
@@ -268,7 +269,8 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, const ct
     git_sha(sha, sizeof sha);
     time_t now = time(NULL);
     strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
-    json_t *bargs = json_pack("{s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s,s:s,s:s,s:s}", "schedule",
+    json_t *bargs = json_pack("{s:f,s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s,s:s,s:s,s:s}", "text_cps",
+                              (double)a->text_cps, "schedule",
                               sp->schedule, "profile", a->profile, "windowed", sp->windowed, "context",
                               sp->context_frames, "talker_threads", lim.talker_threads, "codec_threads",
                               lim.codec_threads, "warmup", a->warmup, "repeat", a->repeat, "speaker", a->speaker,
@@ -393,6 +395,9 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         {"language", 'l', CT_OPT_STR, &a->language, "NAME", "language (default auto)"},
         {"seed", 0, CT_OPT_U64, &a->seed, "N", "base seed"},
         {"max-frames", 0, CT_OPT_INT, &a->max_frames, "N", "cap frames per request"},
+        {"text-cps", 0, CT_OPT_FLOAT, &a->text_cps, "C",
+         "feed each prompt as incremental text, 4 characters at a time at C characters/s (TTFA then counts "
+         "from the first 4; default 0 = whole text)"},
         {"step-stats", 0, CT_OPT_FLAG, &a->step_stats, NULL, "collect per-step attribution"},
         {"concurrency", 'c', CT_OPT_INT, &a->concurrency, "N",
          "submit N requests at once to an engine with the profile's streams and queue: which were admitted, "
@@ -414,6 +419,15 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
     }
     if (ct_args_given(&a->max_frames) && (a->max_frames < 1 || a->max_frames > 1000000)) {
         fprintf(stderr, "error: --max-frames must be in [1, 1000000]\n");
+        return 2;
+    }
+    if (a->text_cps > 0 && a->concurrency > 0) {
+        fprintf(stderr, "error: --text-cps and --concurrency do not go together (the concurrency table submits whole "
+                        "texts)\n");
+        return 2;
+    }
+    if (!(a->text_cps >= 0 && a->text_cps <= 1e6)) {
+        fprintf(stderr, "error: --text-cps must be in [0, 1000000] characters a second\n");
         return 2;
     }
     if ((ct_args_given(&a->threads) && (a->threads < 0 || a->threads > 256)) ||

@@ -178,6 +178,19 @@ for r in rows:
     req = res["requests"][0]
     assert len(req["chunks"]) > 0 and req["ttfa_ms"] > 0 and req["t_final_ms"] >= req["chunks"][-1]["t_ms"], req
 PY
+# --text-cps: the prompt arrives as incremental text, 4 characters every 200 ms: "Hello" is taken once
+# " th" has come, so the first audio cannot be earlier than the second piece
+expect_rc 0 "$BIN" bench stream -m "$M" --prompts "$WORK/p1.txt" --warmup 0 --max-frames 4 --text-cps 20 \
+  --threads 1 -o "$WORK/bench-cps"
+python3 - "$WORK/bench-cps" <<'PY' && ok || bad "bench stream --text-cps"
+import glob, json, sys
+docs = [json.load(open(f)) for f in glob.glob(sys.argv[1] + "/**/*.json", recursive=True)]
+d = [x for x in docs if "requests" in x][0]
+assert d["meta"]["bench_args"]["text_cps"] == 20, d["meta"]["bench_args"]
+r = d["requests"][0]
+assert r["ttfa_ms"] >= 190 and len(r["chunks"]) > 0, r["ttfa_ms"]
+PY
+expect_rc 2 "$BIN" bench stream -m "$M" --text-cps -1 -o "$WORK/bench";  has "text-cps" "$WORK/err"
 expect_rc 2 "$BIN" bench stream -m "$M" --placement serial:x -o "$WORK/bench";  has "THREADS" "$WORK/err"
 expect_rc 2 "$BIN" bench stream -m "$M" --placement sideways -o "$WORK/bench";  has "unknown mode 'sideways'" "$WORK/err"
 expect_rc 2 "$BIN" bench threads -m "$M" --placement serial -o "$WORK/bench";   has "unknown option '--placement'" "$WORK/err"
