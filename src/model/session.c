@@ -253,8 +253,8 @@ ct_status ct_session_text_close(ct_session *s) {
 
 int ct_session_text_wait(const ct_session *s) {
     if (!s || !s->text_open || !s->running) return 0;
-    if (s->frames + 1 >= s->frame_limit) return s->limit_by_text; /* the budget may still grow */
-    return s->frames >= s->n_trailing; /* the overlay row of this step is not known yet */
+    if (s->advance_pending) return s->frames - 1 >= s->n_trailing; /* its overlay row has not come */
+    return s->frames + 1 >= s->frame_limit && s->limit_by_text;     /* the budget may still grow */
 }
 
 static ct_status session_start(ct_session *s, const ct_gen_params *gp) {

@@ -105,7 +105,9 @@ ct_status ct_session_frame_advance(ct_session *s);
    holds T_1) instead of g->text; open = 1: more tokens may follow (no tts_eos row yet).
    text_more appends tokens (their overlay rows; the frame budget follows), text_close appends
    the tts_eos row; both are no-ops once the run stopped, and CT_ERR_LIMIT past the context.
-   text_wait is 1 while the next step needs a token (or the budget) the text has not given. */
+   text_wait is 1 while the session's next half step needs what the text has not given: the
+   talker half of a frame whose codes are out (ct_session_frame_codes) its overlay token, or the
+   code half a frame budget that more tokens may still raise. */
 ct_status ct_session_start_ids(ct_session *s, const ct_gen_params *g, const int32_t *ids, int n, int open);
 ct_status ct_session_text_more(ct_session *s, const int32_t *ids, int n);
 ct_status ct_session_text_close(ct_session *s);

@@ -288,8 +288,24 @@ static void prefill(ct_engine *e, ct_slot *sl) {
 
 /* One batched step over act[n]: predictor half, hand-off, talker half. A session whose talker
    logits go non-finite stops ABORTED alone (utterance_end fails its stream). */
+/* Sessions of act[n] whose talker half is due (incremental text: the frames whose overlay token
+   has come) into e->bs, the others NULL (skipped by the batch calls). */
+static int due_advances(ct_engine *e, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        ct_session *s = e->act[i]->sess;
+        int due = s->advance_pending && !ct_session_text_wait(s);
+        e->bs[i] = due ? s : NULL;
+        k += due;
+    }
+    return k;
+}
+
 static void step(ct_engine *e, int n) {
     const int G = e->G;
+    /* incremental text: a frame whose codes went out while its token had not come gets its
+       talker half first (the codes of a frame never wait for text) */
+    if (due_advances(e, n)) ct_batch_advance(e->batch, e->bs, n);
     for (int i = 0; i < n; i++) e->bs[i] = e->act[i]->sess;
     double t0 = ct_engine_now(e);
     ct_status st = ct_batch_codes(e->batch, e->bs, n, e->bcodes, e->bgot);
@@ -319,6 +335,7 @@ static void step(ct_engine *e, int n) {
         hand(e, &r);
     }
     double t2 = ct_engine_now(e);
+    due_advances(e, n); /* a frame whose overlay token has not come waits for it */
     ct_batch_advance(e->batch, e->bs, n);
     double t3 = ct_engine_now(e);
     double busy = (t1 - t0) + (t3 - t2);

@@ -332,6 +332,32 @@ static void test_never_ends(void) {
     free(pcm);
 }
 
+/* The first frame's codes need only the first token: its audio comes before the second token
+   can be taken (the talker half of that frame waits for it). */
+static void test_first_frame(void) {
+    ct_engine *e = engine(1);
+    if (!e) return;
+    char err[512];
+    ct_gen_params g = ct_test_gen(NULL, 3, 0);
+    g.max_frames = 6;
+    ct_stream_params sp = ct_stream_params_default(); /* exact schedule: a chunk per frame */
+    sp.text_incremental = 1;
+    ct_stream *s = NULL;
+    CHECK(ct_engine_submit(e, &g, &sp, &s, err, sizeof err) == CT_OK);
+    CHECK(ct_stream_append_text(s, "Hello th", 8) == CT_OK); /* "Hello" is taken, " th" may still grow */
+    float pcm[4096];
+    int fin = 0;
+    size_t n = ct_stream_read(s, pcm, 4096, 5000, &fin);
+    CHECKF(n > 0 && !fin, "no audio from the first token alone (%zu samples)", n);
+    ct_stream_info in = ct_stream_get_info(s);
+    CHECK(in.frames == 1 && in.text_tokens == 1); /* one frame out, waiting for its token */
+    CHECK(ct_stream_append_text(s, "ere.", 4) == CT_OK && ct_stream_end_text(s) == CT_OK);
+    while (!fin) ct_stream_read(s, pcm, 4096, 5000, &fin);
+    CHECK(ct_stream_get_info(s).state == CT_STREAM_DONE);
+    ct_stream_release(s);
+    ct_engine_free(e);
+}
+
 int main(void) {
     test_tokenizer();
     CHECK(ct_test_load("tiny", "stream-text-tiny", 8, &M, &C));
@@ -339,6 +365,7 @@ int main(void) {
     test_equal();
     test_bad_input();
     test_never_ends();
+    test_first_frame();
     ct_codec_free(C);
     ct_model_free(M);
     return ct_test_finish();
