@@ -190,7 +190,7 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
     if (sizeof pre + tl + sizeof post > full_cap)
         return ct_errf(s->err, sizeof s->err, CT_ERR_LIMIT, "prompt: text too long");
     memcpy(full, pre, sizeof pre - 1);
-    memcpy(full + sizeof pre - 1, g->text, tl);
+    if (tl) memcpy(full + sizeof pre - 1, g->text, tl);
     memcpy(full + sizeof pre - 1 + tl, post, sizeof post);
     size_t idcap = (size_t)s->cap + 64, n = 0;
     const int32_t role[3] = {c->im_start, c->assistant, 198};

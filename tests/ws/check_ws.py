@@ -31,17 +31,24 @@ def one_shot(text):
         return r.read()
 
 
-async def utterance(ws, text, rng, index):
+async def utterance(ws, text, rng, index, wait_audio=False):
     """Feeds text in 1-5 character pieces with random delays while receiving; returns
     (pcm, events, audio_before_end)."""
     t_end = None
     pcm, events = bytearray(), []
     first_audio = None
 
+    got_audio = asyncio.Event()
+
     async def feed():
         nonlocal t_end
         i = 0
         while i < len(text):
+            if wait_audio and i >= len(text) // 2 and not got_audio.is_set():  # the rest waits for audio (20 s at most)
+                try:
+                    await asyncio.wait_for(got_audio.wait(), 20)
+                except asyncio.TimeoutError:
+                    pass
             k = rng.randint(1, 5)
             await ws.send(json.dumps({"type": "input.text", "text": text[i:i + k]}))
             i += k
@@ -55,6 +62,7 @@ async def utterance(ws, text, rng, index):
         if isinstance(m, bytes):
             if first_audio is None:
                 first_audio = time.monotonic()
+                got_audio.set()
             pcm += m
             continue
         ev = json.loads(m)
@@ -70,7 +78,7 @@ async def main():
     ref = one_shot(TEXT)
     async with websockets.connect(URL, max_size=None) as ws:
         await ws.send(json.dumps(CONFIG))
-        pcm, events, early = await utterance(ws, TEXT, rng, 0)
+        pcm, events, early = await utterance(ws, TEXT, rng, 0, wait_audio=True)
         types = [e["type"] for e in events]
         check("events: audio.start, audio.done, session.done", types == ["audio.start", "audio.done", "session.done"], types)
         check("audio.start states pcm at 24 kHz mono", events[0].get("format") == "pcm"
