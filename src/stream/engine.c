@@ -579,18 +579,18 @@ static void *engine_main(void *arg) {
             pthread_mutex_lock(&e->mu);
             continue;
         }
-        ct_slot *text = NULL; /* incremental text to take first */
-        for (int i = 0; i < e->n_slots && !text; i++)
-            if (e->slots[i].st && e->slots[i].st->pump) text = &e->slots[i];
-        if (text) {
+        for (int i = 0; i < e->n_slots; i++) { /* incremental text first: once per stream and pass, so
+                                                   a client sending tiny pieces fast cannot hold up the steps */
+            ct_slot *sl = &e->slots[i];
+            if (!sl->st || !sl->st->pump) continue;
             pthread_mutex_unlock(&e->mu);
-            if (ct_engine_text_pump(e, text)) slot_end(e, text);
+            if (ct_engine_text_pump(e, sl)) slot_end(e, sl);
             pthread_mutex_lock(&e->mu);
-            continue;
         }
         ct_slot *pre = NULL;
         for (int i = 0; i < e->n_slots && !pre; i++)
-            if (e->slots[i].st && e->slots[i].prefill_due && ct_engine_text_prefill_ready(&e->slots[i]))
+            if (e->slots[i].st && e->slots[i].prefill_due && e->slots[i].st->state != CT_STREAM_FAILED &&
+                ct_engine_text_prefill_ready(&e->slots[i]))
                 pre = &e->slots[i];
         int deferring = 0;
         if (!pre) {
