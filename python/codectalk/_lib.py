@@ -39,7 +39,8 @@ class GenParams(Structure):
                 ("repetition_penalty", c_float), ("top_k", c_int), ("sub_temperature", c_float),
                 ("sub_top_p", c_float), ("sub_top_k", c_int), ("min_new_tokens", c_int),
                 ("max_new_tokens", c_int), ("max_frames", c_int), ("budget_base", c_int),
-                ("budget_per_token", c_float)]
+                ("budget_per_token", c_float), ("ref_codes", POINTER(c_int32)), ("ref_frames", c_int),
+                ("ref_text", c_char_p)]
 
 
 class EngineParams(Structure):
