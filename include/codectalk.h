@@ -515,6 +515,10 @@ typedef struct {
     double audio_s;            /* audio produced */
     int full;                  /* 1 when a request submitted now would be refused (CT_ERR_LIMIT):
                                   every slot that can start is taken and the queue is full */
+    uint64_t icl_primes;       /* ICL utterances whose decoder was primed with the reference
+                                  (exact decode) */
+    uint64_t icl_prime_reuses; /* of those, primed from a kept state of the same reference
+                                  codes instead of decoding them again (docs/STREAMING.md) */
 } ct_engine_counters;
 
 CT_API ct_engine_counters ct_engine_get_counters(ct_engine *e);

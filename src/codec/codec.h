@@ -34,6 +34,17 @@ ct_status ct_codec_decode_pool(const ct_codec *c, ct_pool *pool, const int32_t *
  * thread count. CT_ERR_INVALID_ARG when s is NULL. */
 ct_status ct_codec_stream_set_pool(ct_codec_stream *s, ct_pool *pool);
 
+/* A streaming decoder's state (the history of the frames pushed so far: every conv tail, the
+ * KV entries of the last window - 1 positions per layer, the position) as a snapshot: pushing
+ * the same frames into any stream of the same codec after ct_codec_stream_state_load gives
+ * bit for bit the samples the saved stream would give. The engine keeps the state after an
+ * ICL reference (docs/STREAMING.md). Floats of a snapshot (fixed per codec): */
+size_t ct_codec_stream_state_floats(const ct_codec_stream *s);
+/* Writes the snapshot to buf[ct_codec_stream_state_floats(s)] and the position to *pos. */
+void ct_codec_stream_state_save(const ct_codec_stream *s, float *buf, int64_t *pos);
+/* Makes s (any max_chunk) continue from a snapshot of a stream of the same codec. */
+void ct_codec_stream_state_load(ct_codec_stream *s, const float *buf, int64_t pos);
+
 /* Windowed stateless decode: decodes (n_ctx + n_chunk) frames with no state (RoPE
  * positions from 0) and writes only the last n_chunk * samples_per_frame samples to pcm.
  * ctx_codes holds the n_ctx (= min(context, available)) frames before the chunk; it may be

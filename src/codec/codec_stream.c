@@ -230,6 +230,59 @@ void ct_codec_stream_reset(ct_codec_stream *s) {
     s->pos = 0;
 }
 
+size_t ct_codec_stream_state_floats(const ct_codec_stream *s) {
+    tail_ref tails[MAX_TAILS];
+    int nt = list_tails((ct_codec_stream *)s, tails);
+    size_t n = 0;
+    for (int i = 0; i < nt; i++) n += tails[i].n;
+    const ct_codec *c = s->c;
+    return n + 2 * (size_t)c->n_layers * (size_t)(c->window - 1) * (size_t)c->n_kv * (size_t)c->head_dim;
+}
+
+/* Frame positions whose KV entries the next push can still attend to: [p0, pos). */
+static int64_t kv_first(const ct_codec_stream *s) {
+    int64_t p0 = s->pos - (s->c->window - 1);
+    return p0 > 0 ? p0 : 0;
+}
+
+void ct_codec_stream_state_save(const ct_codec_stream *s, float *buf, int64_t *pos) {
+    tail_ref tails[MAX_TAILS];
+    int nt = list_tails((ct_codec_stream *)s, tails);
+    for (int i = 0; i < nt; i++) {
+        memcpy(buf, *tails[i].p, tails[i].n * sizeof(float));
+        buf += tails[i].n;
+    }
+    const ct_codec *c = s->c;
+    const size_t kvd = (size_t)c->n_kv * (size_t)c->head_dim, W1 = (size_t)(c->window - 1);
+    for (int l = 0; l < c->n_layers; l++)
+        for (int64_t p = kv_first(s), j = 0; p < s->pos; p++, j++) {
+            size_t slot = (size_t)(p % s->ring), at = ((size_t)l * W1 + (size_t)j) * kvd;
+            memcpy(buf + at, s->kv_k + ((size_t)l * (size_t)s->ring + slot) * kvd, kvd * sizeof(float));
+            memcpy(buf + (size_t)c->n_layers * W1 * kvd + at, s->kv_v + ((size_t)l * (size_t)s->ring + slot) * kvd,
+                   kvd * sizeof(float));
+        }
+    *pos = s->pos;
+}
+
+void ct_codec_stream_state_load(ct_codec_stream *s, const float *buf, int64_t pos) {
+    tail_ref tails[MAX_TAILS];
+    int nt = list_tails(s, tails);
+    for (int i = 0; i < nt; i++) {
+        memcpy(*tails[i].p, buf, tails[i].n * sizeof(float));
+        buf += tails[i].n;
+    }
+    s->pos = pos;
+    const ct_codec *c = s->c;
+    const size_t kvd = (size_t)c->n_kv * (size_t)c->head_dim, W1 = (size_t)(c->window - 1);
+    for (int l = 0; l < c->n_layers; l++)
+        for (int64_t p = kv_first(s), j = 0; p < s->pos; p++, j++) {
+            size_t slot = (size_t)(p % s->ring), at = ((size_t)l * W1 + (size_t)j) * kvd;
+            memcpy(s->kv_k + ((size_t)l * (size_t)s->ring + slot) * kvd, buf + at, kvd * sizeof(float));
+            memcpy(s->kv_v + ((size_t)l * (size_t)s->ring + slot) * kvd, buf + (size_t)c->n_layers * W1 * kvd + at,
+                   kvd * sizeof(float));
+        }
+}
+
 ct_status ct_codec_check_codes(const ct_codec *c, const int32_t *codes, int n, int frame0,
                                char *err, size_t errcap) {
     for (int t = 0; t < n; t++)

@@ -102,6 +102,10 @@ char *ct_srv_metrics_text(ct_srv_metrics *m, ct_engine *e) {
     metric(&s, "codectalk_kv_bytes_in_use", "gauge", "worst-case talker KV reserved by admitted streams",
            (double)k.kv_bytes_in_use);
     metric(&s, "codectalk_kv_budget_bytes", "gauge", "talker KV budget", (double)l.kv_budget_bytes);
+    metric(&s, "codectalk_icl_primes_total", "counter",
+           "ICL utterances whose decoder was primed with the reference codes", (double)k.icl_primes);
+    metric(&s, "codectalk_icl_prime_reuses_total", "counter",
+           "ICL primes taken from a kept decoder state of the same reference", (double)k.icl_prime_reuses);
     metric(&s, "codectalk_audio_seconds_total", "counter", "audio produced", k.audio_s);
     metric(&s, "codectalk_steps_total", "counter", "batched decode steps", (double)k.steps);
     metric(&s, "codectalk_step_seconds", "gauge", "EWMA of one batched decode step (all streams)", k.step_ms / 1e3);

@@ -710,6 +710,11 @@ static void engine_stop(ct_engine *e) {
     free(e->q);
     free(e->tcpus);
     free(e->ccpus);
+    for (int i = 0; i < CT_ENGINE_PRIME_STATES; i++) {
+        free(e->prime[i].state);
+        e->prime[i].state = NULL;
+        e->prime[i].used = 0;
+    }
     e->bs = NULL, e->act = NULL, e->bcodes = NULL, e->bgot = NULL, e->q = NULL, e->tcpus = e->ccpus = NULL;
 }
 

@@ -20,6 +20,8 @@
 #define CT_ENGINE_MAX_STREAMS 256 /* largest max_streams */
 #define CT_ENGINE_COST_SAMPLES 8 /* measured frame periods of a batch size before they replace
                                     the prediction */
+#define CT_ENGINE_PRIME_STATES 4 /* ICL decoder states kept after a reference (least recently
+                                    used replaced; about 5 MB each for the published codec) */
 #define CT_ENGINE_FRAMES_PER_BYTE 1.0 /* expected frames per byte of text: speech runs at about
                                          0.8 (15 characters a second at 12.5 Hz); rounded up */
 
@@ -173,6 +175,16 @@ struct ct_engine {
     atomic_llong vclock_us;
     double v_fixed, v_per_stream, v_prefill;
     ct_engine_counters k; /* active/queued filled on read */
+    /* ICL: decoder states after a reference (engine_stream.c), allocated on first use; the
+       codec stage's thread only */
+    struct {
+        uint8_t key[32];  /* sha256 of the reference codes */
+        int64_t pos;
+        float *state;     /* [prime_floats] ct_codec_stream_state_save */
+        uint64_t used;    /* prime_tick of the last use; 0 = empty */
+    } prime[CT_ENGINE_PRIME_STATES];
+    uint64_t prime_tick;
+    size_t prime_floats;
 };
 
 enum { CT_HELD_KV = 1, CT_HELD_COMPUTE = 2 };

@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/params.h"
+#include "core/sha256.h"
 #include "core/stepstats.h"
 #include "stream/engine_internal.h"
 #include "text/normalize.h"
@@ -418,6 +419,32 @@ static void finish_locked(ct_engine *e, ct_stream *s) {
     }
 }
 
+/* ICL: the decoder state after reference codes `key` into sl's decoder when kept. 1 = done. */
+static int prime_lookup(ct_engine *e, ct_slot *sl, const uint8_t key[32]) {
+    for (int i = 0; i < CT_ENGINE_PRIME_STATES; i++)
+        if (e->prime[i].used && !memcmp(e->prime[i].key, key, 32)) {
+            ct_codec_stream_state_load(sl->cs, e->prime[i].state, e->prime[i].pos);
+            e->prime[i].used = ++e->prime_tick;
+            return 1;
+        }
+    return 0;
+}
+
+/* Keeps sl's decoder state (just primed with reference codes `key`) in an empty entry or the
+   least recently used one. Without memory for it nothing is kept (the next request primes). */
+static void prime_keep(ct_engine *e, ct_slot *sl, const uint8_t key[32]) {
+    int v = 0;
+    for (int i = 1; i < CT_ENGINE_PRIME_STATES; i++)
+        if (e->prime[i].used < e->prime[v].used) v = i;
+    if (!e->prime[v].state) {
+        e->prime_floats = ct_codec_stream_state_floats(sl->cs);
+        if (!(e->prime[v].state = malloc(e->prime_floats * sizeof(float)))) return;
+    }
+    ct_codec_stream_state_save(sl->cs, e->prime[v].state, &e->prime[v].pos);
+    memcpy(e->prime[v].key, key, 32);
+    e->prime[v].used = ++e->prime_tick;
+}
+
 /* ICL: primes the slot's decoder with the stream's reference frames, dropping their samples, so
    the utterance's audio is that of decoding reference + new frames with the reference part cut
    (MODEL.md 6.3). Exact: the frames go through the stateful decoder in pieces of the slot's
@@ -431,6 +458,17 @@ static int prime(ct_engine *e, ct_slot *sl, const ct_stream *s) {
         sl->n_hist = k;
         return 0;
     }
+    uint8_t key[32];
+    ct_sha256_ctx h;
+    ct_sha256_init(&h);
+    ct_sha256_update(&h, s->ref_codes, sizeof(int32_t) * (size_t)F * (size_t)G);
+    ct_sha256_final(&h, key);
+    int hit = prime_lookup(e, sl, key);
+    pthread_mutex_lock(&e->mu);
+    e->k.icl_primes++;
+    e->k.icl_prime_reuses += (uint64_t)hit;
+    pthread_mutex_unlock(&e->mu);
+    if (hit) return 0;
     char err[400];
     for (int f = 0; f < F;) {
         int k = F - f < e->p.max_chunk_frames ? F - f : e->p.max_chunk_frames;
@@ -445,6 +483,7 @@ static int prime(ct_engine *e, ct_slot *sl, const ct_stream *s) {
         }
         f += k;
     }
+    prime_keep(e, sl, key);
     return 0;
 }
 

@@ -125,6 +125,9 @@ cmp -s "$WORK/srv_xv.pcm" "$WORK/file_xv.pcm" && ok || bad "server x_vector_only
 printf '{%s,"voice":"alloy","ref_audio":"%s","ref_text":"%s"}' "$R" "$(base64 -w0 "$WORK/ref.wav")" "$T" > "$WORK/oneoff.json"
 [ "$(speech @"$WORK/oneoff.json" "$WORK/srv_oneoff.pcm")" = 200 ] && ok || bad "one-off ref_audio: $(cat "$WORK/srv_oneoff.pcm")"
 cmp -s "$WORK/srv_oneoff.pcm" "$WORK/file_icl.pcm" && ok || bad "one-off clone differs from synth --voice"
+# the one-off clip has amy's reference codes: its decoder started from the state kept after amy's
+[ "$(code "$U/metrics")" = 200 ] && ok || bad "GET /metrics"
+has '^codectalk_icl_primes_total 2$' "$WORK/body"; has '^codectalk_icl_prime_reuses_total 1$' "$WORK/body"
 [ "$(speech "{$R,\"ref_audio\":\"not base64\"}" "$WORK/body")" = 400 ] && ok || bad "bad base64"
 has '"param":"ref_audio"' "$WORK/body"
 printf '{%s,"ref_audio":"%s"}' "$R" "$(base64 -w0 "$WORK/ref.wav")" > "$WORK/notext.json"
@@ -141,13 +144,14 @@ kill $SRV; wait $SRV 2>/dev/null
 
 # bench clone: encode times and the TTFA of plain and cloned requests, as a table and JSON
 expect_rc 0 "$BIN" bench clone -m "$M" --ref-audio "$WORK/ref.wav" --repeat 1 --frames 3 --json "$WORK/bench.json"
-has "speaker encoder" "$WORK/out"; has "speech-tokenizer encoder" "$WORK/out"; has "| ICL |" "$WORK/out"
+has "speaker encoder" "$WORK/out"; has "speech-tokenizer encoder" "$WORK/out"; has "| ICL, first request of the voice |" "$WORK/out"
+has "| ICL, voice used before |" "$WORK/out"
 python3 - "$WORK/bench.json" <<'PY' && ok || bad "bench clone JSON: $(cat "$WORK/bench.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["ref_frames"] == 50 and abs(d["ref_seconds"] - 4.0) < 1e-6, d
 assert d["speaker_encoder_ms"] > 0 and d["speech_encoder_ms"] > 0, d
-assert all(d["ttfa_ms"][k] > 0 for k in ("plain", "x_vector_only", "icl")), d
+assert all(d["ttfa_ms"][k] > 0 for k in ("plain", "x_vector_only", "icl", "icl_voice_used_before")), d
 p = d["prompt_len"]  # the x-vector adds the speaker slot; ICL (streaming layout) one per reference frame
 assert p["x_vector_only"] == p["plain"] + 1 and p["icl"] == p["x_vector_only"] + d["ref_frames"], d
 PY

@@ -273,6 +273,45 @@ static void engine_checks(ct_model *m, ct_codec *c, const int32_t *ref, const fl
                "exact decoder, schedule %s: %zu samples", schedules[i], n);
         ct_stream_release(st);
     }
+    /* the first utterance primed the decoder; the 7 later ones (same reference codes) took the
+       kept state, to the same audio */
+    ct_engine_counters kc = ct_engine_get_counters(e);
+    CHECKF(kc.icl_primes == 8 && kc.icl_prime_reuses == 7, "primes %llu, reuses %llu",
+           (unsigned long long)kc.icl_primes, (unsigned long long)kc.icl_prime_reuses);
+    /* CT_ENGINE_PRIME_STATES (4) other references replace the least recently used state: the
+       first reference primes again afterwards, the newest is still kept (one utterance each) */
+    {
+        ct_gen_params g2 = g;
+        g2.text = "First sentence here.";
+        sp.schedule = "exact";
+        int32_t alt[5][F_REF * 16];
+        float *first = malloc(sizeof(float) * (size_t)MAXF * spf), *again = malloc(sizeof(float) * (size_t)MAXF * spf);
+        size_t n_first = 0, n_again = 0;
+        for (int r = 0; r < 5; r++) {
+            memcpy(alt[r], ref, sizeof alt[r]);
+            alt[r][5] = (alt[r][5] + 1 + r) % 2048;
+            g2.ref_codes = alt[r];
+            CHECKF(ct_engine_submit(e, &g2, &sp, &st, err, sizeof err) == CT_OK, "%s", err);
+            size_t n = st ? drain(st, r == 4 ? first : pcm, (size_t)MAXF * spf, 0) : 0;
+            if (r == 4) n_first = n;
+            ct_stream_release(st);
+        }
+        g2.ref_codes = ref; /* evicted by the five */
+        CHECK(ct_engine_submit(e, &g2, &sp, &st, err, sizeof err) == CT_OK);
+        if (st) drain(st, pcm, (size_t)MAXF * spf, 0);
+        ct_stream_release(st);
+        g2.ref_codes = alt[4]; /* kept */
+        CHECK(ct_engine_submit(e, &g2, &sp, &st, err, sizeof err) == CT_OK);
+        if (st) n_again = drain(st, again, (size_t)MAXF * spf, 0);
+        ct_stream_release(st);
+        CHECKF(n_first > 0 && n_again == n_first && !memcmp(first, again, sizeof(float) * n_first),
+               "kept state: %zu vs %zu samples", n_again, n_first);
+        ct_engine_counters k2 = ct_engine_get_counters(e);
+        CHECKF(k2.icl_primes == kc.icl_primes + 7 && k2.icl_prime_reuses == kc.icl_prime_reuses + 1,
+               "primes %llu, reuses %llu", (unsigned long long)k2.icl_primes, (unsigned long long)k2.icl_prime_reuses);
+        free(first);
+        free(again);
+    }
 
     /* windowed: each chunk decoded with up to C frames of left context from the concatenation
        (reference frames first), the chunk boundaries as the stream released them */

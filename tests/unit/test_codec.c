@@ -359,6 +359,42 @@ static void test_tiny(const char *dir, const char *tmp) {
     }
     CHECK(ct_codec_stream_create(c, 0, &s, err, sizeof err) == CT_ERR_INVALID_ARG);
 
+    /* state snapshots: a stream (chunks of up to 4) saved after k frames, loaded into a fresh
+       stream of another chunk capacity (and into one that decoded other frames), continues bit
+       for bit like the saved one; k before and after the KV ring wraps */
+    {
+        static const int ks[2] = {10, 150};
+        ct_codec_stream *a = NULL, *b = NULL;
+        CHECK(ct_codec_stream_create(c, 4, &a, err, sizeof err) == CT_OK);
+        CHECK(ct_codec_stream_create(c, 25, &b, err, sizeof err) == CT_OK);
+        size_t nfl = a ? ct_codec_stream_state_floats(a) : 0;
+        CHECK(b && nfl == ct_codec_stream_state_floats(b));
+        float *snap = malloc(sizeof(float) * (nfl ? nfl : 1)), *pa = malloc(sizeof(float) * 60 * SPF),
+              *pb = malloc(sizeof(float) * 60 * SPF);
+        for (int ki = 0; a && b && ki < 2; ki++) {
+            const int k = ks[ki];
+            ct_codec_stream_reset(a);
+            for (int f = 0; f < k; f += 3) ct_codec_stream_push(a, codes + (size_t)f * G, f + 3 <= k ? 3 : k - f, pa, err, sizeof err);
+            int64_t pos = -1;
+            ct_codec_stream_state_save(a, snap, &pos);
+            CHECK(pos == k);
+            ct_codec_stream_reset(b);
+            ct_codec_stream_push(b, codes + 7 * G, 20, pb, err, sizeof err); /* other history, replaced */
+            ct_codec_stream_state_load(b, snap, pos);
+            int same = 1;
+            for (int f = 0; f < 60; f += 4) {
+                same &= ct_codec_stream_push(a, codes + (size_t)(k + f) * G, 4, pa + (size_t)f * SPF, err, sizeof err) == CT_OK;
+            }
+            same &= ct_codec_stream_push(b, codes + (size_t)k * G, 25, pb, err, sizeof err) == CT_OK;
+            same &= ct_codec_stream_push(b, codes + (size_t)(k + 25) * G, 25, pb + (size_t)25 * SPF, err, sizeof err) == CT_OK;
+            same &= ct_codec_stream_push(b, codes + (size_t)(k + 50) * G, 10, pb + (size_t)50 * SPF, err, sizeof err) == CT_OK;
+            CHECKF(same && !memcmp(pa, pb, sizeof(float) * 60 * SPF), "snapshot after %d frames: continuation differs", k);
+        }
+        free(snap), free(pa), free(pb);
+        ct_codec_stream_free(a);
+        ct_codec_stream_free(b);
+    }
+
     /* bad codes in the one-shot path */
     int32_t *bad = malloc(sizeof(int32_t) * 8 * G);
     memcpy(bad, codes, sizeof(int32_t) * 8 * G);
