@@ -92,7 +92,7 @@ static ct_status parse_schedule(const ct_engine *e, const ct_stream_params *p, c
     if (st != CT_OK) return ct_errf(err, errcap, st, "stream: schedule: %s", inner);
     sp->left_context = p->context_frames;
     int biggest = sp->steady > sp->initial ? sp->steady : sp->initial;
-    for (int i = 0; i < sp->n_ramp; i++)
+    for (int i = 0; sp->kind == CT_SCHED_RAMP && i < sp->n_ramp; i++) /* the table is RAMP's only */
         if (sp->ramp[i] > biggest) biggest = sp->ramp[i];
     if (sp->kind != CT_SCHED_EXACT && biggest > e->p.max_chunk_frames)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "stream: the schedule asks for chunks of %d frames, over "

@@ -361,6 +361,18 @@ static void engine_checks(ct_model *m, ct_codec *c, const int32_t *ref, const fl
     } else {
         CHECKF(0, "overlapped submit: %s", err);
     }
+    /* a fixed schedule within max_chunk_frames 4 (the ramp table, unused, is not counted) */
+    sp.schedule = "fixed:2,4";
+    if (e2 && ct_engine_submit(e2, &g, &sp, &st, err, sizeof err) == CT_OK) {
+        size_t n = drain(st, pcm, (size_t)2 * NEW * spf, 0);
+        CHECKF(n == (size_t)2 * NEW * spf && !memcmp(pcm, want, sizeof(float) * n), "overlapped fixed:2,4: %zu", n);
+        ct_stream_release(st);
+    } else {
+        CHECKF(0, "overlapped fixed:2,4 submit: %s", err);
+    }
+    sp.schedule = "fixed:2,5";
+    CHECK(!e2 || (ct_engine_submit(e2, &g, &sp, &st, err, sizeof err) == CT_ERR_INVALID_ARG &&
+                  strstr(err, "chunks of 5 frames")));
     ct_engine_free(e2);
 
     /* a bad reference code fails the stream at admission, naming it */
