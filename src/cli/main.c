@@ -265,9 +265,11 @@ static int cmd_make_model(int argc, char **argv) {
     const char *preset = NULL, *out = NULL, *tok = NULL;
     uint64_t seed = 0;
     int force = 0;
+    char names[256] = ""; /* the help lists the presets make-model knows (ct_make_model_presets) */
+    for (const char *const *n = ct_make_model_presets(); *n; n++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", *n);
     ct_opt opts[] = {
-        {"preset", 'p', CT_OPT_STR, &preset, "NAME", "tiny, 0.6b-customvoice, 0.6b-base, "
-                                                     "1.7b-customvoice, 1.7b-base, 1.7b-voicedesign"},
+        {"preset", 'p', CT_OPT_STR, &preset, "NAME", names},
         {"seed", 0, CT_OPT_U64, &seed, "N", "weight seed (default 0)"},
         {"out", 'o', CT_OPT_STR, &out, "DIR", "output model directory"},
         {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files to copy (default: built-in assets)"},

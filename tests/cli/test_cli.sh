@@ -8,6 +8,13 @@ expect_rc 0 "$BIN" --help;                     has "make-model" "$WORK/out"
 for c in synth codes tokenize make-model info probe; do
   expect_rc 0 "$BIN" "$c" --help;              has "usage: codectalk $c" "$WORK/out"
 done
+# make-model's help names every preset it takes (those its unknown-preset error lists)
+expect_rc 0 "$BIN" make-model --help; cp "$WORK/out" "$WORK/mm_help"
+expect_rc 1 "$BIN" make-model --preset nope --out "$WORK/nope"
+presets=$(sed -n 's/.*valid presets: \(.*\))$/\1/p' "$WORK/err" | tr -d ',')
+[ -n "$presets" ] && ok || bad "no preset list in: $(cat "$WORK/err")"
+for p in $presets; do has "[ ,]$p\(,\|\$\)" "$WORK/mm_help"; done
+has "tiny-base" "$WORK/mm_help"
 expect_rc 0 "$BIN" codes --help
 for f in --model --text --file --speaker --language --instruct --seed --greedy --max-frames \
          --temperature --top-k --top-p --repetition-penalty --format --output; do
