@@ -3,7 +3,8 @@ loaded from the libcodectalk.so installed next to this file (python/CMakeLists.t
 
 The structs mirror the header field by field. Each *_default() constructor sets `size` to the
 struct's size in C; load() compares it with the size of the mirror here and refuses a library
-whose structs differ. ctypes releases the GIL during every foreign call."""
+whose structs differ. ct_voice_info has no size field; the tests compare what it gives with
+`codectalk voice info`. ctypes releases the GIL during every foreign call."""
 import ctypes
 import os
 
@@ -11,6 +12,7 @@ from ctypes import (POINTER, Structure, c_char_p, c_double, c_float, c_int, c_in
                     c_uint64, c_void_p)
 
 CT_OK = 0
+CT_ERR_INVALID_ARG = -1
 CT_PLACEMENT_OVERLAPPED, CT_PLACEMENT_SERIAL, CT_PLACEMENT_AUTO = 0, 1, 2
 CT_OUTPUT_PCM, CT_OUTPUT_CODES = 0, 1
 CT_STREAM_FAILED = 4
@@ -81,6 +83,13 @@ class StreamInfo(Structure):
                 ("stalls", c_int), ("stall_ms", c_double), ("prefill_passes", c_int)]
 
 
+class VoiceInfo(Structure):
+    _fields_ = [("version", c_int), ("xvector_len", c_int), ("ref_frames", c_int),
+                ("n_groups", c_int), ("ref_text", c_char_p), ("model_hash", c_char_p),
+                ("model_name", c_char_p), ("audio_sha256", c_char_p), ("n_samples", c_uint64),
+                ("created_by", c_char_p)]
+
+
 _ERR = c_char_p  # char *err (a ctypes string buffer)
 # name: (restype, argtypes)
 _FUNCS = {
@@ -113,6 +122,16 @@ _FUNCS = {
     "ct_stream_release": (None, [c_void_p]),
     "ct_stream_get_info": (StreamInfo, [c_void_p]),
     "ct_stream_errmsg": (c_char_p, [c_void_p]),
+    "ct_model_hash": (c_char_p, [c_void_p]),
+    "ct_speech_encoder_load": (c_int, [c_char_p, POINTER(c_void_p), _ERR, c_size_t]),
+    "ct_speech_encoder_free": (None, [c_void_p]),
+    "ct_voice_create": (c_int, [c_void_p, c_void_p, POINTER(c_float), c_size_t, c_char_p,
+                                POINTER(c_void_p), _ERR, c_size_t]),
+    "ct_voice_save": (c_int, [c_void_p, c_char_p, _ERR, c_size_t]),
+    "ct_voice_load": (c_int, [c_void_p, c_char_p, POINTER(c_void_p), _ERR, c_size_t]),
+    "ct_voice_free": (None, [c_void_p]),
+    "ct_voice_get_info": (VoiceInfo, [c_void_p]),
+    "ct_voice_apply": (None, [c_void_p, POINTER(GenParams), c_int]),
 }
 
 _lib = None
