@@ -200,3 +200,21 @@ def test_closed_voice(base, clip):
     assert "closed" in repr(v) and v.info.mode == "icl"
     with base.create_voice(pcm, REF_TEXT) as w:
         assert np.array_equal(base.synthesize(TEXT, voice=w, seed=3)[0], audio)
+
+
+def test_speech_encoder_loaded_once(base_dir, clip):
+    _, pcm = clip
+    m = codectalk.Model(base_dir)
+    with m.create_voice(pcm):
+        assert m._encoder is None  # x-vector-only voices need no speech-tokenizer encoder
+    with m.create_voice(pcm, REF_TEXT) as a:
+        enc = m._encoder.value
+        assert enc
+    with m.create_voice(pcm, REF_TEXT) as b:
+        assert m._encoder.value == enc and a.info.audio_sha256 == b.info.audio_sha256
+    m.close()
+    assert m._encoder is None
+    with pytest.raises(ValueError, match="the model is closed"):
+        m.create_voice(pcm, REF_TEXT)
+    with pytest.raises(ValueError, match="the model is closed"):
+        m.load_voice("x.voice")
