@@ -45,6 +45,18 @@ void ct_codec_stream_state_save(const ct_codec_stream *s, float *buf, int64_t *p
 /* Makes s (any max_chunk) continue from a snapshot of a stream of the same codec. */
 void ct_codec_stream_state_load(ct_codec_stream *s, const float *buf, int64_t pos);
 
+/* Decodes the next n_frames[k] frames of each of ns streams in one call, as ns calls of
+ * ct_codec_stream_push would (each stream's PCM bit-identical to its own push, in any batch
+ * and on any thread count), but with the weight-heavy GEMMs passing over each weight once for
+ * all streams (codec/conv.h batched forms); per-stream state (conv histories, KV ring,
+ * positions) stays per stream. The streams must be distinct and of one codec with the same
+ * kernel level; the heavy stages run on s[0]'s pool. pcm[k] receives n_frames[k] *
+ * samples_per_frame samples. Checks everything (NULLs, frame counts within each stream's
+ * max_chunk, codes) before decoding anything: on an error (CT_ERR_INVALID_ARG naming the
+ * stream) no state changes. ct_codec_stream_push is the batch of one. */
+ct_status ct_codec_stream_push_batch(ct_codec_stream *const *s, int ns, const int32_t *const *codes,
+                                     const int *n_frames, float *const *pcm, char *err, size_t errcap);
+
 /* Windowed stateless decode: decodes (n_ctx + n_chunk) frames with no state (RoPE
  * positions from 0) and writes only the last n_chunk * samples_per_frame samples to pcm.
  * ctx_codes holds the n_ctx (= min(context, available)) frames before the chunk; it may be

@@ -214,13 +214,6 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Adds the time since *t0 to stage i when profiling, and restarts the clock. */
-static void prof_mark(ct_codec_stream *s, int i, double *t0) {
-    if (!s->prof_on) return;
-    double t = now_s();
-    s->prof[i] += t - *t0;
-    *t0 = t;
-}
 
 void ct_codec_stream_reset(ct_codec_stream *s) {
     if (!s) return;
@@ -322,170 +315,286 @@ static void hist_save(float *tail, const float *data, int n, int H, int C) {
     if (H > 0) memcpy(tail, data + ((ptrdiff_t)n - H) * (ptrdiff_t)C, (size_t)H * (size_t)C * sizeof(float));
 }
 
-static void transformer(ct_codec_stream *s, const float *in, int n, float *out_rows) {
-    const ct_codec *c = s->c;
+#define MB CT_CV_MAX_BATCH
+
+/* Pointer arrays of one batch: per stream i, a buffer pointer. */
+typedef float *fptrs[MB];
+
+/* Adds the time since *t0 to stage i of every profiling stream of the batch. */
+static void prof_mark_batch(ct_codec_stream *const *S, int ns, int i, double *t0) {
+    int on = 0;
+    for (int k = 0; k < ns; k++) on |= S[k]->prof_on;
+    if (!on) return;
+    double t = now_s();
+    for (int k = 0; k < ns; k++)
+        if (S[k]->prof_on) S[k]->prof[i] += t - *t0;
+    *t0 = t;
+}
+
+static void transformer(ct_codec_stream *const *S, int ns, const ct_cv_exec *ex, float *const *in, const int *nr,
+                        float *const *out_rows) {
+    const ct_codec *c = S[0]->c;
     const int H = c->hidden, hd = c->head_dim, hh = hd / 2, nh = c->n_heads, nkv = c->n_kv;
-    const int qd = nh * hd, kvd = nkv * hd, grp = nh / nkv, R = s->ring, W = c->window;
+    const int qd = nh * hd, kvd = nkv * hd, grp = nh / nkv, W = c->window;
     const float scale = 1.0f / sqrtf((float)hd);
-    float *x = s->tx, *h = s->th;
-    ct_cv_linear_ex(&s->ex, x, in, n, &c->in_proj, c->in_proj_b, 0);
-    for (int t = 0; t < n; t++)
-        ct_rope_angles((int)(s->pos + t), hd, c->rope_theta, s->rc + (size_t)t * hh, s->rs + (size_t)t * hh);
+    fptrs x = {0}, h = {0}, tq = {0}, tk = {0}, tv = {0}, ta = {0}, tt = {0}, tg = {0}, tu = {0};
+    for (int k = 0; k < ns; k++) {
+        x[k] = S[k]->tx, h[k] = S[k]->th, tq[k] = S[k]->tq, tk[k] = S[k]->tk, tv[k] = S[k]->tv;
+        ta[k] = S[k]->ta, tt[k] = S[k]->tt, tg[k] = S[k]->tg, tu[k] = S[k]->tu;
+    }
+#define CF(a) ((const float *const *)(a))
+    ct_cv_linear_batch_ex(ex, ns, x, CF(in), nr, &c->in_proj, c->in_proj_b, 0);
+    for (int k = 0; k < ns; k++)
+        for (int t = 0; t < nr[k]; t++)
+            ct_rope_angles((int)(S[k]->pos + t), hd, c->rope_theta, S[k]->rc + (size_t)t * hh, S[k]->rs + (size_t)t * hh);
     for (int l = 0; l < c->n_layers; l++) {
         const ct_codec_layer *ly = &c->layers[l];
-        float *kr = s->kv_k + (size_t)l * (size_t)R * (size_t)kvd;
-        float *vr = s->kv_v + (size_t)l * (size_t)R * (size_t)kvd;
-        for (int t = 0; t < n; t++) ct_rmsnorm(h + (size_t)t * H, x + (size_t)t * H, ly->ln1, H, c->rms_eps);
-        ct_cv_linear_ex(&s->ex, s->tq, h, n, &ly->q, NULL, 0);
-        ct_cv_linear_ex(&s->ex, s->tk, h, n, &ly->k, NULL, 0);
-        ct_cv_linear_ex(&s->ex, s->tv, h, n, &ly->v, NULL, 0);
-        for (int t = 0; t < n; t++) {
-            const float *cs = s->rc + (size_t)t * hh, *sn = s->rs + (size_t)t * hh;
-            for (int i = 0; i < nh; i++) ct_rope_apply(s->tq + (size_t)t * qd + (size_t)i * hd, cs, sn, hd);
-            for (int i = 0; i < nkv; i++) ct_rope_apply(s->tk + (size_t)t * kvd + (size_t)i * hd, cs, sn, hd);
-            size_t slot = (size_t)((s->pos + t) % R);
-            memcpy(kr + slot * kvd, s->tk + (size_t)t * kvd, (size_t)kvd * sizeof(float));
-            memcpy(vr + slot * kvd, s->tv + (size_t)t * kvd, (size_t)kvd * sizeof(float));
-        }
-        for (int t = 0; t < n; t++) {
-            int64_t p = s->pos + t, j0 = p - W + 1 > 0 ? p - W + 1 : 0;
-            int nk = (int)(p - j0 + 1);
-            for (int i = 0; i < nh; i++) {
-                const float *q = s->tq + (size_t)t * qd + (size_t)i * hd;
-                const size_t ko = (size_t)(i / grp) * (size_t)hd;
-                for (int j = 0; j < nk; j++) {
-                    const float *k = kr + (size_t)((j0 + j) % R) * kvd + ko;
-                    float d = 0.0f;
-                    for (int e = 0; e < hd; e++) d += q[e] * k[e];
-                    s->sc[j] = d * scale;
-                }
-                ct_softmax(s->sc, nk);
-                float *o = s->ta + (size_t)t * qd + (size_t)i * hd;
-                memset(o, 0, (size_t)hd * sizeof(float));
-                for (int j = 0; j < nk; j++) {
-                    const float *v = vr + (size_t)((j0 + j) % R) * kvd + ko;
-                    const float w = s->sc[j];
-                    for (int e = 0; e < hd; e++) o[e] += w * v[e];
+        for (int k = 0; k < ns; k++)
+            for (int t = 0; t < nr[k]; t++) ct_rmsnorm(h[k] + (size_t)t * H, x[k] + (size_t)t * H, ly->ln1, H, c->rms_eps);
+        ct_cv_linear_batch_ex(ex, ns, tq, CF(h), nr, &ly->q, NULL, 0);
+        ct_cv_linear_batch_ex(ex, ns, tk, CF(h), nr, &ly->k, NULL, 0);
+        ct_cv_linear_batch_ex(ex, ns, tv, CF(h), nr, &ly->v, NULL, 0);
+        for (int k = 0; k < ns; k++) { /* RoPE, KV ring and attention: per stream */
+            ct_codec_stream *s = S[k];
+            const int n = nr[k], R = s->ring;
+            float *kr = s->kv_k + (size_t)l * (size_t)R * (size_t)kvd;
+            float *vr = s->kv_v + (size_t)l * (size_t)R * (size_t)kvd;
+            for (int t = 0; t < n; t++) {
+                const float *cs = s->rc + (size_t)t * hh, *sn = s->rs + (size_t)t * hh;
+                for (int i = 0; i < nh; i++) ct_rope_apply(s->tq + (size_t)t * qd + (size_t)i * hd, cs, sn, hd);
+                for (int i = 0; i < nkv; i++) ct_rope_apply(s->tk + (size_t)t * kvd + (size_t)i * hd, cs, sn, hd);
+                size_t slot = (size_t)((s->pos + t) % R);
+                memcpy(kr + slot * kvd, s->tk + (size_t)t * kvd, (size_t)kvd * sizeof(float));
+                memcpy(vr + slot * kvd, s->tv + (size_t)t * kvd, (size_t)kvd * sizeof(float));
+            }
+            for (int t = 0; t < n; t++) {
+                int64_t p = s->pos + t, j0 = p - W + 1 > 0 ? p - W + 1 : 0;
+                int nk = (int)(p - j0 + 1);
+                for (int i = 0; i < nh; i++) {
+                    const float *q = s->tq + (size_t)t * qd + (size_t)i * hd;
+                    const size_t ko = (size_t)(i / grp) * (size_t)hd;
+                    for (int j = 0; j < nk; j++) {
+                        const float *kk = kr + (size_t)((j0 + j) % R) * kvd + ko;
+                        float d = 0.0f;
+                        for (int e = 0; e < hd; e++) d += q[e] * kk[e];
+                        s->sc[j] = d * scale;
+                    }
+                    ct_softmax(s->sc, nk);
+                    float *o = s->ta + (size_t)t * qd + (size_t)i * hd;
+                    memset(o, 0, (size_t)hd * sizeof(float));
+                    for (int j = 0; j < nk; j++) {
+                        const float *v = vr + (size_t)((j0 + j) % R) * kvd + ko;
+                        const float w = s->sc[j];
+                        for (int e = 0; e < hd; e++) o[e] += w * v[e];
+                    }
                 }
             }
         }
-        ct_cv_linear_ex(&s->ex, s->tt, s->ta, n, &ly->o, NULL, 0);
-        for (size_t r = 0; r < (size_t)n; r++)
-            for (int e = 0; e < H; e++) x[r * H + e] += ly->ls_attn[e] * s->tt[r * H + e];
-        for (int t = 0; t < n; t++) ct_rmsnorm(h + (size_t)t * H, x + (size_t)t * H, ly->ln2, H, c->rms_eps);
-        ct_cv_linear_ex(&s->ex, s->tg, h, n, &ly->gate, NULL, 0);
-        ct_cv_linear_ex(&s->ex, s->tu, h, n, &ly->up, NULL, 0);
-        ct_swiglu(s->tg, s->tg, s->tu, n * c->ffn);
-        ct_cv_linear_ex(&s->ex, s->tt, s->tg, n, &ly->down, NULL, 0);
-        for (size_t r = 0; r < (size_t)n; r++)
-            for (int e = 0; e < H; e++) x[r * H + e] += ly->ls_mlp[e] * s->tt[r * H + e];
+        ct_cv_linear_batch_ex(ex, ns, tt, CF(ta), nr, &ly->o, NULL, 0);
+        for (int k = 0; k < ns; k++) {
+            for (size_t r = 0; r < (size_t)nr[k]; r++)
+                for (int e = 0; e < H; e++) x[k][r * H + e] += ly->ls_attn[e] * tt[k][r * H + e];
+            for (int t = 0; t < nr[k]; t++) ct_rmsnorm(h[k] + (size_t)t * H, x[k] + (size_t)t * H, ly->ln2, H, c->rms_eps);
+        }
+        ct_cv_linear_batch_ex(ex, ns, tg, CF(h), nr, &ly->gate, NULL, 0);
+        ct_cv_linear_batch_ex(ex, ns, tu, CF(h), nr, &ly->up, NULL, 0);
+        for (int k = 0; k < ns; k++) ct_swiglu(tg[k], tg[k], tu[k], nr[k] * c->ffn);
+        ct_cv_linear_batch_ex(ex, ns, tt, CF(tg), nr, &ly->down, NULL, 0);
+        for (int k = 0; k < ns; k++)
+            for (size_t r = 0; r < (size_t)nr[k]; r++)
+                for (int e = 0; e < H; e++) x[k][r * H + e] += ly->ls_mlp[e] * tt[k][r * H + e];
     }
-    for (int t = 0; t < n; t++) ct_rmsnorm(h + (size_t)t * H, x + (size_t)t * H, c->norm, H, c->rms_eps);
-    ct_cv_linear_ex(&s->ex, out_rows, h, n, &c->out_proj, c->out_proj_b, 0);
+    for (int k = 0; k < ns; k++)
+        for (int t = 0; t < nr[k]; t++) ct_rmsnorm(h[k] + (size_t)t * H, x[k] + (size_t)t * H, c->norm, H, c->rms_eps);
+    ct_cv_linear_batch_ex(ex, ns, out_rows, CF(h), nr, &c->out_proj, c->out_proj_b, 0);
 }
 
-/* Decoder block b (and everything after it) on m rows of its input `in`, in sub-pieces of
- * s->piece[b] rows; writes m * (product of the remaining rates) samples to pcm. */
-static void run_blocks(ct_codec_stream *s, int b, const float *in, int m, float *pcm, double *t0) {
-    const ct_codec *c = s->c;
+/* Decoder block b (and everything after it) on m[k] rows of the input in[k] of every stream
+ * of the batch, in rounds of sub-pieces (the smallest of the streams' piece[b] rows; block 0
+ * takes each stream's whole chunk); writes m[k] * (product of the remaining rates) samples
+ * to pcm[k]. */
+static void run_blocks(ct_codec_stream *const *S, int ns, const ct_cv_exec *ex, int b, float *const *in,
+                       const int *m, float *const *pcm, double *t0) {
+    const ct_codec *c = S[0]->c;
+    fptrs a = {0};
     if (b >= c->n_blocks || b >= CT_CODEC_MAX_BLOCKS) {
         /* 11. final SnakeBeta, conv k7 -> 1 channel, clamp */
         const int cf = c->decoder_dim >> c->n_blocks;
-        float *a = hist_in(s->A, s->t_fin, H7, cf);
-        ct_cv_snake_ex(&s->ex, a, in, m, cf, c->fin_snake.ea, c->fin_snake.ib);
-        ct_cv_conv_causal_ex(&s->ex, pcm, a, m, &c->fin, 1, c->fin_b);
-        hist_save(s->t_fin, a, m, H7, cf);
-        for (int i = 0; i < m; i++) {
-            if (pcm[i] > 1.0f) pcm[i] = 1.0f;
-            else if (pcm[i] < -1.0f) pcm[i] = -1.0f;
+        for (int k = 0; k < ns; k++) {
+            a[k] = hist_in(S[k]->A, S[k]->t_fin, H7, cf);
+            ct_cv_snake_ex(ex, a[k], in[k], m[k], cf, c->fin_snake.ea, c->fin_snake.ib);
         }
-        prof_mark(s, CT_CODEC_PROF_FIN, t0);
+        ct_cv_conv_causal_batch_ex(ex, ns, pcm, CF(a), m, &c->fin, 1, c->fin_b);
+        for (int k = 0; k < ns; k++) {
+            hist_save(S[k]->t_fin, a[k], m[k], H7, cf);
+            float *pk = pcm[k];
+            for (int i = 0; i < m[k]; i++) {
+                if (pk[i] > 1.0f) pk[i] = 1.0f;
+                else if (pk[i] < -1.0f) pk[i] = -1.0f;
+            }
+        }
+        prof_mark_batch(S, ns, CT_CODEC_PROF_FIN, t0);
         return;
     }
     const ct_codec_block *bl = &c->blocks[b];
     size_t spr = 1; /* samples per input row of this block */
     for (int j = b; j < c->n_blocks; j++) spr *= (size_t)c->blocks[j].rate;
-    float *o = s->O[b];
-    for (int p0 = 0; p0 < m; p0 += s->piece[b]) {
-        const int n = m - p0 < s->piece[b] ? m - p0 : s->piece[b];
-        float *a = hist_in(s->A, s->t_tc[b], s->h_tc[b], bl->cin);
-        ct_cv_snake_ex(&s->ex, a, in + (size_t)p0 * (size_t)bl->cin, n, bl->cin, bl->snake.ea, bl->snake.ib);
-        ct_cv_tconv_causal_ex(&s->ex, o, a, n, &bl->tconv, bl->rate, bl->tconv_b);
-        hist_save(s->t_tc[b], a, n, s->h_tc[b], bl->cin);
-        const int mo = n * bl->rate;
+    int piece = 0, mmax = 0;
+    for (int k = 0; k < ns; k++) {
+        if (b > 0 && (piece == 0 || S[k]->piece[b] < piece)) piece = S[k]->piece[b];
+        if (m[k] > mmax) mmax = m[k];
+    }
+    if (b == 0) piece = mmax; /* each stream's whole chunk (within its piece[0]) */
+    for (int p0 = 0; p0 < mmax; p0 += piece) {
+        ct_codec_stream *A[MB];
+        int n[MB] = {0}, mo[MB] = {0}, na = 0;
+        fptrs o = {0}, bb = {0}, xin = {0}, po = {0};
+        for (int k = 0; k < ns; k++) {
+            if (p0 >= m[k]) continue;
+            A[na] = S[k];
+            n[na] = m[k] - p0 < piece ? m[k] - p0 : piece;
+            mo[na] = n[na] * bl->rate;
+            o[na] = S[k]->O[b];
+            bb[na] = S[k]->B;
+            xin[na] = in[k] + (size_t)p0 * (size_t)bl->cin;
+            po[na] = pcm[k] + (size_t)p0 * spr;
+            na++;
+        }
+        for (int k = 0; k < na; k++) {
+            a[k] = hist_in(A[k]->A, A[k]->t_tc[b], A[k]->h_tc[b], bl->cin);
+            ct_cv_snake_ex(ex, a[k], xin[k], n[k], bl->cin, bl->snake.ea, bl->snake.ib);
+        }
+        ct_cv_tconv_causal_batch_ex(ex, na, o, CF(a), n, &bl->tconv, bl->rate, bl->tconv_b);
+        for (int k = 0; k < na; k++) hist_save(A[k]->t_tc[b], a[k], n[k], A[k]->h_tc[b], bl->cin);
         for (int j = 0; j < CT_CODEC_N_RU; j++) {
             const ct_codec_ru *ru = &bl->ru[j];
             const int hr = H7 * ru->dil;
-            a = hist_in(s->A, s->t_ru[b][j], hr, bl->cout);
-            ct_cv_snake_ex(&s->ex, a, o, mo, bl->cout, ru->a1.ea, ru->a1.ib);
-            ct_cv_conv_causal_ex(&s->ex, s->B, a, mo, &ru->c1, ru->dil, ru->c1_b);
-            hist_save(s->t_ru[b][j], a, mo, hr, bl->cout);
-            ct_cv_snake_ex(&s->ex, s->B, s->B, mo, bl->cout, ru->a2.ea, ru->a2.ib);
-            ct_cv_linear_ex(&s->ex, o, s->B, mo, &ru->c2, ru->c2_b, 1);
+            for (int k = 0; k < na; k++) {
+                a[k] = hist_in(A[k]->A, A[k]->t_ru[b][j], hr, bl->cout);
+                ct_cv_snake_ex(ex, a[k], o[k], mo[k], bl->cout, ru->a1.ea, ru->a1.ib);
+            }
+            ct_cv_conv_causal_batch_ex(ex, na, bb, CF(a), mo, &ru->c1, ru->dil, ru->c1_b);
+            for (int k = 0; k < na; k++) {
+                hist_save(A[k]->t_ru[b][j], a[k], mo[k], hr, bl->cout);
+                ct_cv_snake_ex(ex, bb[k], bb[k], mo[k], bl->cout, ru->a2.ea, ru->a2.ib);
+            }
+            ct_cv_linear_batch_ex(ex, na, o, CF(bb), mo, &ru->c2, ru->c2_b, 1);
         }
-        prof_mark(s, CT_CODEC_PROF_BLOCK0 + b, t0);
-        run_blocks(s, b + 1, o, mo, pcm + (size_t)p0 * spr, t0);
+        prof_mark_batch(A, na, CT_CODEC_PROF_BLOCK0 + b, t0);
+        run_blocks(A, na, ex, b + 1, o, mo, po, t0);
     }
 }
 
-void ct_codec_run_chunk(ct_codec_stream *s, const int32_t *codes, int n, float *pcm) {
-    const ct_codec *c = s->c;
+/* Decodes n[k] (1..max_chunk) checked frames of every stream of a batch of ns <= MB streams
+ * (distinct, one codec), the GEMMs through ex, advancing each stream's state. */
+static void run_batch(ct_codec_stream *const *S, int ns, const ct_cv_exec *ex, const int32_t *const *codes,
+                      const int *n, float *const *pcm) {
+    const ct_codec *c = S[0]->c;
     const int D = c->entry_dim, O = c->vq_dim, Lt = c->latent, nq = c->n_q;
     const size_t cbs = (size_t)c->codebook_size * (size_t)D;
-    double t0 = s->prof_on ? now_s() : 0.0;
+    double t0 = 0.0;
+    for (int k = 0; k < ns; k++)
+        if (S[k]->prof_on) t0 = now_s();
+    fptrs a = {0}, e0 = {0}, er = {0}, B = {0}, X = {0}, SA = {0}, bx = {0};
+    int m[MB] = {0};
 
     /* 1. split RVQ dequant -> pre_conv input */
-    for (int t = 0; t < n; t++) {
-        const int32_t *cd = codes + (size_t)t * (size_t)nq;
-        memcpy(s->e0 + (size_t)t * D, c->codebooks + (size_t)cd[0] * D, (size_t)D * sizeof(float));
-        float *er = s->er + (size_t)t * D;
-        memcpy(er, c->codebooks + cbs + (size_t)cd[1] * D, (size_t)D * sizeof(float));
-        for (int g = 2; g < nq; g++) {
-            const float *e = c->codebooks + (size_t)g * cbs + (size_t)cd[g] * D;
-            for (int i = 0; i < D; i++) er[i] += e[i];
+    for (int k = 0; k < ns; k++) {
+        ct_codec_stream *s = S[k];
+        for (int t = 0; t < n[k]; t++) {
+            const int32_t *cd = codes[k] + (size_t)t * (size_t)nq;
+            memcpy(s->e0 + (size_t)t * D, c->codebooks + (size_t)cd[0] * D, (size_t)D * sizeof(float));
+            float *r = s->er + (size_t)t * D;
+            memcpy(r, c->codebooks + cbs + (size_t)cd[1] * D, (size_t)D * sizeof(float));
+            for (int g = 2; g < nq; g++) {
+                const float *e = c->codebooks + (size_t)g * cbs + (size_t)cd[g] * D;
+                for (int i = 0; i < D; i++) r[i] += e[i];
+            }
         }
+        e0[k] = s->e0, er[k] = s->er, B[k] = s->B, X[k] = s->X, SA[k] = s->A;
+        a[k] = hist_in(s->A, s->t_pre, HPRE, O);
+        m[k] = n[k];
     }
-    float *a = hist_in(s->A, s->t_pre, HPRE, O);
-    ct_cv_linear_ex(&s->ex, a, s->e0, n, &c->proj_first, NULL, 0);
-    ct_cv_linear_ex(&s->ex, a, s->er, n, &c->proj_rest, NULL, 1);
+    ct_cv_linear_batch_ex(ex, ns, a, CF(e0), n, &c->proj_first, NULL, 0);
+    ct_cv_linear_batch_ex(ex, ns, a, CF(er), n, &c->proj_rest, NULL, 1);
     /* 2. pre_conv */
-    ct_cv_conv_causal_ex(&s->ex, s->B, a, n, &c->pre_conv, 1, c->pre_conv_b);
-    hist_save(s->t_pre, a, n, HPRE, O);
-    prof_mark(s, CT_CODEC_PROF_PRE, &t0);
+    ct_cv_conv_causal_batch_ex(ex, ns, B, CF(a), n, &c->pre_conv, 1, c->pre_conv_b);
+    for (int k = 0; k < ns; k++) {
+        hist_save(S[k]->t_pre, a[k], n[k], HPRE, O);
+        a[k] = hist_in(S[k]->A, S[k]->t_up_in[0], S[k]->h_up[0], Lt);
+    }
+    prof_mark_batch(S, ns, CT_CODEC_PROF_PRE, &t0);
 
     /* 3. transformer -> input of the first upsample stage */
-    a = hist_in(s->A, s->t_up_in[0], s->h_up[0], Lt);
-    transformer(s, s->B, n, a);
-    prof_mark(s, CT_CODEC_PROF_TX, &t0);
+    transformer(S, ns, ex, B, n, a);
+    prof_mark_batch(S, ns, CT_CODEC_PROF_TX, &t0);
 
     /* 4-5. ConvNeXt upsample stages */
-    int m = n;
     for (int u = 0; u < c->n_up; u++) {
         const ct_codec_up *up = &c->up[u];
-        float *bx = hist_in(s->B, s->t_dw[u], H7, Lt);
-        ct_cv_tconv_causal_ex(&s->ex, bx, a, m, &up->tconv, up->ratio, up->tconv_b);
-        hist_save(s->t_up_in[u], a, m, s->h_up[u], Lt);
-        m *= up->ratio;
-        ct_cv_dwconv_causal(s->X, bx, m, Lt, K7, up->dw, up->dw_b);
-        hist_save(s->t_dw[u], bx, m, H7, Lt);
-        ct_cv_layernorm(s->X, s->X, m, Lt, up->ln_w, up->ln_b, 1e-6f);
-        ct_cv_linear_ex(&s->ex, s->A, s->X, m, &up->pw1, up->pw1_b, 0);
-        ct_cv_gelu_erf(s->A, (size_t)m * 4 * (size_t)Lt);
-        ct_cv_linear_ex(&s->ex, s->X, s->A, m, &up->pw2, up->pw2_b, 0);
+        for (int k = 0; k < ns; k++) bx[k] = hist_in(S[k]->B, S[k]->t_dw[u], H7, Lt);
+        ct_cv_tconv_causal_batch_ex(ex, ns, bx, CF(a), m, &up->tconv, up->ratio, up->tconv_b);
+        for (int k = 0; k < ns; k++) {
+            hist_save(S[k]->t_up_in[u], a[k], m[k], S[k]->h_up[u], Lt);
+            m[k] *= up->ratio;
+            ct_cv_dwconv_causal(X[k], bx[k], m[k], Lt, K7, up->dw, up->dw_b);
+            hist_save(S[k]->t_dw[u], bx[k], m[k], H7, Lt);
+            ct_cv_layernorm(X[k], X[k], m[k], Lt, up->ln_w, up->ln_b, 1e-6f);
+        }
+        ct_cv_linear_batch_ex(ex, ns, SA, CF(X), m, &up->pw1, up->pw1_b, 0);
+        for (int k = 0; k < ns; k++) ct_cv_gelu_erf(SA[k], (size_t)m[k] * 4 * (size_t)Lt);
+        ct_cv_linear_batch_ex(ex, ns, X, CF(SA), m, &up->pw2, up->pw2_b, 0);
         int last = u + 1 == c->n_up;
-        a = hist_in(s->A, last ? s->t_dec0 : s->t_up_in[u + 1], last ? H7 : s->h_up[u + 1], Lt);
-        for (size_t r = 0; r < (size_t)m; r++)
-            for (int e = 0; e < Lt; e++)
-                a[r * Lt + e] = bx[r * Lt + e] + up->gamma[e] * s->X[r * Lt + e];
+        for (int k = 0; k < ns; k++) {
+            ct_codec_stream *s = S[k];
+            a[k] = hist_in(s->A, last ? s->t_dec0 : s->t_up_in[u + 1], last ? H7 : s->h_up[u + 1], Lt);
+            for (size_t r = 0; r < (size_t)m[k]; r++)
+                for (int e = 0; e < Lt; e++)
+                    a[k][r * Lt + e] = bx[k][r * Lt + e] + up->gamma[e] * s->X[r * Lt + e];
+        }
     }
+    prof_mark_batch(S, ns, CT_CODEC_PROF_UP, &t0);
 
-    prof_mark(s, CT_CODEC_PROF_UP, &t0);
     /* 6. decoder.0 */
-    ct_cv_conv_causal_ex(&s->ex, s->X, a, m, &c->dec0, 1, c->dec0_b);
-    hist_save(s->t_dec0, a, m, H7, Lt);
-    prof_mark(s, CT_CODEC_PROF_DEC0, &t0);
+    ct_cv_conv_causal_batch_ex(ex, ns, X, CF(a), m, &c->dec0, 1, c->dec0_b);
+    for (int k = 0; k < ns; k++) hist_save(S[k]->t_dec0, a[k], m[k], H7, Lt);
+    prof_mark_batch(S, ns, CT_CODEC_PROF_DEC0, &t0);
 
     /* 7-11. decoder blocks and the final conv, on sub-pieces */
-    run_blocks(s, 0, s->X, m, pcm, &t0);
-    s->pos += n;
+    run_blocks(S, ns, ex, 0, X, m, pcm, &t0);
+    for (int k = 0; k < ns; k++) S[k]->pos += n[k];
+}
+#undef CF
+
+void ct_codec_run_chunk(ct_codec_stream *s, const int32_t *codes, int n, float *pcm) {
+    run_batch(&s, 1, &s->ex, &codes, &n, &pcm);
+}
+
+ct_status ct_codec_stream_push_batch(ct_codec_stream *const *s, int ns, const int32_t *const *codes,
+                                     const int *n_frames, float *const *pcm, char *err, size_t errcap) {
+    if (!s || !codes || !n_frames || !pcm || ns < 1)
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "ct_codec_stream_push_batch: NULL argument or %d streams",
+                       ns);
+    for (int k = 0; k < ns; k++) {
+        if (!s[k] || !codes[k] || !pcm[k])
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "ct_codec_stream_push_batch: stream %d: NULL argument", k);
+        if (s[k]->c != s[0]->c || s[k]->ex.gemm != s[0]->ex.gemm)
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
+                           "ct_codec_stream_push_batch: stream %d has another codec or kernel level than stream 0", k);
+        for (int j = 0; j < k; j++)
+            if (s[j] == s[k])
+                return ct_errf(err, errcap, CT_ERR_INVALID_ARG,
+                               "ct_codec_stream_push_batch: streams %d and %d are the same decoder", j, k);
+        if (n_frames[k] < 1 || n_frames[k] > s[k]->max_chunk)
+            return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "ct_codec_stream_push_batch: stream %d: %d frames outside [1, %d]",
+                           k, n_frames[k], s[k]->max_chunk);
+        char e2[300];
+        ct_status st = ct_codec_check_codes(s[k]->c, codes[k], n_frames[k], 0, e2, sizeof e2);
+        if (st != CT_OK) return ct_errf(err, errcap, st, "ct_codec_stream_push_batch: stream %d: %s", k, e2);
+    }
+    for (int k0 = 0; k0 < ns; k0 += MB) {
+        int k = ns - k0 < MB ? ns - k0 : MB;
+        run_batch(s + k0, k, &s[0]->ex, codes + k0, n_frames + k0, pcm + k0);
+    }
+    return CT_OK;
 }

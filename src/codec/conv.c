@@ -33,44 +33,82 @@ void ct_cv_exec_init(ct_cv_exec *ex, ct_pool *pool) {
 #define MAX_PHASES 16
 /* Multiply-adds below which a GEMM runs on the calling thread only. */
 #define PAR_MIN_MACS (1 << 17)
+/* Weight bytes per panel group a batched single-thread GEMM passes over before moving on to
+ * the next group (every input of the batch reads the group while it is in L2). */
+#define BATCH_GROUP_BYTES (256 * 1024)
 
+/* One GEMM over nseg segments (independent inputs, e.g. streams) of nph phases each (the
+ * s output phases of a transposed conv): a[g * nph + p], all with the same W; the phases of
+ * a segment share its row count. */
 typedef struct {
     const ct_cv_exec *ex;
-    const ct_cv_gemm_args *ph; /* [nph] phases (same W, n) */
-    int nph;
+    const ct_cv_gemm_args *a;
+    int nseg, nph;
     int by_panels;
-    ct_pool_range r; /* panels or rows */
+    ct_pool_range r; /* panels, or rows of the segments laid end to end */
 } gemm_job;
+
+/* Rows [lo, hi) of the segments laid end to end, all panels and phases. */
+static void gemm_rows(const gemm_job *j, int lo, int hi) {
+    const int nb = j->a[0].W->nb;
+    int base = 0;
+    for (int g = 0; g < j->nseg && base < hi; g++) {
+        const ct_cv_gemm_args *ph = j->a + (size_t)g * (size_t)j->nph;
+        const int n = ph[0].n, r0 = lo > base ? lo - base : 0, r1 = hi - base < n ? hi - base : n;
+        if (r0 < r1)
+            for (int p = 0; p < j->nph; p++) j->ex->gemm(&ph[p], 0, nb, r0, r1);
+        base += n;
+    }
+}
+
+/* Panels [lo, hi) of every segment and phase (the weights of the range are read once from
+ * memory, then from cache for the later segments). */
+static void gemm_panels(const gemm_job *j, int lo, int hi) {
+    for (int i = 0; i < j->nseg * j->nph; i++) j->ex->gemm(&j->a[i], lo, hi, 0, j->a[i].n);
+}
 
 static void gemm_job_run(void *ctx, int ith, int nth) {
     (void)ith;
     (void)nth;
     gemm_job *j = ctx;
-    const int nb = j->ph[0].W->nb, n = j->ph[0].n;
     int lo, hi;
-    while (ct_pool_range_next(&j->r, &lo, &hi))
-        for (int p = 0; p < j->nph; p++) {
-            if (j->by_panels) j->ex->gemm(&j->ph[p], lo, hi, 0, n);
-            else j->ex->gemm(&j->ph[p], 0, nb, lo, hi);
-        }
+    while (ct_pool_range_next(&j->r, &lo, &hi)) {
+        if (j->by_panels) gemm_panels(j, lo, hi);
+        else gemm_rows(j, lo, hi);
+    }
 }
 
-static void gemm_run(const ct_cv_exec *ex, const ct_cv_gemm_args *ph, int nph) {
-    const ct_cv_packed *W = ph[0].W;
-    const int n = ph[0].n, nth = ct_pool_threads(ex->pool);
-    if (n <= 0 || W->nb <= 0) return;
+static void gemm_run(const ct_cv_exec *ex, const ct_cv_gemm_args *a, int nseg, int nph) {
+    const ct_cv_packed *W = a[0].W;
+    const int nth = ct_pool_threads(ex->pool);
+    int rows = 0;
     double macs = 0;
-    for (int p = 0; p < nph; p++) macs += (double)n * ph[p].ntaps * W->cin * W->cout;
+    for (int g = 0; g < nseg; g++) {
+        rows += a[(size_t)g * (size_t)nph].n;
+        for (int p = 0; p < nph; p++) macs += (double)a[(size_t)g * (size_t)nph].n * a[g * nph + p].ntaps * W->cin * W->cout;
+    }
+    if (rows <= 0 || W->nb <= 0) return;
+    gemm_job j = {ex, a, nseg, nph, 1, {0}};
     if (nth <= 1 || macs < PAR_MIN_MACS) {
-        for (int p = 0; p < nph; p++) ex->gemm(&ph[p], 0, W->nb, 0, n);
+        if (nseg == 1) {
+            gemm_panels(&j, 0, W->nb);
+            return;
+        }
+        /* several segments: panel groups of about BATCH_GROUP_BYTES of weights (multiples of
+           the 4 panels the kernels tile), each through every segment */
+        size_t pb = (size_t)W->k * (size_t)W->cin * CT_CV_OB * sizeof(float);
+        int grp = (int)(BATCH_GROUP_BYTES / (pb ? pb : 1)) / 4 * 4;
+        if (grp < 4) grp = 4;
+        for (int b = 0; b < W->nb; b += grp) gemm_panels(&j, b, b + grp < W->nb ? b + grp : W->nb);
         return;
     }
     /* Panels when there are enough of them (each chunk then streams only its share of the
-     * weights; groups of 4 panels as the kernels tile them); rows otherwise. Chunks go to
-     * whichever thread is free; every element is computed as on one thread. */
-    gemm_job j = {ex, ph, nph, W->nb >= 4 * nth || n < 8 * nth, {0}};
+     * weights, for every segment; groups of 4 panels as the kernels tile them); rows
+     * otherwise. Chunks go to whichever thread is free; every element is computed as on one
+     * thread. */
+    j.by_panels = W->nb >= 4 * nth || rows < 8 * nth;
     if (j.by_panels) ct_pool_range_init(&j.r, W->nb, 4, ct_pool_chunk(ex->pool, W->nb, 4));
-    else ct_pool_range_init(&j.r, n, 8, ct_pool_chunk(ex->pool, n, 8));
+    else ct_pool_range_init(&j.r, rows, 8, ct_pool_chunk(ex->pool, rows, 8));
     ct_pool_run_dyn(ex->pool, gemm_job_run, &j);
 }
 
@@ -84,7 +122,7 @@ void ct_cv_gemm_taps_ex(const ct_cv_exec *ex, float *Y, size_t ldy, const float 
                         const ct_cv_packed *W, int ntaps, const int *tap, const int *off,
                         const float *bias, int accumulate) {
     ct_cv_gemm_args a = {Y, ldy, X, ldx, n, W, ntaps, tap, off, bias, accumulate};
-    gemm_run(ex, &a, 1);
+    gemm_run(ex, &a, 1, 1);
 }
 
 void ct_cv_gemm_taps(float *Y, size_t ldy, const float *X, size_t ldx, int n,
@@ -94,15 +132,34 @@ void ct_cv_gemm_taps(float *Y, size_t ldy, const float *X, size_t ldx, int n,
     ct_cv_gemm_taps_ex(&ex, Y, ldy, X, ldx, n, W, ntaps, tap, off, bias, accumulate);
 }
 
-void ct_cv_conv_causal_ex(const ct_cv_exec *ex, float *y, const float *x, int n, const ct_cv_packed *W,
-                          int dil, const float *bias) {
+/* The same taps over ns segments, in groups of CT_CV_MAX_BATCH. */
+static void taps_batch(const ct_cv_exec *ex, int ns, float *const *y, const float *const *x, const int *n,
+                       const ct_cv_packed *W, int ntaps, const int *tap, const int *off, const float *bias,
+                       int accumulate) {
+    ct_cv_gemm_args a[CT_CV_MAX_BATCH];
+    for (int g0 = 0; g0 < ns; g0 += CT_CV_MAX_BATCH) {
+        int k = 0;
+        for (int g = g0; g < ns && k < CT_CV_MAX_BATCH; g++, k++)
+            a[k] = (ct_cv_gemm_args){y[g], (size_t)W->cout, x[g], (size_t)W->cin, n[g], W, ntaps, tap, off, bias,
+                                     accumulate};
+        gemm_run(ex, a, k, 1);
+    }
+}
+
+void ct_cv_conv_causal_batch_ex(const ct_cv_exec *ex, int ns, float *const *y, const float *const *x,
+                                const int *n, const ct_cv_packed *W, int dil, const float *bias) {
     int tap[MAX_TAPS], off[MAX_TAPS];
     int k = W->k < MAX_TAPS ? W->k : MAX_TAPS;
     for (int j = 0; j < k; j++) {
         tap[j] = j;
         off[j] = -(W->k - 1 - j) * dil;
     }
-    ct_cv_gemm_taps_ex(ex, y, (size_t)W->cout, x, (size_t)W->cin, n, W, k, tap, off, bias, 0);
+    taps_batch(ex, ns, y, x, n, W, k, tap, off, bias, 0);
+}
+
+void ct_cv_conv_causal_ex(const ct_cv_exec *ex, float *y, const float *x, int n, const ct_cv_packed *W,
+                          int dil, const float *bias) {
+    ct_cv_conv_causal_batch_ex(ex, 1, &y, &x, &n, W, dil, bias);
 }
 
 void ct_cv_conv_causal(float *y, const float *x, int n, const ct_cv_packed *W, int dil,
@@ -111,10 +168,15 @@ void ct_cv_conv_causal(float *y, const float *x, int n, const ct_cv_packed *W, i
     ct_cv_conv_causal_ex(&ex, y, x, n, W, dil, bias);
 }
 
+void ct_cv_linear_batch_ex(const ct_cv_exec *ex, int ns, float *const *y, const float *const *x, const int *n,
+                           const ct_cv_packed *W, const float *bias, int accumulate) {
+    static const int tap0[1] = {0}, off0[1] = {0};
+    taps_batch(ex, ns, y, x, n, W, 1, tap0, off0, bias, accumulate);
+}
+
 void ct_cv_linear_ex(const ct_cv_exec *ex, float *y, const float *x, int n, const ct_cv_packed *W,
                      const float *bias, int accumulate) {
-    static const int tap0[1] = {0}, off0[1] = {0};
-    ct_cv_gemm_taps_ex(ex, y, (size_t)W->cout, x, (size_t)W->cin, n, W, 1, tap0, off0, bias, accumulate);
+    ct_cv_linear_batch_ex(ex, 1, &y, &x, &n, W, bias, accumulate);
 }
 
 void ct_cv_linear(float *y, const float *x, int n, const ct_cv_packed *W, const float *bias,
@@ -125,13 +187,12 @@ void ct_cv_linear(float *y, const float *x, int n, const ct_cv_packed *W, const 
 
 int ct_cv_tconv_history(int k, int s) { return (k + s - 1) / s - 1; }
 
-void ct_cv_tconv_causal_ex(const ct_cv_exec *ex, float *y, const float *x, int n, const ct_cv_packed *W,
-                           int s, const float *bias) {
-    int tap[MAX_PHASES][MAX_TAPS], off[MAX_PHASES][MAX_TAPS];
-    ct_cv_gemm_args ph[MAX_PHASES];
-    int nph = 0;
+void ct_cv_tconv_causal_batch_ex(const ct_cv_exec *ex, int ns, float *const *y, const float *const *x,
+                                 const int *n, const ct_cv_packed *W, int s, const float *bias) {
+    int tap[MAX_PHASES][MAX_TAPS], off[MAX_PHASES][MAX_TAPS], ntap[MAX_PHASES];
+    ct_cv_gemm_args a[CT_CV_MAX_BATCH * MAX_PHASES];
     for (int j0 = 0; j0 < s; j0 += MAX_PHASES) {
-        nph = 0;
+        int nph = 0;
         for (int j = j0; j < s && nph < MAX_PHASES; j++, nph++) {
             int nt = 0;
             for (int m = 0; j + m * s < W->k && nt < MAX_TAPS; m++) {
@@ -139,11 +200,23 @@ void ct_cv_tconv_causal_ex(const ct_cv_exec *ex, float *y, const float *x, int n
                 off[nph][nt] = -m;
                 nt++;
             }
-            ph[nph] = (ct_cv_gemm_args){y + (size_t)j * (size_t)W->cout, (size_t)s * (size_t)W->cout, x,
-                                        (size_t)W->cin, n, W, nt, tap[nph], off[nph], bias, 0};
+            ntap[nph] = nt;
         }
-        gemm_run(ex, ph, nph);
+        for (int g0 = 0; g0 < ns; g0 += CT_CV_MAX_BATCH) {
+            int k = 0;
+            for (int g = g0; g < ns && k < CT_CV_MAX_BATCH; g++, k++)
+                for (int p = 0; p < nph; p++)
+                    a[k * nph + p] = (ct_cv_gemm_args){y[g] + (size_t)(j0 + p) * (size_t)W->cout,
+                                                       (size_t)s * (size_t)W->cout, x[g], (size_t)W->cin, n[g], W,
+                                                       ntap[p], tap[p], off[p], bias, 0};
+            gemm_run(ex, a, k, nph);
+        }
     }
+}
+
+void ct_cv_tconv_causal_ex(const ct_cv_exec *ex, float *y, const float *x, int n, const ct_cv_packed *W,
+                           int s, const float *bias) {
+    ct_cv_tconv_causal_batch_ex(ex, 1, &y, &x, &n, W, s, bias);
 }
 
 void ct_cv_tconv_causal(float *y, const float *x, int n, const ct_cv_packed *W, int s,

@@ -71,6 +71,20 @@ void ct_cv_tconv_causal(float *y, const float *x, int n, const ct_cv_packed *W, 
 void ct_cv_tconv_causal_ex(const ct_cv_exec *ex, float *y, const float *x, int n, const ct_cv_packed *W,
                            int s, const float *bias);
 
+/* Batched forms of the three ops above: ns independent inputs through the same W (input i:
+ * y[i], x[i] with its own history rows before it, n[i] rows). A pass over W computes each
+ * panel group for every input before the next group (the weights are read from memory once
+ * per group, not once per input); every output element is the one the single call gives,
+ * bit for bit (the kernels' per-element order does not depend on rows or panel ranges). Any
+ * ns >= 1 (taken CT_CV_MAX_BATCH at a time); the single calls are ns = 1. */
+#define CT_CV_MAX_BATCH 16
+void ct_cv_conv_causal_batch_ex(const ct_cv_exec *ex, int ns, float *const *y, const float *const *x,
+                                const int *n, const ct_cv_packed *W, int dil, const float *bias);
+void ct_cv_linear_batch_ex(const ct_cv_exec *ex, int ns, float *const *y, const float *const *x, const int *n,
+                           const ct_cv_packed *W, const float *bias, int accumulate);
+void ct_cv_tconv_causal_batch_ex(const ct_cv_exec *ex, int ns, float *const *y, const float *const *x,
+                                 const int *n, const ct_cv_packed *W, int s, const float *bias);
+
 /* SnakeBeta over n rows (ct_cv_snake_fn in kernels/conv.h), dispatched variant. */
 void ct_cv_snake(float *y, const float *x, int n, int c, const float *ealpha,
                  const float *inv_beta);

@@ -328,9 +328,12 @@ static void step(ct_engine *e, int n) {
         if (sl->st->info.frames++ == 0) sl->st->info.first_frame_ms = t1 - sl->st->t_submit;
     }
     pthread_mutex_unlock(&e->mu);
+    int last = -1;
+    for (int i = 0; i < n; i++)
+        if (e->bgot[i]) last = i;
     for (int i = 0; i < n; i++) {
         if (!e->bgot[i]) continue;
-        ct_rec r = {.kind = CT_REC_FRAME, .slot = e->act[i]->idx, .st = e->act[i]->st};
+        ct_rec r = {.kind = CT_REC_FRAME, .slot = e->act[i]->idx, .st = e->act[i]->st, .step_end = i == last};
         memcpy(r.codes, e->bcodes + (size_t)i * G, sizeof(int32_t) * (size_t)G);
         hand(e, &r);
     }

@@ -36,6 +36,8 @@ typedef enum {
 typedef struct {
     ct_rec_kind kind;
     int slot, last;
+    int step_end;                 /* FRAME: the last frame of its step (the codec stage then
+                                     decodes the due chunks of the step's streams together) */
     ct_stream *st;
     double t;                     /* hand-off time, ms */
     int32_t codes[CT_MAX_GROUPS]; /* FRAME: [n_groups] */
@@ -64,6 +66,9 @@ typedef struct {
     ct_sched sched;
     int32_t *pend;        /* [max_chunk + 1][G] frames received, not decoded */
     int npend, produced;  /* pending frames; frames of the utterance received */
+    int dirty;            /* frames came since its due chunks were last shipped */
+    ct_sched_obs obs;     /* shipping: the observation its chunks are asked with */
+    int rem, shipping;    /* shipping: frames left of the schedule's current chunk; chunks left */
     int32_t *hist;        /* [CT_ENGINE_MAX_WINDOW][G] windowed context, oldest first */
     int n_hist;
     float *pcm;           /* [max_chunk * spf] */

@@ -354,13 +354,10 @@ static void release_locked(ct_engine *e, ct_slot *sl, ct_stream *s, const void *
     pthread_cond_broadcast(&s->cv);
 }
 
-/* Decodes and releases the first n pending frames; 0 = go on, -1 = the stream failed. */
-static int emit_chunk(ct_engine *e, ct_slot *sl, int n) {
-    char err[400];
-    double t0 = ct_now_ms();
-    ct_status st = decode(e, sl, n, err, sizeof err);
-    double dt = ct_now_ms() - t0;
-    ct_stats_add("codec.push_ms", dt);
+/* Releases the first n pending frames of sl once decoded into sl->pcm (st: the decode's status,
+   err its message; busy_ms: the decode time charged to the stream); 0 = go on, -1 = the stream
+   failed. */
+static int emit_done(ct_engine *e, ct_slot *sl, int n, ct_status st, const char *err, double busy_ms) {
     pthread_mutex_lock(&e->mu);
     ct_stream *s = sl->cst;
     if (st != CT_OK) {
@@ -368,7 +365,7 @@ static int emit_chunk(ct_engine *e, ct_slot *sl, int n) {
         snprintf(msg, sizeof msg, "codec: %s", err);
         ct_stream_fail_locked(s, st, msg);
     } else if (s->state != CT_STREAM_FAILED) {
-        release_locked(e, sl, s, sl->pcm, n, dt);
+        release_locked(e, sl, s, sl->pcm, n, busy_ms);
     }
     pthread_mutex_unlock(&e->mu);
     sl->npend -= n;
@@ -376,31 +373,112 @@ static int emit_chunk(ct_engine *e, ct_slot *sl, int n) {
     return st == CT_OK ? 0 : -1;
 }
 
-/* Ships every chunk the stream's schedule says is due (several after a burst). */
-static void ship_due(ct_engine *e, ct_slot *sl, int finished) {
-    ct_sched_obs obs;
-    memset(&obs, 0, sizeof obs);
-    obs.frames_total = sl->produced;
-    obs.finished = finished;
-    obs.active_streams = atomic_load(&e->active_snapshot);
-    obs.now_ms = ct_engine_now(e) - sl->cst->t_submit;
-    int n;
+/* Decodes the first n pending frames of sl alone and releases them; 0 / -1 as emit_done. */
+static int emit_one(ct_engine *e, ct_slot *sl, int n) {
+    char err[400] = "";
+    double t0 = ct_now_ms();
+    ct_status st = decode(e, sl, n, err, sizeof err);
+    double dt = ct_now_ms() - t0;
+    ct_stats_add("codec.push_ms", dt);
+    return emit_done(e, sl, n, st, err, dt);
+}
+
+/* Decodes the first k[i] pending frames of each slot sl[i] (i < nb, distinct slots) and
+   releases them: the exact decoders' chunks in one ct_codec_stream_push_batch (the codec's
+   weights read once for all of them; each stream's PCM as its own push would give), windowed
+   ones alone. The batch's time is charged to its streams in proportion to their frames. A
+   batch the codec refuses (a code out of range: nothing decoded) is decoded stream by stream,
+   so only the stream at fault fails. res[i]: 0 / -1 as emit_done. */
+static void emit_batch(ct_engine *e, ct_slot *const *sl, const int *k, int nb, int *res) {
+    ct_codec_stream *cs[CT_ENGINE_MAX_STREAMS];
+    const int32_t *cc[CT_ENGINE_MAX_STREAMS];
+    float *cp[CT_ENGINE_MAX_STREAMS];
+    int cn[CT_ENGINE_MAX_STREAMS], ci[CT_ENGINE_MAX_STREAMS], ne = 0, frames = 0;
+    for (int i = 0; i < nb; i++) {
+        if (sl[i]->cst->p.windowed) {
+            res[i] = emit_one(e, sl[i], k[i]);
+            continue;
+        }
+        cs[ne] = sl[i]->cs, cc[ne] = sl[i]->pend, cn[ne] = k[i], cp[ne] = sl[i]->pcm, ci[ne] = i;
+        frames += k[i];
+        ne++;
+    }
+    if (ne == 0) return;
+    char err[400] = "";
+    double t0 = ct_now_ms();
+    ct_status st = ct_codec_stream_push_batch(cs, ne, cc, cn, cp, err, sizeof err);
+    double dt = ct_now_ms() - t0;
+    if (st != CT_OK) {
+        for (int j = 0; j < ne; j++) res[ci[j]] = emit_one(e, sl[ci[j]], cn[j]);
+        return;
+    }
+    ct_stats_add("codec.push_ms", dt);
+    if (ne > 1) ct_stats_add("codec.batch_push_ms", dt);
+    for (int j = 0; j < ne; j++) res[ci[j]] = emit_done(e, sl[ci[j]], cn[j], CT_OK, "", dt * cn[j] / frames);
+}
+
+/* Ships every chunk the schedules of slots sl[0..n) say is due (several after a burst; a flush
+   larger than the decoder's chunk capacity in pieces), round by round: each round decodes the
+   next chunk of every slot that has one in one emit_batch. */
+static void ship(ct_engine *e, ct_slot *const *sl, int n, int finished) {
+    ct_slot *bs[CT_ENGINE_MAX_STREAMS];
+    int bk[CT_ENGINE_MAX_STREAMS], res[CT_ENGINE_MAX_STREAMS];
+    for (int i = 0; i < n; i++) {
+        ct_sched_obs *o = &sl[i]->obs;
+        memset(o, 0, sizeof *o);
+        o->frames_total = sl[i]->produced;
+        o->finished = finished;
+        o->active_streams = atomic_load(&e->active_snapshot);
+        o->now_ms = ct_engine_now(e) - sl[i]->cst->t_submit;
+        sl[i]->rem = 0;
+        sl[i]->shipping = 1; /* 1 shipping, 0 done, -1 the schedule rejected the count, -2 failed */
+    }
     for (;;) {
-        double t_sc = CT_STATS_T0();
-        n = ct_sched_next_chunk(&sl->sched, &obs);
-        CT_STATS_ADD_SINCE("sched.next_chunk_ms", t_sc);
-        if (n <= 0) break;
-        while (n > 0) { /* a flush may exceed the decoder's chunk capacity: split it */
-            int k = n < e->p.max_chunk_frames ? n : e->p.max_chunk_frames;
-            if (emit_chunk(e, sl, k) != 0) return;
-            n -= k;
+        int nb = 0;
+        for (int i = 0; i < n; i++) {
+            ct_slot *s = sl[i];
+            if (s->shipping != 1) continue;
+            if (s->rem == 0) {
+                double t_sc = CT_STATS_T0();
+                int c = ct_sched_next_chunk(&s->sched, &s->obs);
+                CT_STATS_ADD_SINCE("sched.next_chunk_ms", t_sc);
+                if (c <= 0) {
+                    s->shipping = c < 0 ? -1 : 0;
+                    continue;
+                }
+                s->rem = c;
+            }
+            bs[nb] = s;
+            bk[nb] = s->rem < e->p.max_chunk_frames ? s->rem : e->p.max_chunk_frames;
+            nb++;
+        }
+        if (nb == 0) break;
+        emit_batch(e, bs, bk, nb, res);
+        for (int j = 0; j < nb; j++) {
+            bs[j]->rem -= bk[j];
+            if (res[j] != 0) bs[j]->shipping = -2;
         }
     }
-    pthread_mutex_lock(&e->mu);
-    if (n < 0) ct_stream_fail_locked(sl->cst, CT_ERR_INTERNAL, "chunk schedule rejected the frame count");
-    int need = sl->sched.target - sl->npend;
-    sl->cst->need = need > 1 ? need : 1;
-    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < n; i++) {
+        if (sl[i]->shipping == -2) continue; /* failed: its stream is over */
+        pthread_mutex_lock(&e->mu);
+        if (sl[i]->shipping < 0) ct_stream_fail_locked(sl[i]->cst, CT_ERR_INTERNAL, "chunk schedule rejected the frame count");
+        int need = sl[i]->sched.target - sl[i]->npend;
+        sl[i]->cst->need = need > 1 ? need : 1;
+        pthread_mutex_unlock(&e->mu);
+    }
+}
+
+/* Ships the due chunks of every slot that received frames since its last shipping, together. */
+static void flush(ct_engine *e) {
+    ct_slot *d[CT_ENGINE_MAX_STREAMS];
+    int n = 0;
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i].dirty) {
+            e->slots[i].dirty = 0;
+            d[n++] = &e->slots[i];
+        }
+    if (n) ship(e, d, n, 0);
 }
 
 /* The stream's generation ended and its output is out: DONE (unless failed), counters. */
@@ -509,6 +587,7 @@ void ct_engine_take(ct_engine *e, const ct_rec *r) {
     pthread_mutex_lock(&e->mu);
     int failed = s->state == CT_STREAM_FAILED;
     pthread_mutex_unlock(&e->mu);
+    if (r->kind != CT_REC_FRAME) flush(e); /* the frames before it go out first */
     switch (r->kind) {
     case CT_REC_START:
         if (!failed && s->p.output == CT_OUTPUT_PCM) pause_before(e, s, s->starts);
@@ -520,21 +599,21 @@ void ct_engine_take(ct_engine *e, const ct_rec *r) {
         if (!failed && s->p.output == CT_OUTPUT_PCM && s->g.ref_frames > 0) prime(e, sl, s);
         return;
     case CT_REC_FRAME:
-        if (failed) return;
-        if (s->p.output == CT_OUTPUT_CODES) {
+        if (!failed && s->p.output == CT_OUTPUT_CODES) {
             pthread_mutex_lock(&e->mu);
             release_locked(e, sl, s, r->codes, 1, 0.0);
             pthread_mutex_unlock(&e->mu);
-            return;
+        } else if (!failed) {
+            ct_stats_add("hop.enqueue_to_dequeue_ms", ct_now_ms() - r->t);
+            memcpy(sl->pend + (size_t)sl->npend * e->G, r->codes, sizeof(int32_t) * (size_t)e->G);
+            sl->npend++;
+            sl->produced++;
+            sl->dirty = 1;
         }
-        ct_stats_add("hop.enqueue_to_dequeue_ms", ct_now_ms() - r->t);
-        memcpy(sl->pend + (size_t)sl->npend * e->G, r->codes, sizeof(int32_t) * (size_t)e->G);
-        sl->npend++;
-        sl->produced++;
-        ship_due(e, sl, 0);
+        if (r->step_end) flush(e); /* the step's streams' due chunks, decoded together */
         return;
     case CT_REC_END:
-        if (!failed && s->p.output == CT_OUTPUT_PCM && sl->cst == s) ship_due(e, sl, 1);
+        if (!failed && s->p.output == CT_OUTPUT_PCM && sl->cst == s) ship(e, &sl, 1, 1);
         if (!r->last) return;
         pthread_mutex_lock(&e->mu);
         finish_locked(e, s);

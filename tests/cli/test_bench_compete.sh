@@ -80,6 +80,9 @@ expect_rc 0 "$BIN" bench kernels --threads 1 --ms 1 -m "$M"
 has "codec decoder GEMMs of $M, a steady 25-frame push" "$WORK/out"
 for g in "pre_conv" "transformer q" "upsample 0 tconv" "upsample 1 pwconv1" "decoder.0 conv" "block 0 tconv" \
          "block 3 residual conv" "all of the above"; do has "| $g | " "$WORK/out"; done
+# ... and the decode batched across streams (solo and batched PCM compared inside: a mismatch exits 1)
+has "codec decoder batched across streams ($M), 1 threads" "$WORK/out"
+for row in "1 | 1" "1 | 4" "4 | 2" "25 | 4"; do has "| $row | " "$WORK/out"; done
 expect_rc 2 "$BIN" bench kernels --ms 0; has "ms must be in" "$WORK/err"
 # bench roofline: read GB/s per working set (8 MiB .. --mib) and the FMA peak, as JSON too
 expect_rc 0 "$BIN" bench roofline --threads 2 --mib 64 --json "$WORK/r.json"

@@ -1,6 +1,7 @@
 /* The stream engine through the public API: a stream's PCM equals the sequential reference
    (session frames + one-shot decode) for every exact-decoder schedule in both placements; a
-   stream decoded in a batch of 4 equals its solo run byte for byte in both placements; a slow
+   stream decoded in a batch of 4 equals its solo run byte for byte in both placements, its due
+   chunks decoded together with the other streams' (codec.batch_push_ms step stat); a slow
    reader pauses only its own stream and loses nothing; cancel frees the slot within a step; a
    failing stream fails alone; long text runs utterance by utterance (seed + k); windowed
    decode follows the ramp; codes output equals the session's frames; admission limits. */
@@ -13,6 +14,7 @@
 
 #include "codec/codec.h" /* ct_codec_decode until it is public */
 #include "codectalk.h"
+#include "core/stepstats.h"
 #include "ct_test.h"
 #include "test_models.h"
 
@@ -167,7 +169,10 @@ int main(void) {
             CHECK(nsolo[k] == (long)frames[k] * SPF);
         }
         ct_engine_free(e1);
+        char sdir[] = "/tmp/ct_test_engine_stats_XXXXXX";
+        CHECK(mkdtemp(sdir) != NULL && ct_stats_configure(sdir, err, sizeof err) == CT_OK);
         for (int pl = 0; pl < 2; pl++) {
+            ct_stats_reset();
             ct_engine *e = engine(pl, 4, 2, 0);
             if (!e) continue;
             ct_stream *s[4] = {0};
@@ -194,7 +199,17 @@ int main(void) {
             CHECK(kc.deferrals == 0 && kc.forced_admissions == 0); /* margin < 0: no throttle */
             CHECK(kc.steps < 25 + 40 + 12 + 33); /* streams shared steps */
             ct_engine_free(e);
+            /* chunks of several streams due at one step went through one batched decode */
+            ct_stat_summary bs;
+            CHECKF(ct_stats_get(pl == CT_PLACEMENT_SERIAL ? "engine" : "codec", "codec.batch_push_ms", &bs) == 1 &&
+                       bs.count > 0,
+                   "%s: no batched decode", ct_placement_str(pl));
         }
+        ct_stats_configure(NULL, err, sizeof err);
+        ct_stats_reset();
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", sdir);
+        CHECK(system(cmd) == 0);
     }
 
     /* 3. a slow reader pauses only its own stream and loses nothing (small buffers) */
