@@ -10,32 +10,10 @@ SRC=${2:?source dir}
 BUILD=${3:?build dir}
 VENV="$BUILD/.venv-openai"
 LOGF="$BUILD/.venv-openai.log"
-in_ci() { case "${CI:-}" in "" | 0 | false) return 1 ;; *) return 0 ;; esac; }
-give_up() {
-    if in_ci; then
-        echo "FAIL: $* (CI is set: the OpenAI SDK test must run)" >&2
-        [ -s "$LOGF" ] && tail -20 "$LOGF" >&2
-        exit 1
-    fi
-    echo "SKIP: $*"
-    exit 77
-}
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import openai, av" 2>/dev/null; then
-    rm -rf "$VENV"
-    : >"$LOGF"
-    python3 -m venv "$VENV" >>"$LOGF" 2>&1 || give_up "python3 -m venv failed (see $LOGF)"
-    tries=1
-    in_ci && tries=3
-    ok=0
-    for ((try = 1; try <= tries; try++)); do
-        if "$VENV/bin/pip" install -q --disable-pip-version-check --timeout 60 --retries 3 openai av >>"$LOGF" 2>&1; then
-            ok=1
-            break
-        fi
-        [ "$try" -lt "$tries" ] && sleep $((try * 10))
-    done
-    [ $ok = 1 ] || give_up "cannot install openai and av from PyPI into $VENV (see $LOGF)"
-fi
+WHAT="OpenAI SDK test"
+# shellcheck source=../lib/pyvenv.sh
+. "$SRC/tests/lib/pyvenv.sh"
+pyvenv_ensure "openai, av" openai av
 WORK="$(mktemp -d)"
 SRV=""
 trap '[ -n "$SRV" ] && kill $SRV 2>/dev/null; rm -rf "$WORK"' EXIT

@@ -13,31 +13,10 @@ BUILD=${3:?build dir}
 VENV="$BUILD/.venv-python"
 LOGF="$BUILD/.venv-python.log"
 
-in_ci() { case "${CI:-}" in "" | 0 | false) return 1 ;; *) return 0 ;; esac; }
-give_up() {
-    if in_ci; then
-        echo "FAIL: $* (CI is set: the Python tests must run)" >&2
-        [ -s "$LOGF" ] && tail -20 "$LOGF" >&2
-        exit 1
-    fi
-    echo "SKIP: $*"
-    exit 77
-}
-
-rm -rf "$VENV"
-: >"$LOGF"
-python3 -m venv "$VENV" >>"$LOGF" 2>&1 || give_up "python3 -m venv failed (install python3-venv; see $LOGF)"
-tries=1
-in_ci && tries=3
-ok=0
-for ((try = 1; try <= tries; try++)); do
-    if "$VENV/bin/pip" install -q --disable-pip-version-check --timeout 60 --retries 3 numpy pytest >>"$LOGF" 2>&1; then
-        ok=1
-        break
-    fi
-    [ "$try" -lt "$tries" ] && sleep $((try * 10))
-done
-[ $ok = 1 ] || give_up "cannot install numpy and pytest from PyPI into $VENV (see $LOGF)"
+WHAT="Python tests"
+# shellcheck source=../lib/pyvenv.sh
+. "$SRC/tests/lib/pyvenv.sh"
+pyvenv_ensure "" numpy pytest # always a fresh venv: the package is installed into it below
 
 echo "pip install $SRC/python into $VENV" >&2
 if ! "$VENV/bin/pip" install --disable-pip-version-check --timeout 60 --retries 3 "$SRC/python" >>"$LOGF" 2>&1; then
