@@ -51,47 +51,76 @@ static void run_mm(void *ctx, int ith, int nth) {
     j->fn(j->w, j->b, j->x, j->y, j->n, lo, hi);
 }
 
-/* A token's output must not depend on how many tokens share the call (batched decode == solo
-   decode, bit for bit), for every variant and weight format, below the GEMM token thresholds. */
-static void check_batch_invariance(ct_rng *rng) {
-    const int R = 37, C = 200, N = 7; /* odd sizes: row tails and column tails */
-    float *wf = malloc(sizeof(float) * R * C), *x = malloc(sizeof(float) * N * C);
-    uint16_t *wh = malloc(2 * (size_t)R * C);
+/* A token's output must not depend on how many tokens share the call, bit for bit, for every
+   variant and weight format (f32 activations): batched decode == solo decode, and a prompt's
+   result is the same for any prefill pass size (the prefill GEMMs compute the one-token
+   arithmetic). Token counts past every GEMM threshold and token block, odd shapes (row and
+   column tails; INT4 needs whole 32-column groups). */
+static void check_batch_invariance(void) {
+    ct_rng r0, *rng = &r0; /* its own stream: the other checks' data stay as they were */
+    ct_rng_init(rng, 11, 0);
+    const int R = 37, N = 40;
+    const int Cs[2] = {200, 224};
+    const int ns[] = {2, 3, 4, 5, 6, 7, 8, 12, 13, 16, 17, 37, 40};
+    enum { CMAX = 224 };
+    float *wf = malloc(sizeof(float) * R * CMAX), *x = malloc(sizeof(float) * N * CMAX);
+    uint16_t *wh = malloc(2 * (size_t)R * CMAX);
+    int8_t *q8 = malloc((size_t)R * CMAX);
+    uint8_t *q4 = malloc((size_t)R * CMAX / 2);
+    float *sc = malloc(sizeof(float) * R * (CMAX / CT_Q4_GROUP));
     float *yb = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * R);
-    for (int i = 0; i < R * C; i++) {
-        wf[i] = (float)(ct_rng_uniform(rng) * 2 - 1);
-        wh[i] = ct_f32_to_bf16(wf[i]);
-    }
-    for (int i = 0; i < N * C; i++) x[i] = (float)(ct_rng_uniform(rng) * 2 - 1);
+    float *bias = malloc(sizeof(float) * R);
+    for (int i = 0; i < R * CMAX; i++) wf[i] = (float)(ct_rng_uniform(rng) * 2 - 1);
+    for (int i = 0; i < N * CMAX; i++) x[i] = (float)(ct_rng_uniform(rng) * 2 - 1);
+    for (int i = 0; i < R; i++) bias[i] = (float)(ct_rng_uniform(rng) * 2 - 1);
+    static const char *dn[5] = {"bf16", "f32", "f16", "int8", "int4"};
     for (int isa = 0; isa < CT_ISA_COUNT; isa++) {
         ct_cpu_features f;
         ct_cpu_detect(&f);
         ct_matmul_rows_fn fn = ct_matmul_rows_for((ct_isa)isa);
         if (!fn || !ct_isa_supported((ct_isa)isa, &f)) continue;
-        for (int dt = 0; dt < 2; dt++) {
+        for (int dt = 0; dt < 5; dt++) {
+            const int C = Cs[dt == 4];
             ct_mat w;
             memset(&w, 0, sizeof w);
-            w.data = dt ? (const void *)wf : (const void *)wh;
-            w.dtype = dt ? CT_DT_F32 : CT_DT_BF16;
             w.rows = R;
             w.cols = C;
+            if (dt == 0 || dt == 2)
+                for (int i = 0; i < R * C; i++) wh[i] = dt == 0 ? ct_f32_to_bf16(wf[i]) : f32_to_f16(wf[i]);
+            if (dt == 0) w.data = wh, w.dtype = CT_DT_BF16;
+            if (dt == 1) w.data = wf, w.dtype = CT_DT_F32;
+            if (dt == 2) w.data = wh, w.dtype = CT_DT_F16;
+            if (dt == 3) {
+                ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
+                w.data = q8, w.dtype = CT_DT_I8, w.scales = sc;
+            }
+            if (dt == 4) {
+                ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+                w.data = q4, w.dtype = CT_DT_U8, w.scales = sc;
+            }
             int same = 1;
-            for (int n = 2; n <= N; n++) {
-                fn(&w, NULL, x, yb, n, 0, R);
+            for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                const int n = ns[ni];
+                const float *bp = ni % 2 ? bias : NULL;
+                fn(&w, bp, x, yb, n, 0, R);
                 for (int t = 0; t < n; t++) {
-                    fn(&w, NULL, x + (size_t)t * C, y1, 1, 0, R);
+                    fn(&w, bp, x + (size_t)t * C, y1, 1, 0, R);
                     same &= memcmp(y1, yb + (size_t)t * R, sizeof(float) * R) == 0;
                 }
             }
             CHECKF(same, "%s %s: a token's result depends on the batch size", ct_isa_name((ct_isa)isa),
-                   dt ? "f32" : "bf16");
+                   dn[dt]);
         }
     }
     free(wf);
     free(x);
     free(wh);
+    free(q8);
+    free(q4);
+    free(sc);
     free(yb);
     free(y1);
+    free(bias);
 }
 
 /* Integer-dot mode (ct_mat.xq): the quantizer's contract, the scalar reference against the
@@ -349,7 +378,9 @@ int main(void) {
     ct_cpu_detect(&f);
     ct_rng rng;
     ct_rng_init(&rng, 7, 0);
-    check_batch_invariance(&rng);
+    for (int i = 0; i < 37 * 200 + 7 * 200; i++) ct_rng_uniform(&rng); /* the data below predate
+                                                                          check_batch_invariance's own stream */
+    check_batch_invariance();
     check_xq(&rng, &f);
     check_attention(&rng);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
