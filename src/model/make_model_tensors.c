@@ -39,9 +39,19 @@
     .code_groups = 16, .mrope = {6, 5, 5}, .cp_hidden = 128, .cp_ffn = 384, .cp_layers = 2, \
     .cp_heads = 4, .cp_kv_heads = 2, .cp_head_dim = 32, .cp_vocab = 2048
 
+/* parity128: the official-parity model at SIMD widths (tests/data/wide_parity): every talker
+   and predictor matmul has >= 128 columns, head_dim 64; 2 + 2 layers keep it quick. */
+#define PARITY128_TALKER                                                                    \
+    .size_tag = "0b6", .text_vocab = 151936, .text_hidden = 128, .hidden = 128, .ffn = 384, \
+    .layers = 2, .heads = 4, .kv_heads = 2, .head_dim = 64, .codec_vocab = 3072,            \
+    .code_groups = 16, .mrope = {12, 10, 10}, .cp_hidden = 128, .cp_ffn = 320,              \
+    .cp_layers = 2, .cp_heads = 4, .cp_kv_heads = 2, .cp_head_dim = 64, .cp_vocab = 2048
+
 static const ct_mm_preset presets[] = {
     {.name = "tiny", .model_type = "custom_voice", .voices = 1, .spk_enc_dim = 0, TINY_TALKER, CODEC_TINY},
     {.name = "tiny-base", .model_type = "base", .voices = 0, .spk_enc_dim = 128, TINY_TALKER, CODEC_TINY},
+    {.name = "parity128", .model_type = "custom_voice", .voices = 1, .spk_enc_dim = 0, PARITY128_TALKER,
+     CODEC_TINY},
     {.name = "0.6b-customvoice", .size_tag = "0b6", .model_type = "custom_voice", .voices = 1,
      .spk_enc_dim = 0, .hidden = 1024, .ffn = 3072, TALKER_COMMON, CODEC_FULL},
     {.name = "0.6b-base", .size_tag = "0b6", .model_type = "base", .voices = 0, .spk_enc_dim = 1024,
@@ -56,8 +66,9 @@ static const ct_mm_preset presets[] = {
 
 #define N_PRESETS (sizeof(presets) / sizeof(presets[0]))
 
-static const char *const preset_names[] = {"tiny", "tiny-base", "0.6b-customvoice", "0.6b-base",
-                                           "1.7b-customvoice", "1.7b-base", "1.7b-voicedesign", NULL};
+static const char *const preset_names[] = {"tiny", "tiny-base", "parity128", "0.6b-customvoice",
+                                           "0.6b-base", "1.7b-customvoice", "1.7b-base",
+                                           "1.7b-voicedesign", NULL};
 
 const char *const *ct_make_model_presets(void) { return preset_names; }
 
