@@ -23,9 +23,9 @@ int main(void) {
         snprintf(dir, sizeof dir, "%s/%s", DATA, model);
         snprintf(path, sizeof path, "%s/ref.safetensors", dir);
         int S = (int)json_integer_value(json_object_get(c, "S"));
-        ct_parity_case(dir, path, c, S, bf16_rows, &t);
+        ct_parity_case(dir, path, c, S, bf16_rows, &ct_parity_default, &t);
     }
-    ct_parity_report(&t);
+    ct_parity_report(&t, &ct_parity_default);
     CHECK(t.cases == 8);
     json_decref(man);
     return ct_test_finish();
