@@ -1,8 +1,9 @@
 /* AVX2+FMA+F16C matmul rows over BF16/F16/F32/INT8/INT4 weights, f32 activations and
-   accumulation: 2 rows x 1 token for n = 1, a register-blocked 2 rows x 4 tokens GEMM over
-   L2-resident row chunks for n > 1. */
+   accumulation: 2 rows x 1 token for n = 1, a register-blocked 2 rows x up to 6 tokens GEMM
+   over L2-resident row chunks for n > 1 (the same arithmetic per token). */
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/cpu.h"
 #include "kernels/matrow.h"
@@ -53,7 +54,7 @@ static inline float wat(const ct_mat *w, const void *p, const float *sc, int k) 
     }
 }
 
-/* 1 row x up to 4 tokens. */
+/* 1 row x up to 4 tokens (the n = 1 path uses it with one token for an odd last row). */
 static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r) {
     /* Per token the same operations as rows2_tok1: even/odd 8-column accumulators over every 16
        columns, a leftover 8 into the even one, a scalar tail, hsum(a + b) + tail. So a token's
@@ -128,13 +129,150 @@ static void rows2_tok1(const ct_mat *w, const float *x, float *out, int r) {
 
 #define RCHUNK 64
 
+/* ---- prefill GEMM (n > 1) ------------------------------------------------------------ */
+/* row_tok4's function bit for bit, with each weight vector applied to up to G2T tokens and two
+   rows at once: per (row, token) the even 8-column chunks of every 16 (and a leftover 8) go to
+   one accumulator, the odd ones to another, summed here in two passes over the columns (which
+   changes no operation: each accumulator sees the same FMAs in the same order), then the scalar
+   tail and hsum(a + b) + tail as row_tok4. So a token's result is its one-token result
+   whatever n, and the thread count changes nothing (test_kernels checks it bit for bit). */
+#define G2T 6          /* most tokens per block (2 rows x 6 tokens = 12 accumulators) */
+#define G2X_FLOATS (64 * (3072 + 16)) /* g2x: 64 tokens of 3072 columns, 772 KiB per thread */
+static _Thread_local float g2x[G2X_FLOATS]; /* the activations, rows C + 16 floats apart */
+
+#define G2_KB 512   /* columns per K block: a 6-token block's activations (12 KiB) stay in L1 */
+#define G2_RCHUNK 32 /* rows per chunk: their accumulators between K blocks take 12 KiB */
+static _Thread_local float g2acc[G2_RCHUNK / 2][2][2 * G2T * 8]; /* [row pair][even/odd][2t+i] */
+
+#define G2_T(t, A0, A1)                                                                         \
+    if (NT > t) {                                                                               \
+        __m256 xv = _mm256_loadu_ps(x + (size_t)t * xs + k);                                    \
+        A0 = _mm256_fmadd_ps(w0, xv, A0);                                                       \
+        A1 = _mm256_fmadd_ps(w1, xv, A1);                                                       \
+    }
+/* One column pass over rows p0, p1 (dtype DT, a constant; INT4 scales s0, s1) and NT tokens
+   x[NT][xs]: the 8-column chunks k = k0, k0 + 16, ... below k1 into the accumulators acc[2t + i]
+   (started at zero when fresh, else loaded). Named variables: GCC keeps an array of them in
+   memory. */
+ALWAYS_INLINE void gemm2_pass(const void *p0, const void *p1, const float *s0, const float *s1,
+                              const ct_dtype DT, const float *x, int xs, int k0, int k1, int fresh,
+                              const int NT, float *acc) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
+           a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    if (!fresh) {
+        a0 = _mm256_loadu_ps(acc), a1 = _mm256_loadu_ps(acc + 8);
+        if (NT > 1) a2 = _mm256_loadu_ps(acc + 16), a3 = _mm256_loadu_ps(acc + 24);
+        if (NT > 2) a4 = _mm256_loadu_ps(acc + 32), a5 = _mm256_loadu_ps(acc + 40);
+        if (NT > 3) a6 = _mm256_loadu_ps(acc + 48), a7 = _mm256_loadu_ps(acc + 56);
+        if (NT > 4) a8 = _mm256_loadu_ps(acc + 64), a9 = _mm256_loadu_ps(acc + 72);
+        if (NT > 5) a10 = _mm256_loadu_ps(acc + 80), a11 = _mm256_loadu_ps(acc + 88);
+    }
+    for (int k = k0; k < k1; k += 16) {
+        __m256 w0 = load8(p0, DT, k, s0), w1 = load8(p1, DT, k, s1);
+        G2_T(0, a0, a1)
+        G2_T(1, a2, a3)
+        G2_T(2, a4, a5)
+        G2_T(3, a6, a7)
+        G2_T(4, a8, a9)
+        G2_T(5, a10, a11)
+    }
+    const __m256 r[2 * G2T] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11};
+    for (int j = 0; j < 2 * NT; j++) _mm256_storeu_ps(acc + 8 * j, r[j]);
+}
+
+/* K block [kb, ke) (multiples of 16, ke <= C16) of rows r, r1 (r1 = r for a one-row block) x NT
+   tokens into the pair's accumulators acc[2] (fresh at kb = 0); at ke = C16 also the leftover
+   8 columns, the scalar tail and the sums: out[2 * t + i]. */
+ALWAYS_INLINE void gemm2(const ct_mat *w, const ct_dtype DT, int r, int r1, const float *x, int xs,
+                         int kb, int ke, const int NT, float (*acc)[2 * G2T * 8], float *out) {
+    const int C = w->cols, C16 = C & ~15;
+    const void *p0 = ct_row_ptr(w, r), *p1 = ct_row_ptr(w, r1);
+    const float *s0 = ct_row_sc(w, r), *s1 = ct_row_sc(w, r1);
+    gemm2_pass(p0, p1, s0, s1, DT, x, xs, kb, ke, kb == 0, NT, acc[0]);     /* even chunks */
+    gemm2_pass(p0, p1, s0, s1, DT, x, xs, kb + 8, ke, kb == 0, NT, acc[1]); /* odd chunks */
+    if (ke < C16) return;
+    if (C16 + 8 <= C) gemm2_pass(p0, p1, s0, s1, DT, x, xs, C16, C16 + 1, C16 == 0, NT, acc[0]);
+    const int kt = C16 + ((C & 15) >= 8 ? 8 : 0);
+    for (int t = 0; t < NT; t++)
+        for (int i = 0; i < 2; i++) {
+            const void *p = i ? p1 : p0;
+            const float *sc = i ? s1 : s0, *xt = x + (size_t)t * xs;
+            float tl = 0;
+            for (int k = kt; k < C; k++) tl += wat(w, p, sc, k) * xt[k];
+            const float *ea = acc[0] + 8 * (2 * t + i), *oa = acc[1] + 8 * (2 * t + i);
+            out[2 * t + i] = hsum(_mm256_add_ps(_mm256_loadu_ps(ea), _mm256_loadu_ps(oa))) + tl;
+        }
+}
+
+/* Rows [r0, r1) x n tokens through gemm2 (dtype DT) in chunks of G2_RCHUNK rows, each chunk
+   token block by token block and K block by K block (the block's activations, copied rows
+   C + 16 floats apart so that the tokens do not share L1 sets, stay in L1), 2-row blocks
+   inside; token blocks as even as possible (37 in blocks of at most 6: 6,6,5,5,5,5,5). */
+ALWAYS_INLINE void gemm2_rows(const ct_mat *w, const ct_dtype DT, const float *bias, const float *x,
+                              float *y, int n, int r0, int r1) {
+    const int R = w->rows, C = w->cols, C16 = C & ~15;
+    const int nb = (n + G2T - 1) / G2T, xs = C + 16;
+    const int all = (size_t)n * xs <= G2X_FLOATS, blk = !all && (size_t)G2T * xs <= G2X_FLOATS;
+    if (all)
+        for (int t = 0; t < n; t++) memcpy(g2x + (size_t)t * xs, x + (size_t)t * C, (size_t)C * sizeof(float));
+    for (int rc = r0; rc < r1; rc += G2_RCHUNK) {
+        const int rce = rc + G2_RCHUNK < r1 ? rc + G2_RCHUNK : r1;
+        for (int b = 0, t = 0; b < nb; b++) {
+            const int nt = n / nb + (b < n % nb);
+            const float *xt = all ? g2x + (size_t)t * xs : x + (size_t)t * C;
+            float *yt = y + (size_t)t * R;
+            t += nt;
+            if (blk) {
+                for (int tt = 0; tt < nt; tt++) memcpy(g2x + (size_t)tt * xs, xt + (size_t)tt * C, (size_t)C * sizeof(float));
+                xt = g2x;
+            }
+            const int xst = all || blk ? xs : C;
+            for (int kb = 0; kb == 0 || kb < C16; kb += G2_KB) {
+                const int ke = kb + G2_KB < C16 ? kb + G2_KB : C16;
+                for (int r = rc; r < rce; r += 2) {
+                    const int nr = rce - r < 2 ? rce - r : 2;
+                    float (*acc)[2 * G2T * 8] = g2acc[(r - rc) / 2];
+                    float o[2 * G2T];
+                    switch (nt) {
+                    case 1: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 1, acc, o); break;
+                    case 2: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 2, acc, o); break;
+                    case 3: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 3, acc, o); break;
+                    case 4: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 4, acc, o); break;
+                    case 5: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 5, acc, o); break;
+                    default: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 6, acc, o); break;
+                    }
+                    if (ke < C16) continue;
+                    for (int tt = 0; tt < nt; tt++)
+                        for (int i = 0; i < nr; i++)
+                            yt[(size_t)tt * R + r + i] = ct_post_scale(w, r + i) * o[2 * tt + i] + (bias ? bias[r + i] : 0.0f);
+                }
+            }
+        }
+    }
+}
+
+static void gemm2_bf16(const ct_mat *w, const float *b, const float *x, float *y, int n, int r0, int r1) {
+    gemm2_rows(w, CT_DT_BF16, b, x, y, n, r0, r1);
+}
+static void gemm2_f16(const ct_mat *w, const float *b, const float *x, float *y, int n, int r0, int r1) {
+    gemm2_rows(w, CT_DT_F16, b, x, y, n, r0, r1);
+}
+static void gemm2_f32(const ct_mat *w, const float *b, const float *x, float *y, int n, int r0, int r1) {
+    gemm2_rows(w, CT_DT_F32, b, x, y, n, r0, r1);
+}
+static void gemm2_i8(const ct_mat *w, const float *b, const float *x, float *y, int n, int r0, int r1) {
+    gemm2_rows(w, CT_DT_I8, b, x, y, n, r0, r1);
+}
+static void gemm2_q4(const ct_mat *w, const float *b, const float *x, float *y, int n, int r0, int r1) {
+    gemm2_rows(w, CT_DT_U8, b, x, y, n, r0, r1);
+}
+
 void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1) {
     if (ct_xq_active(w, n)) { /* the integer-dot mode has no AVX2 kernel: the reference computes it */
         ct_matmul_rows_scalar(w, bias, x, y, n, r0, r1);
         return;
     }
-    const int R = w->rows, C = w->cols;
     float o[8];
     if (n == 1) {
         int r = r0;
@@ -149,18 +287,11 @@ void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, flo
         }
         return;
     }
-    for (int rc = r0; rc < r1; rc += RCHUNK) {
-        const int rce = rc + RCHUNK < r1 ? rc + RCHUNK : r1;
-        for (int t = 0; t < n; t += 4) {
-            const int nt = n - t < 4 ? n - t : 4;
-            const float *xt = x + (size_t)t * C;
-            float *yt = y + (size_t)t * R;
-            /* row_tok4 does per token exactly what the one-token path does (batch == solo) */
-            for (int r = rc; r < rce; r++) {
-                row_tok4(w, xt, nt, o, r);
-                for (int j = 0; j < nt; j++)
-                    yt[(size_t)j * R + r] = ct_post_scale(w, r) * o[j] + (bias ? bias[r] : 0.0f);
-            }
-        }
+    switch (w->dtype) { /* n > 1: the prefill GEMM (the same arithmetic per token) */
+    case CT_DT_BF16: gemm2_bf16(w, bias, x, y, n, r0, r1); break;
+    case CT_DT_F16: gemm2_f16(w, bias, x, y, n, r0, r1); break;
+    case CT_DT_I8: gemm2_i8(w, bias, x, y, n, r0, r1); break;
+    case CT_DT_U8: gemm2_q4(w, bias, x, y, n, r0, r1); break;
+    default: gemm2_f32(w, bias, x, y, n, r0, r1); break;
     }
 }
