@@ -114,6 +114,29 @@ static void check_batch_invariance(void) {
                        ct_isa_name((ct_isa)isa), dn[dt], C);
             }
     }
+#if defined(__x86_64__)
+    /* the bf16-activation mode (VDPBF16PS from CT_DP_MIN_TOKENS tokens): a token's result is the
+       same in any call of at least that many tokens */
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    if (ct_isa_supported(CT_ISA_AVX512BF16, &f)) {
+        ct_matmul_bf16act_enable(1);
+        int same = 1;
+        for (int ci = 0; ci < 3; ci++) {
+            const int C = Cs[ci];
+            for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(wf[i]);
+            ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0};
+            ct_matmul_rows_avx512bf16(&w, bias, x, yb, N, 0, R);
+            for (int t0 = 0; t0 + CT_DP_MIN_TOKENS <= N; t0 += 3) {
+                float yk[CT_DP_MIN_TOKENS * 37];
+                ct_matmul_rows_avx512bf16(&w, bias, x + (size_t)t0 * C, yk, CT_DP_MIN_TOKENS, 0, R);
+                same &= memcmp(yk, yb + (size_t)t0 * R, sizeof yk) == 0;
+            }
+        }
+        ct_matmul_bf16act_enable(0);
+        CHECKF(same, "bf16-activation mode: a token's result depends on the batch");
+    }
+#endif
     free(wf);
     free(x);
     free(wh);

@@ -394,67 +394,109 @@ void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, f
 #define DP_MAXC 8192 /* widest row the bf16 activation buffer holds */
 #define DP_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
-static _Thread_local uint16_t dp_xb[4 * DP_MAXC]; /* 4 tokens of bf16 activations, zero-padded */
+#define DP_T 6 /* most tokens per block (4 rows x 6 tokens = 24 accumulators) */
+#define DP_XELEMS (64 * (3072 + 32)) /* dp_xb: 64 tokens of 3072 columns, 388 KiB per thread */
+static _Thread_local uint16_t dp_xb[DP_XELEMS]; /* bf16 activations, zero-padded rows */
 
-/* Rounds nt tokens of x[.][C] to bf16 into dp_xb rows of cp (C rounded up to 32) columns. */
-DP_TARGET static void dp_convert(const float *x, int C, int cp, int nt) {
+/* Rounds nt tokens of x[.][C] to bf16 into d, rows xs apart, zero-padded to cp (C rounded up to
+   32) columns. */
+DP_TARGET static void dp_convert(const float *x, int C, int cp, int xs, int nt, uint16_t *d0) {
     for (int t = 0; t < nt; t++) {
-        const float *xs = x + (size_t)t * C;
-        uint16_t *d = dp_xb + (size_t)t * cp;
+        const float *xt = x + (size_t)t * C;
+        uint16_t *d = d0 + (size_t)t * xs;
         for (int k = 0; k < cp; k += 32) {
             __mmask16 m0 = C - k >= 16 ? 0xffff : C - k <= 0 ? 0 : (__mmask16)((1u << (C - k)) - 1);
             __mmask16 m1 = C - k - 16 >= 16 ? 0xffff
                            : C - k - 16 <= 0 ? 0
                                              : (__mmask16)((1u << (C - k - 16)) - 1);
-            __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, xs + k + 16),
-                                             _mm512_maskz_loadu_ps(m0, xs + k));
+            __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, xt + k + 16),
+                                             _mm512_maskz_loadu_ps(m0, xt + k));
             _mm512_storeu_si512((void *)(d + k), (__m512i)v);
         }
     }
 }
 
-/* 4 rows (first nr real) x NT tokens with VDPBF16PS over the converted activations. */
-DP_TARGET ALWAYS_INLINE __m512 dp_blk4(const ct_mat *w, int cp, int r, int nr, const int NT) {
-    const int C = w->cols;
-    const uint16_t *p[4], *xs[4];
-    for (int i = 0; i < 4; i++)
-        p[i] = (const uint16_t *)w->data + (size_t)(r + (i < nr ? i : nr - 1)) * C;
-    for (int t = 0; t < 4; t++) xs[t] = dp_xb + (size_t)(t < NT ? t : 0) * cp;
-    __m512 acc[16];
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
-    for (int k = 0; k < C; k += 32) {
-        __mmask32 m = C - k >= 32 ? 0xffffffffu : (__mmask32)((1u << (C - k)) - 1);
-        __m512i wv[4];
-        for (int i = 0; i < 4; i++) wv[i] = _mm512_maskz_loadu_epi16(m, p[i] + k);
-        for (int t = 0; t < NT; t++) {
-            __m512i xv = _mm512_loadu_si512((const void *)(xs[t] + k));
-            for (int i = 0; i < 4; i++)
-                acc[4 * i + t] = _mm512_dpbf16_ps(acc[4 * i + t], (__m512bh)wv[i], (__m512bh)xv);
-        }
+/* 4 rows p[4] x NT tokens xb[NT][xs] (bf16, zero-padded) with VDPBF16PS: per (row, token) one
+   accumulator over the 32-column chunks (the last one masked), reduced by ct_reduce16 as
+   lane 4 * t + i of red[0] (tokens 0-3) and lane 4 * (t - 4) + i of red[1] (tokens 4-5). The
+   reduction tree is the same for every slot, so a token's result does not depend on its place
+   in the block. Named accumulators: GCC keeps an array of them in memory. */
+#define DP_T1(t, A0, A1, A2, A3)                                                                \
+    if (NT > t) {                                                                               \
+        __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(xb + (size_t)t * xs + k));    \
+        A0 = _mm512_dpbf16_ps(A0, w0, xv);                                                      \
+        A1 = _mm512_dpbf16_ps(A1, w1, xv);                                                      \
+        A2 = _mm512_dpbf16_ps(A2, w2, xv);                                                      \
+        A3 = _mm512_dpbf16_ps(A3, w3, xv);                                                      \
     }
-    return ct_reduce16(acc);
+DP_TARGET ALWAYS_INLINE void dp_gemm4(const uint16_t *const *p, const char *const *pf, int C,
+                                      const uint16_t *xb, int xs, const int NT, __m512 *red) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
+           a8 = a0, a9 = a0, a10 = a0, a11 = a0, a12 = a0, a13 = a0, a14 = a0, a15 = a0, a16 = a0,
+           a17 = a0, a18 = a0, a19 = a0, a20 = a0, a21 = a0, a22 = a0, a23 = a0;
+    for (int k = 0; k < C; k += 32) {
+        const __mmask32 m = C - k >= 32 ? 0xffffffffu : (__mmask32)((1u << (C - k)) - 1);
+        if (pf) /* the next 4-row block's weights into L1 while this one computes */
+            for (int i = 0; i < 4; i++) _mm_prefetch(pf[i] + (size_t)k * 2, _MM_HINT_T0);
+        const __m512bh w0 = (__m512bh)_mm512_maskz_loadu_epi16(m, p[0] + k),
+                       w1 = (__m512bh)_mm512_maskz_loadu_epi16(m, p[1] + k),
+                       w2 = (__m512bh)_mm512_maskz_loadu_epi16(m, p[2] + k),
+                       w3 = (__m512bh)_mm512_maskz_loadu_epi16(m, p[3] + k);
+        DP_T1(0, a0, a4, a8, a12)
+        DP_T1(1, a1, a5, a9, a13)
+        DP_T1(2, a2, a6, a10, a14)
+        DP_T1(3, a3, a7, a11, a15)
+        DP_T1(4, a16, a18, a20, a22)
+        DP_T1(5, a17, a19, a21, a23)
+    }
+    const __m512 lo[16] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15};
+    red[0] = ct_reduce16(lo);
+    if (NT > 4) {
+        const __m512 z = _mm512_setzero_ps();
+        const __m512 hi[16] = {a16, a17, z, z, a18, a19, z, z, a20, a21, z, z, a22, a23, z, z};
+        red[1] = ct_reduce16(hi);
+    } else {
+        red[1] = _mm512_setzero_ps();
+    }
 }
+#undef DP_T1
 
+/* BF16 weights, bf16-rounded activations: rows in 64-row chunks (weights L2-resident), each
+   chunk token block by token block (at most 6 tokens, as even as possible), 4-row blocks
+   inside with the next 4 rows prefetched. The activations are converted once per call when
+   they fit dp_xb, else per block, rows cp + 32 elements apart (no L1 set conflicts). */
 DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                               int r0, int r1) {
-    const int R = w->rows, C = w->cols, cp = (C + 31) & ~31;
+    const int R = w->rows, C = w->cols, cp = (C + 31) & ~31, xs = cp + 32;
+    const int nb = (n + DP_T - 1) / DP_T, all = (size_t)n * xs <= DP_XELEMS;
+    if (all) dp_convert(x, C, cp, xs, n, dp_xb);
     for (int rc = r0; rc < r1; rc += RCHUNK) {
         const int rce = rc + RCHUNK < r1 ? rc + RCHUNK : r1;
-        for (int t = 0; t < n; t += 4) {
-            const int nt = n - t < 4 ? n - t : 4;
-            const float *xt = x + (size_t)t * C;
+        for (int b = 0, t = 0; b < nb; b++) {
+            const int nt = n / nb + (b < n % nb);
+            const uint16_t *xb = dp_xb + (all ? (size_t)t * xs : 0);
+            if (!all) dp_convert(x + (size_t)t * C, C, cp, xs, nt, dp_xb);
             float *yt = y + (size_t)t * R;
-            dp_convert(xt, C, cp, nt);
+            t += nt;
             for (int r = rc; r < rce; r += 4) {
                 const int nr = rce - r < 4 ? rce - r : 4;
-                __m512 red;
-                switch (nt) {
-                case 1: red = dp_blk4(w, cp, r, nr, 1); break;
-                case 2: red = dp_blk4(w, cp, r, nr, 2); break;
-                case 3: red = dp_blk4(w, cp, r, nr, 3); break;
-                default: red = dp_blk4(w, cp, r, nr, 4); break;
+                const uint16_t *p[4];
+                const char *pn[4], *const *pf = r + 4 < rce ? pn : NULL;
+                for (int i = 0; i < 4; i++) {
+                    p[i] = (const uint16_t *)w->data + (size_t)(r + (i < nr ? i : nr - 1)) * C;
+                    pn[i] = (const char *)((const uint16_t *)w->data + (size_t)(r + 4 + i < rce ? r + 4 + i : rce - 1) * C);
                 }
-                ct_store_block(w, bias, red, yt, R, r, nr, nt);
+                __m512 red[2];
+                switch (nt) {
+                case 1: dp_gemm4(p, pf, C, xb, xs, 1, red); break;
+                case 2: dp_gemm4(p, pf, C, xb, xs, 2, red); break;
+                case 3: dp_gemm4(p, pf, C, xb, xs, 3, red); break;
+                case 4: dp_gemm4(p, pf, C, xb, xs, 4, red); break;
+                case 5: dp_gemm4(p, pf, C, xb, xs, 5, red); break;
+                default: dp_gemm4(p, pf, C, xb, xs, 6, red); break;
+                }
+                ct_store_block(w, bias, red[0], yt, R, r, nr, nt < 4 ? nt : 4);
+                if (nt > 4) ct_store_block(w, bias, red[1], yt + (size_t)4 * R, R, r, nr, nt - 4);
             }
         }
     }
