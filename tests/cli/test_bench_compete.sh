@@ -60,7 +60,12 @@ for st, b in (("talker", "talker_bytes"), ("predictor", "predictor_bytes")):
     assert close(d[st + "_floor_ms"], d[b] / (d[st + "_floor_gbs"] * 1e9) * 1e3), st
 assert d["predictor_working_set_bytes"] < d["predictor_bytes"]  # 15 passes over the same weights
 assert d["weights_source"] == "stored" and d["converted"] == 0 and d["load_ms"] > 0 and d["load_cpu_ms"] > 0
+# the prompt: its CPU time and its floor, the talker's matmuls at the FMA peak
+assert d["prefill_cpu_ms"] > 0 and d["prefill_floor_ms"] > 0
+assert close(d["prefill_ratio"], d["prefill_ms"] / d["prefill_floor_ms"])
+assert close(d["prefill_floor_ms"], d["prefill_gflop"] / d["roofline"]["fma_gflops_nt"] * 1e3)
 PY
+has "| prefill ([0-9]* positions) | .* ms CPU) | .* | talker FMA .* GFLOP/s | " "$WORK/out"
 has "| frame | .* | sum of floors | " "$WORK/out"
 has "| codec (stream, ramp 2..25) | .* | FMA .* GFLOP/s | " "$WORK/out"
 expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 1 --no-codec --json "$WORK/n.json"
