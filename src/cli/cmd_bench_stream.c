@@ -625,6 +625,7 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
     }
     while (ct_engine_ready(e, err, sizeof err) == 0) nanosleep(&(struct timespec){0, 5000000}, NULL);
     ct_engine_limits lim = ct_engine_get_limits(e);
+    const double t_start = ct_now_ms();
     for (int i = 0; i < n; i++) {
         ct_gen_params g = ct_gen_params_default();
         g.text = prompts[i % n_prompts];
@@ -654,10 +655,12 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
         }
         if (!got) nanosleep(&(struct timespec){0, 2000000}, NULL);
     }
+    const double wall_s = (ct_now_ms() - t_start) / 1e3;
     printf("concurrency %d on %d stream(s), queue %d:\n| request | outcome | queued ms | TTFA ms | frames | "
            "stalls after playback start | stall ms | RTF |\n|---|---|---|---|---|---|---|---|\n",
            n, lim.max_streams, lim.queue_cap);
     int admitted_stalls = 0, n_admitted = 0, n_queued = 0, n_refused = 0;
+    long frames_total = 0;
     for (int i = 0; i < n; i++) {
         if (sub[i] != CT_OK) {
             n_refused++;
@@ -671,6 +674,7 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
         n_queued += queued;
         n_admitted++;
         admitted_stalls += in.stalls;
+        frames_total += in.frames;
         double audio = (double)in.samples / ct_codec_sample_rate(c), rtf = audio > 0 ? (in.done_ms - in.queue_ms) / 1e3 / audio : 0;
         printf("| %d | %s | %.0f | %.0f | %d | %d | %.0f | %.3f |\n", i, outcome, in.queue_ms, in.ttfa_ms, in.frames,
                in.stalls, in.stall_ms, rtf);
@@ -683,6 +687,10 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
            "deferred for compute, %llu for KV, %llu held by the throttle, %llu rejected\n",
            n_admitted, n_queued, n_refused, admitted_stalls, (unsigned long long)k.deferred_compute,
            (unsigned long long)k.deferred_kv, (unsigned long long)k.deferrals, (unsigned long long)k.rejected);
+    const double fps = wall_s > 0 ? frames_total / wall_s : 0;
+    printf("aggregate: %ld frames in %.2f s from the first submit to the last stream drained = %.2f frames/s "
+           "(%.2f audio s per s)\n",
+           frames_total, wall_s, fps, fps * ct_codec_samples_per_frame(c) / ct_codec_sample_rate(c));
     char path[1400];
     snprintf(path, sizeof path, "%s/concurrency_%d%s%s.json", a->out, n, a->tag ? "_" : "", a->tag ? a->tag : "");
     json_t *doc = json_pack("{s:s,s:s,s:i,s:i,s:i,s:s,s:s,s:o}", "model", a->model, "kind", "concurrency",
@@ -690,6 +698,9 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
                             ct_model_get_info(m).talker_weights, "predictor_weights",
                             ct_model_get_info(m).predictor_weights, "requests", rows);
     rows = NULL;
+    json_object_set_new(doc, "frames_total", json_integer(frames_total));
+    json_object_set_new(doc, "wall_s", json_real(wall_s));
+    json_object_set_new(doc, "frames_per_s", json_real(fps));
     if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
     } else {

@@ -111,7 +111,10 @@ assert out.count("refused") == 1 and out[2] == "refused", out
 ok = [r for r in d["requests"] if r["outcome"] != "refused"]
 assert len(ok) == 2 and all(r["frames"] == 6 and r["stalls"] >= 0 and r["ttfa_ms"] > 0 for r in ok), ok
 assert ok[1]["queue_ms"] >= ok[0]["queue_ms"], ok
+assert d["frames_total"] == 12 and d["wall_s"] > 0, d
+assert abs(d["frames_per_s"] - d["frames_total"] / d["wall_s"]) < 1e-6 * d["frames_per_s"], d
 PY
+has "^aggregate: 12 frames in " "$WORK/out"
 expect_rc 2 "$BIN" bench stream -m "$M" --concurrency 300 -o "$WORK/bc"
 # the probe reports what the hardware is and what the engine derives from it
 expect_rc 0 "$BIN" probe --root "$SRC/tests/data/probe/container_cgroup2"
