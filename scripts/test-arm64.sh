@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Cross-compiles the matmul kernels (scalar reference + NEON) and tests/unit/test_kernels.c for
-# AArch64 with Debian's gcc-aarch64-linux-gnu and runs the test under qemu-user.
+# Cross-compiles the matmul kernels (scalar reference + NEON) and tests/unit/test_kernels.c, and
+# the codec decoder's batched GEMMs (src/codec/conv.c) with tests/unit/test_codec_batch_gemm.c,
+# for AArch64 with Debian's gcc-aarch64-linux-gnu and runs both tests under qemu-user.
 # Needs: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 # Usage: scripts/test-arm64.sh [build-dir]   (default build-arm64)
 set -euo pipefail
@@ -18,3 +19,7 @@ srcs=("$root"/src/kernels/*.c "$root"/src/kernels/ref/*.c "$root"/src/kernels/ar
 "$cc" "${flags[@]}" -o "$out/test_kernels" "$root/tests/unit/test_kernels.c" "${srcs[@]}" -lpthread -lm
 echo "built $out/test_kernels ($("$cc" -dumpmachine))"
 "$qemu" -L /usr/aarch64-linux-gnu "$out/test_kernels"
+"$cc" "${flags[@]}" -o "$out/test_codec_batch_gemm" "$root/tests/unit/test_codec_batch_gemm.c" \
+    "$root/src/codec/conv.c" "${srcs[@]}" -lpthread -lm
+echo "built $out/test_codec_batch_gemm"
+"$qemu" -L /usr/aarch64-linux-gnu "$out/test_codec_batch_gemm"
