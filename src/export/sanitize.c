@@ -162,7 +162,7 @@ static int tensor_info(const uint8_t *p, size_t n, tinfo *t) {
                 }
             if (er.bad) return 0;
             char num[32] = "";
-            if (v.n < sizeof num) memcpy(num, v.p, v.n), num[v.n] = 0;
+            if (v.p && v.n < sizeof num) memcpy(num, v.p, v.n), num[v.n] = 0; /* no memcpy from NULL */
             if (span_is(k, "location")) t->location = v;
             else if (span_is(k, "offset")) t->offset = strtoull(num, NULL, 10);
             else if (span_is(k, "length")) t->length = strtoull(num, NULL, 10), t->has_len = 1;
