@@ -8,22 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef CT_SRC_DIR
-#define CT_SRC_DIR "."
-#endif
+#include "tokenizer_asset.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static ct_bpe *tokenizer(void) {
-    static ct_bpe *tok;
-    static int tried;
-    if (!tried) {
-        tried = 1;
-        char err[512];
-        if (ct_bpe_load(CT_SRC_DIR "/assets/qwen3-tokenizer", &tok, err, sizeof err) != CT_OK) tok = NULL;
-    }
-    return tok;
-}
 
 /* Entry point: must never crash, whatever the bytes. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -23,27 +23,8 @@
 #include "kernels/cpu.h"
 #include "model/make_model.h"
 
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
-static uint32_t rnd32(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-static float rndf(void) { return (float)(rnd32() & 0xFFFFFF) / (float)0x800000 - 1.0f; }
-
-/* The variants to test: scalar + those this CPU and build support. */
-static int n_isas;
-static ct_isa isas[4];
-static void find_isas(void) {
-    ct_cpu_features f;
-    ct_cpu_detect(&f);
-    static const ct_isa cand[3] = {CT_ISA_SCALAR, CT_ISA_AVX2, CT_ISA_AVX512};
-    for (int i = 0; i < 3; i++) {
-        ct_cv_exec ex;
-        if (ct_isa_supported(cand[i], &f) && ct_cv_exec_init_isa(&ex, NULL, cand[i]) == 0) isas[n_isas++] = cand[i];
-    }
-}
+#define CT_TEST_SEED 0x243F6A8885A308D3ull
+#include "test_codec_isas.h"
 
 /* Multi-tap GEMM of (cin, cout, k taps at dilation dil, n rows) for every variant. */
 static void test_gemm(int cin, int cout, int k, int dil, int n, int accumulate, int with_bias, ct_pool **pools) {
