@@ -173,6 +173,60 @@ static int measure_model(ct_session *s, const ct_codec *codec, const ct_gen_para
     return 0;
 }
 
+/* Batched decode (ct_batch_step: talker + code predictor, no codec) of B = 1, 2, 4, ... up to
+   max_streams sessions, each running `frames` steps after one warm-up step: ms per step and
+   aggregate frames/s per B into ms[] / fps[] (index k for B = 1 << k), how many B values in
+   *nb. 0, or -1 with the error printed. */
+#define BATCH_MAXB 6 /* B up to 32 */
+static int measure_batched(const ct_model *m, const ct_gen_params *g0, int threads, int frames, int max_streams,
+                           double *ms, double *fps, int *nb) {
+    char err[1024];
+    *nb = 0;
+    for (int k = 0; k < BATCH_MAXB && (1 << k) <= max_streams; k++) {
+        const int B = 1 << k;
+        ct_batch *b = NULL;
+        ct_session *ss[1 << (BATCH_MAXB - 1)] = {0};
+        int32_t codes[(1 << (BATCH_MAXB - 1)) * CT_MAX_GROUPS];
+        int got[1 << (BATCH_MAXB - 1)], ok = 1, done = 0;
+        ct_session_params sp = ct_session_params_default();
+        sp.max_context = 256 + frames;
+        ok = ct_batch_create(m, B, sp.max_context, threads, &b, err, sizeof err) == CT_OK;
+        for (int i = 0; ok && i < B; i++) {
+            ct_gen_params g = *g0;
+            g.seed = (uint64_t)i + 1;
+            g.max_frames = g.min_new_tokens = frames + 1;
+            ok = ct_session_create(m, &sp, &ss[i], err, sizeof err) == CT_OK;
+            if (ok && ct_session_start(ss[i], &g) != CT_OK) {
+                snprintf(err, sizeof err, "%s", ct_session_errmsg(ss[i]));
+                ok = 0;
+            }
+        }
+        if (ok) ok = ct_batch_step(b, ss, B, codes, got) == CT_OK; /* warm-up step */
+        double t0 = ct_now_ms();
+        for (int f = 0; ok && f < frames; f++) {
+            ok = ct_batch_step(b, ss, B, codes, got) == CT_OK;
+            for (int i = 0; ok && i < B; i++) done += got[i];
+        }
+        const double el = ct_now_ms() - t0;
+        if (ok && done != B * frames) {
+            snprintf(err, sizeof err, "batched decode of %d streams made %d of %d frames", B, done, B * frames);
+            ok = 0;
+        } else if (!ok && b && !err[0]) {
+            snprintf(err, sizeof err, "%s", ct_batch_errmsg(b));
+        }
+        for (int i = 0; i < B; i++) ct_session_free(ss[i]);
+        ct_batch_free(b);
+        if (!ok) {
+            fprintf(stderr, "error: %s\n", err);
+            return -1;
+        }
+        ms[k] = el / frames;
+        fps[k] = B * 1e3 / ms[k];
+        *nb = k + 1;
+    }
+    return 0;
+}
+
 /* --compete: n busy-loop child processes (a competing load of n cores), killed and reaped by
    compete_stop; they also die with this process (PR_SET_PDEATHSIG). Returns how many started. */
 static int compete_start(int n, pid_t *pids) {
@@ -202,7 +256,7 @@ static void compete_stop(const pid_t *pids, int n) {
 
 static int cmd_model(int argc, char **argv) {
     const char *model = NULL, *json_out = NULL, *weights = NULL;
-    int threads = 0, frames = 50, reps = 3, no_codec = 0, compete = 0;
+    int threads = 0, frames = 50, reps = 3, no_codec = 0, compete = 0, streams = 0;
     ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
         {"weights", 0, CT_OPT_STR, &weights, "FMT", "bf16 (as stored), int8, int4 or mixed"},
@@ -212,6 +266,8 @@ static int cmd_model(int argc, char **argv) {
         {"no-codec", 0, CT_OPT_FLAG, &no_codec, NULL, "skip the codec decoder"},
         {"compete", 0, CT_OPT_INT, &compete, "N",
          "measure again with N busy-loop processes running and print the throughput kept"},
+        {"streams", 0, CT_OPT_INT, &streams, "N",
+         "also time batched decode (talker + predictor) of 1, 2, 4, ... up to N streams: aggregate frames/s"},
         {"json", 0, CT_OPT_STR, &json_out, "FILE", "also write the results as JSON"},
         {NULL, 0, 0, NULL, NULL, NULL}};
     int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench model -m DIR [--weights FMT] [--threads N] [--frames N] [--compete N]\n"
@@ -219,6 +275,10 @@ static int cmd_model(int argc, char **argv) {
     if (r) return r < 0 ? 2 : 0;
     if (frames < 2 || frames > 4000 || reps < 1 || reps > 100) {
         fprintf(stderr, "error: --frames must be in [2, 4000] and --repeat in [1, 100]\n");
+        return 2;
+    }
+    if (streams < 0 || streams > 1 << (BATCH_MAXB - 1)) {
+        fprintf(stderr, "error: --streams must be in [0, %d]\n", 1 << (BATCH_MAXB - 1));
         return 2;
     }
     if (compete < 0 || compete > COMPETE_MAX) {
@@ -279,6 +339,9 @@ static int cmd_model(int argc, char **argv) {
     pid_t pids[COMPETE_MAX];
     if (!codes) fprintf(stderr, "error: out of memory\n");
     int rc = !codes || measure_model(s, codec, &g, frames, reps, codes, &mt) != 0;
+    double b_ms[BATCH_MAXB], b_fps[BATCH_MAXB];
+    int nb = 0;
+    if (!rc && streams > 0) rc = measure_batched(m, &g, threads, frames, streams, b_ms, b_fps, &nb) != 0;
     if (!rc && compete > 0) {
         int started = compete_start(compete, pids);
         printf("compete: %d busy-loop process(es) started, pids", started);
@@ -358,6 +421,12 @@ static int cmd_model(int argc, char **argv) {
         printf("RTF %.3f with the ramp schedule (table above), %.3f with 1-frame pushes\n", total / 80,
                total_exact / 80);
     }
+    if (nb) {
+        printf("\n| batched decode (talker + predictor), %d threads | ms per step | aggregate frames/s | vs 1 stream |\n"
+               "|---|---|---|---|\n", threads);
+        for (int k = 0; k < nb; k++)
+            printf("| %d stream%s | %.2f | %.2f | %.2fx |\n", 1 << k, k ? "s" : "", b_ms[k], b_fps[k], b_fps[k] / b_fps[0]);
+    }
     /* throughput kept under the competing load: uncontended ms / contended ms, per stage */
     const double c_total = ct.talk + ct.pred + (codec ? ct.codec[1] : 0);
     if (compete > 0) {
@@ -404,6 +473,13 @@ static int cmd_model(int argc, char **argv) {
             json_object_set_new(j, "codec_ratio", json_real(best_codec[1] / c_floor));
             json_object_set_new(j, "codec_gflop_per_frame", json_real(2 * macs * 1e-9));
             json_object_set_new(j, "rtf_exact", json_real(total_exact / 80));
+        }
+        if (j && nb) {
+            json_t *a = json_array();
+            for (int k = 0; k < nb; k++)
+                json_array_append_new(a, json_pack("{s:i,s:f,s:f,s:f}", "streams", 1 << k, "ms_per_step", b_ms[k],
+                                                   "frames_per_s", b_fps[k], "vs_1_stream", b_fps[k] / b_fps[0]));
+            json_object_set_new(j, "batched_decode", a);
         }
         if (j && compete > 0) {
             json_t *c = json_pack("{s:i,s:f,s:f,s:f,s:f}", "processes", compete, "talker_ms", ct.talk,

@@ -70,6 +70,21 @@ has "| frame | .* | sum of floors | " "$WORK/out"
 has "| codec (stream, ramp 2..25) | .* | FMA .* GFLOP/s | " "$WORK/out"
 expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 1 --no-codec --json "$WORK/n.json"
 if grep -q "competing" "$WORK/out"; then bad "contended table without --compete"; else ok; fi
+if grep -q "batched decode" "$WORK/out"; then bad "batched table without --streams"; else ok; fi
+# --streams N: batched decode (ct_batch_step) of 1, 2, 4 streams, each step making every stream's frame
+expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 1 --no-codec --streams 5 --json "$WORK/s.json"
+has "| batched decode (talker + predictor), 2 threads | ms per step | aggregate frames/s | vs 1 stream |" "$WORK/out"
+has "| 1 stream | .* | 1.00x |" "$WORK/out"; has "| 4 streams | " "$WORK/out"
+if grep -q "| 8 streams |" "$WORK/out"; then bad "8 streams past --streams 5"; else ok; fi
+python3 - "$WORK/s.json" <<'PY' && ok || bad "batched decode JSON"
+import json, sys
+b = json.load(open(sys.argv[1]))["batched_decode"]
+assert [e["streams"] for e in b] == [1, 2, 4]
+for e in b:
+    assert e["ms_per_step"] > 0 and abs(e["frames_per_s"] - e["streams"] * 1e3 / e["ms_per_step"]) < 1e-6 * e["frames_per_s"]
+    assert abs(e["vs_1_stream"] - e["frames_per_s"] / b[0]["frames_per_s"]) < 1e-9
+PY
+expect_rc 2 "$BIN" bench model -m "$M" --streams 33; has "streams must be in \[0, 32\]" "$WORK/err"
 python3 -c 'import json,sys; assert "compete" not in json.load(open(sys.argv[1]))' "$WORK/n.json" && ok \
   || bad "compete key without --compete"
 # without the codec the frame's floor is the talker's and the predictor's

@@ -1,12 +1,16 @@
 /* AVX-512 VNNI matmul for the integer-dot mode (ct_mat.xq, INT8/INT4 weights): each call
    quantizes its tokens' activations per 32-column group to int8 (bit-identical to
    ct_xq_quantize) and VPDPBUSD multiplies them with the weights fed as unsigned bytes (INT8
-   q ^ 0x80 = q + 128, INT4 nibbles q + 8); every group's integer accumulator starts at
-   -offset * (the sum of the four activation bytes of its lane), so the offset cancels
-   exactly. 4 rows x up to 4 tokens per block with one f32 accumulator per (row, token) and
-   the fixed reduction tree: results do not depend on the batch size or the thread count.
-   INT4 activations are stored in the order the nibbles unpack to: per 64 columns,
-   [g0 0-15 | g1 0-15 | g0 16-31 | g1 16-31]. */
+   q ^ 0x80 = q + 128, INT4 nibbles q + 8); every lane's integer accumulator starts at
+   -offset * (the sum of the activation bytes it multiplies), so the offset cancels exactly.
+   4 rows x up to 4 tokens per block with one f32 accumulator per (row, token) and the fixed
+   reduction tree: results do not depend on the batch size or the thread count.
+   INT8 steps 64 columns (two groups) per VPDPBUSD. INT4 steps 128 columns (four groups) per
+   64-byte load: its low nibbles and its high nibbles are two VPDPBUSD operands whose lane j
+   lies in the same group j / 4, so both chain into one integer accumulator and a group's
+   scale is applied once per 8 products; its activations are stored in the order the nibbles
+   unpack to: per 128 columns, [g0..g3 columns 0-15 | g0..g3 columns 16-31] (a last 64-column
+   step holds g0, g1 and zeros). */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -29,14 +33,14 @@
 #endif
 
 typedef struct {
-    int8_t q[XQ_TOK][CT_XQ_MAXC];                  /* quantized activations (INT4: permuted) */
-    int32_t corr[XQ_TOK][CT_XQ_MAXC / 4];          /* -offset * sum of each 4-byte lane */
-    float s[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP];     /* group scales */
+    int8_t q[XQ_TOK][CT_XQ_MAXC + 64];             /* quantized activations (INT4: permuted, padded) */
+    int32_t corr[XQ_TOK][CT_XQ_MAXC / 4];          /* -offset * sum of each lane's activation bytes */
+    float s[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP + 4]; /* group scales (INT4: zero past the last group) */
 } xq_buf;
 
 static _Thread_local xq_buf xb;
 
-/* Quantizes one token x[C] into slot t: q4 selects the INT4 byte order and offset 8, else
+/* Quantizes one token x[C] into slot t: q4 selects the INT4 layout and offset 8, else
    natural order and offset 128. */
 VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int t) {
     int8_t *q = xb.q[t];
@@ -58,15 +62,29 @@ VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int t) {
             b[2 * h] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(a0, iv)));
             b[2 * h + 1] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(a1, iv)));
         }
-        /* natural: g0 0-15, g0 16-31, g1 0-15, g1 16-31; INT4: g0 0-15, g1 0-15, g0 16-31, g1 16-31 */
-        const int o1 = q4 ? 2 : 1, o2 = q4 ? 1 : 2;
-        _mm_storeu_si128((__m128i *)(q + k), b[0]);
-        _mm_storeu_si128((__m128i *)(q + k + 16 * o1), b[1]);
-        _mm_storeu_si128((__m128i *)(q + k + 16 * o2), b[2]);
-        _mm_storeu_si128((__m128i *)(q + k + 48), b[3]);
-        __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512((const void *)(q + k)));
-        lane = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane, q4 ? 3 : 7));
-        _mm512_storeu_si512((void *)(xb.corr[t] + k / 4), lane);
+        if (!q4) { /* g0 0-15, g0 16-31, g1 0-15, g1 16-31 */
+            for (int i = 0; i < 4; i++) _mm_storeu_si128((__m128i *)(q + k + 16 * i), b[i]);
+            __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512((const void *)(q + k)));
+            _mm512_storeu_si512((void *)(xb.corr[t] + k / 4), _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane, 7)));
+            continue;
+        }
+        /* INT4: half j of the 128-column step at K: columns 0-15 of its two groups at K + 32 j,
+           columns 16-31 at K + 64 + 32 j */
+        const int K = k & ~127, j = (k >> 6) & 1;
+        _mm_storeu_si128((__m128i *)(q + K + 32 * j), b[0]);
+        _mm_storeu_si128((__m128i *)(q + K + 32 * j + 16), b[2]);
+        _mm_storeu_si128((__m128i *)(q + K + 64 + 32 * j), b[1]);
+        _mm_storeu_si128((__m128i *)(q + K + 64 + 32 * j + 16), b[3]);
+        if (j == 0 && k + 64 == C) { /* a last half step: zeros for the absent groups */
+            _mm256_storeu_si256((__m256i *)(q + K + 32), _mm256_setzero_si256());
+            _mm256_storeu_si256((__m256i *)(q + K + 96), _mm256_setzero_si256());
+            xb.s[t][k / 32 + 2] = xb.s[t][k / 32 + 3] = 0.0f;
+        }
+        if (j == 1 || k + 64 == C) {
+            __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512((const void *)(q + K)));
+            lane = _mm512_dpbusd_epi32(lane, ones, _mm512_loadu_si512((const void *)(q + K + 64)));
+            _mm512_storeu_si512((void *)(xb.corr[t] + K / 8), _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane, 3)));
+        }
     }
 }
 
@@ -75,9 +93,45 @@ VNNI_TARGET ALWAYS_INLINE __m512 spread2(const float *p, __m512i idx) {
     return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p))));
 }
 
-/* 4 rows (first nr real, the rest repeat the last) x NT tokens from slots t0.. */
-VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4(const ct_mat *w, int r, int nr, int t0, const int NT,
-                                         const int Q4) {
+/* INT8: 4 rows (first nr real, the rest repeat the last) x NT tokens from slots t0.. */
+VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int t0, const int NT) {
+    const int C = w->cols;
+    const uint8_t *p[4];
+    for (int i = 0; i < 4; i++) p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
+    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1); /* lane -> group */
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512 acc[16];
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    for (int k = 0; k < C; k += 64) {
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            _mm_prefetch((const char *)p[i] + k + XQ_PFB, _MM_HINT_T0);
+            _mm_prefetch((const char *)p[i] + k + XQ_PFB2, _MM_HINT_T1);
+        }
+        __m512i wv[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) wv[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + k)), flip);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            const __m512i xv = _mm512_loadu_si512((const void *)(xb.q[t0 + t] + k));
+            const __m512i cv = _mm512_loadu_si512((const void *)(xb.corr[t0 + t] + k / 4));
+            const __m512 sx = spread2(xb.s[t0 + t] + k / 32, idx);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++)
+                acc[4 * i + t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(cv, wv[i], xv)), sx, acc[4 * i + t]);
+        }
+    }
+    return ct_reduce16(acc);
+}
+
+/* Four consecutive group scales p[0..3] spread over the 16 lanes (lane j: group j / 4); m = 0xf,
+   or 0x3 for a last half step (the rest zero). */
+VNNI_TARGET ALWAYS_INLINE __m512 spread4(const float *p, __mmask8 m, __m512i idx) {
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_maskz_loadu_ps(m, p)));
+}
+
+/* INT4: as xq_blk4_i8, 128 columns per step. */
+VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int t0, const int NT) {
     const int C = w->cols;
     const uint8_t *p[4];
     const float *sc[4];
@@ -85,42 +139,38 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4(const ct_mat *w, int r, int nr, int t0,
         p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
         sc[i] = ct_row_sc(w, r + (i < nr ? i : nr - 1));
     }
-    /* lane -> group of the 64-column step: INT8 natural order, INT4 permuted order */
-    const __m512i idx = Q4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1)
-                           : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    const __m512i nib = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8((char)0x80);
-    const __m512i sh = _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0);
+    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i nib = _mm512_set1_epi8(0x0f);
     __m512 acc[16];
     for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
-    for (int k = 0; k < C; k += 64) {
-        const int kb = Q4 ? k / 2 : k;
+    for (int k = 0; k < C; k += 128) {
+        const int kb = k / 2, full = k + 128 <= C;
+        const __mmask8 m = full ? 0xf : 0x3;
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
             _mm_prefetch((const char *)p[i] + kb + XQ_PFB, _MM_HINT_T0);
             _mm_prefetch((const char *)p[i] + kb + XQ_PFB2, _MM_HINT_T1);
         }
-        __m512i wv[4];
+        __m512i lo[4], hi[4];
         __m512 sw[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
-            if (Q4) {
-                __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p[i] + kb)));
-                wv[i] = _mm512_and_si512(_mm512_srlv_epi64(v, sh), nib);
-                sw[i] = spread2(sc[i] + k / 32, idx);
-            } else {
-                wv[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + kb)), flip);
-            }
+            const __m512i v = full ? _mm512_loadu_si512((const void *)(p[i] + kb))
+                                   : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(p[i] + kb)));
+            lo[i] = _mm512_and_si512(v, nib);
+            hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+            sw[i] = spread4(sc[i] + k / 32, m, idx);
         }
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
-            const __m512i xv = _mm512_loadu_si512((const void *)(xb.q[t0 + t] + k));
-            const __m512i cv = _mm512_loadu_si512((const void *)(xb.corr[t0 + t] + k / 4));
-            const __m512 sx = spread2(xb.s[t0 + t] + k / 32, idx);
+            const int8_t *xq = xb.q[t0 + t] + k;
+            const __m512i xl = _mm512_loadu_si512((const void *)xq), xh = _mm512_loadu_si512((const void *)(xq + 64));
+            const __m512i cv = _mm512_loadu_si512((const void *)(xb.corr[t0 + t] + k / 8));
+            const __m512 sx = spread4(xb.s[t0 + t] + k / 32, 0xf, idx);
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
-                __m512 f = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(cv, wv[i], xv));
-                if (Q4) acc[4 * i + t] = _mm512_fmadd_ps(_mm512_mul_ps(f, sx), sw[i], acc[4 * i + t]);
-                else acc[4 * i + t] = _mm512_fmadd_ps(f, sx, acc[4 * i + t]);
+                const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[i], xl), hi[i], xh);
+                acc[4 * i + t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(d), sx), sw[i], acc[4 * i + t]);
             }
         }
     }
@@ -140,17 +190,17 @@ VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, in
                 __m512 red;
                 if (q4) {
                     switch (n4) {
-                    case 1: red = xq_blk4(w, r, nr, t, 1, 1); break;
-                    case 2: red = xq_blk4(w, r, nr, t, 2, 1); break;
-                    case 3: red = xq_blk4(w, r, nr, t, 3, 1); break;
-                    default: red = xq_blk4(w, r, nr, t, 4, 1); break;
+                    case 1: red = xq_blk4_q4(w, r, nr, t, 1); break;
+                    case 2: red = xq_blk4_q4(w, r, nr, t, 2); break;
+                    case 3: red = xq_blk4_q4(w, r, nr, t, 3); break;
+                    default: red = xq_blk4_q4(w, r, nr, t, 4); break;
                     }
                 } else {
                     switch (n4) {
-                    case 1: red = xq_blk4(w, r, nr, t, 1, 0); break;
-                    case 2: red = xq_blk4(w, r, nr, t, 2, 0); break;
-                    case 3: red = xq_blk4(w, r, nr, t, 3, 0); break;
-                    default: red = xq_blk4(w, r, nr, t, 4, 0); break;
+                    case 1: red = xq_blk4_i8(w, r, nr, t, 1); break;
+                    case 2: red = xq_blk4_i8(w, r, nr, t, 2); break;
+                    case 3: red = xq_blk4_i8(w, r, nr, t, 3); break;
+                    default: red = xq_blk4_i8(w, r, nr, t, 4); break;
                     }
                 }
                 ct_store_block(w, bias, red, yt, R, r, nr, n4);
