@@ -237,6 +237,8 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
     return st;
 }
 
+_Thread_local ct_xq_reuse ct_xq_tls;
+
 const ct_kernel_table *ct_kernels(void) {
     if (!__atomic_load_n(&selected, __ATOMIC_ACQUIRE)) {
         char err[256];

@@ -43,6 +43,27 @@ ct_isa ct_isa_best(const ct_cpu_features *f);
 typedef void (*ct_matmul_rows_fn)(const ct_mat *w, const float *bias, const float *x, float *y,
                                   int n, int r0, int r1);
 
+/* Quantized-activation reuse of the integer-dot kernels, per thread: between
+   ct_xq_scope_begin() and ct_xq_scope_end() a call whose x pointer, token count, width and
+   weight format match the thread's previous integer-dot call reuses that call's quantized
+   activations instead of quantizing x again (a pool job walking row chunks of one matmul
+   quantizes once per thread, not once per chunk). The caller guarantees that no x passed
+   inside the scope changes before the scope ends; outside a scope every call quantizes. */
+typedef struct {
+    int on;
+    const float *x;
+    int n, cols, q4;
+} ct_xq_reuse;
+extern _Thread_local ct_xq_reuse ct_xq_tls;
+static inline void ct_xq_scope_begin(void) {
+    ct_xq_tls.on = 1;
+    ct_xq_tls.x = NULL;
+}
+static inline void ct_xq_scope_end(void) {
+    ct_xq_tls.on = 0;
+    ct_xq_tls.x = NULL;
+}
+
 typedef struct {
     ct_isa isa;
     ct_matmul_rows_fn matmul_rows;

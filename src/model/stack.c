@@ -142,11 +142,13 @@ static void mm_run(void *ctx, int ith, int nth) {
     (void)ith;
     (void)nth;
     mm_job *j = ctx;
+    ct_xq_scope_begin(); /* the job only reads its x */
     for (int i = 0; i < j->k; i++) {
         int lo, hi;
         while (ct_pool_range_next(&j->r[i], &lo, &hi))
             rows_capped(j->w[i], NULL, j->x[i], j->y[i], j->n, j->cap, lo, hi);
     }
+    ct_xq_scope_end();
 }
 
 typedef struct {
@@ -162,7 +164,9 @@ static void mm1_run(void *ctx, int ith, int nth) {
     (void)nth;
     mm1_job *j = ctx;
     int lo, hi;
+    ct_xq_scope_begin(); /* the job only reads its x (x and y never alias) */
     while (ct_pool_range_next(&j->r, &lo, &hi)) rows_capped(j->w, j->b, j->x, j->y, j->n, j->cap, lo, hi);
+    ct_xq_scope_end();
 }
 
 void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
@@ -193,6 +197,7 @@ static void mlp_run(void *ctx, int ith, int nth) {
     mlp_job *j = ctx;
     const int F = j->gate->rows;
     int lo, hi;
+    ct_xq_scope_begin(); /* x is only read (the job writes g and u) */
     while (ct_pool_range_next(&j->r, &lo, &hi)) {
         rows_capped(j->gate, NULL, j->x, j->g, j->n, j->cap, lo, hi);
         rows_capped(j->up, NULL, j->x, j->u, j->n, j->cap, lo, hi);
@@ -200,6 +205,7 @@ static void mlp_run(void *ctx, int ith, int nth) {
             ct_swiglu(j->g + (size_t)t * F + lo, j->g + (size_t)t * F + lo, j->u + (size_t)t * F + lo,
                       hi - lo);
     }
+    ct_xq_scope_end();
 }
 
 static void matmuls(ct_stack_scratch *s, int n, int k, const ct_mat *w0, float *x0, float *y0,

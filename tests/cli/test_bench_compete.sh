@@ -68,6 +68,11 @@ PY
 has "| prefill ([0-9]* positions) | .* ms CPU) | .* | talker FMA .* GFLOP/s | " "$WORK/out"
 has "| frame | .* | sum of floors | " "$WORK/out"
 has "| codec (stream, ramp 2..25) | .* | FMA .* GFLOP/s | " "$WORK/out"
+# the codec decoder's table: the ramp, 1-frame pushes and steady 25-frame pushes, each against the FMA peak
+for row in "stream, 25-frame pushes (steady)" "stream, ramp 2,4,8,16,25" "stream, 1-frame pushes (exact)"; do
+  has "| $row | [0-9.]* | [0-9.]* | [0-9]* | [0-9]*% | " "$WORK/out"; done
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["codec_steady_ms"] > 0 and d["codec_exact_ms"] > 0' "$WORK/b.json" \
+  && ok || bad "codec_steady_ms / codec_exact_ms in the JSON"
 expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 1 --no-codec --json "$WORK/n.json"
 if grep -q "competing" "$WORK/out"; then bad "contended table without --compete"; else ok; fi
 if grep -q "batched decode" "$WORK/out"; then bad "batched table without --streams"; else ok; fi

@@ -309,6 +309,48 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
                dname, differ, 2 * n * R);
         CHECKF(same && bad == 0, "%s kernel over several passes: same %d, %d off", dname, same, bad);
     }
+#if defined(__x86_64__)
+    /* quantized-activation reuse (ct_xq_scope_begin): inside a scope, row chunks of one matrix
+       and other matrices of either format over the same x give bit-for-bit the unscoped
+       results; a changed x is not re-read inside the scope (the reuse happens: the contract
+       makes the caller keep x fixed) and is re-read after it */
+    if (direct == ct_matmul_rows_vnni) {
+        const int R = 300, C = 1024, n = 3;
+        int same = 1, stale = 1, fresh = 1;
+        for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
+        for (int i = 0; i < n * C; i++) x[i] = urand(rng);
+        ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+        ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc + R * C / 32);
+        ct_mat w4 = {q4, CT_DT_U8, R, C, sc, 1}, w8 = {q8, CT_DT_I8, R, C, sc + R * C / 32, 1};
+        float *r4 = malloc(sizeof(float) * n * R), *r8 = malloc(sizeof(float) * n * R);
+        direct(&w4, NULL, x, r4, n, 0, R);
+        direct(&w8, NULL, x, r8, n, 0, R);
+        ct_xq_scope_begin();
+        for (int r0 = 0; r0 < R; r0 += 32) { /* chunks, alternating formats and token counts */
+            const int r1 = r0 + 32 < R ? r0 + 32 : R;
+            direct(&w4, NULL, x, yf, 1, r0, r1);
+            direct(&w4, NULL, x, y0, n, r0, r1);
+            direct(&w8, NULL, x, y1, n, r0, r1);
+            for (int t = 0; t < n; t++)
+                for (int r = r0; r < r1; r++) {
+                    same &= memcmp(&y0[t * R + r], &r4[t * R + r], 4) == 0;
+                    same &= memcmp(&y1[t * R + r], &r8[t * R + r], 4) == 0;
+                }
+            for (int r = r0; r < r1; r++) same &= memcmp(&yf[r], &r4[r], 4) == 0;
+        }
+        for (int i = 0; i < n * C; i++) x[i] = -x[i];
+        direct(&w8, NULL, x, y0, n, 0, R); /* the last call's key: the quantized x of before */
+        stale = memcmp(y0, r8, sizeof(float) * n * R) == 0;
+        ct_xq_scope_end();
+        direct(&w8, NULL, x, y0, n, 0, R);
+        for (int i = 0; i < n * R; i++) fresh &= y0[i] == -r8[i];
+        CHECKF(same, "VNNI: results inside an activation-reuse scope differ from the unscoped ones");
+        CHECKF(stale, "VNNI: a call inside the scope quantized x again (no reuse)");
+        CHECKF(fresh, "VNNI: a call after the scope did not quantize the changed x");
+        free(r4);
+        free(r8);
+    }
+#endif
     free(wf);
     free(x);
     free(y0);

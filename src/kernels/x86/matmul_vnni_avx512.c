@@ -219,7 +219,11 @@ VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const f
         const int rce = r1 - rc < rstep ? r1 : rc + rstep;
         for (int t0 = 0; t0 < n; t0 += XQ_TOK) {
             const int nt = n - t0 < XQ_TOK ? n - t0 : XQ_TOK;
-            for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, t);
+            ct_xq_reuse *k = &ct_xq_tls;
+            if (n > XQ_TOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != q4) {
+                for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, t);
+                if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, q4};
+            }
             xq_rows(w, bias, y, t0, nt, rc, rce);
         }
     }
