@@ -309,12 +309,11 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
                dname, differ, 2 * n * R);
         CHECKF(same && bad == 0, "%s kernel over several passes: same %d, %d off", dname, same, bad);
     }
-#if defined(__x86_64__)
     /* quantized-activation reuse (ct_xq_scope_begin): inside a scope, row chunks of one matrix
        and other matrices of either format over the same x give bit-for-bit the unscoped
        results; a changed x is not re-read inside the scope (the reuse happens: the contract
        makes the caller keep x fixed) and is re-read after it */
-    if (direct == ct_matmul_rows_vnni) {
+    if (direct) {
         const int R = 300, C = 1024, n = 3;
         int same = 1, stale = 1, fresh = 1;
         for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
@@ -344,13 +343,12 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         ct_xq_scope_end();
         direct(&w8, NULL, x, y0, n, 0, R);
         for (int i = 0; i < n * R; i++) fresh &= y0[i] == -r8[i];
-        CHECKF(same, "VNNI: results inside an activation-reuse scope differ from the unscoped ones");
-        CHECKF(stale, "VNNI: a call inside the scope quantized x again (no reuse)");
-        CHECKF(fresh, "VNNI: a call after the scope did not quantize the changed x");
+        CHECKF(same, "%s: results inside an activation-reuse scope differ from the unscoped ones", dname);
+        CHECKF(stale, "%s: a call inside the scope quantized x again (no reuse)", dname);
+        CHECKF(fresh, "%s: a call after the scope did not quantize the changed x", dname);
         free(r4);
         free(r8);
     }
-#endif
     free(wf);
     free(x);
     free(y0);

@@ -174,7 +174,11 @@ void ct_matmul_rows_sdot(const ct_mat *w, const float *bias, const float *x, flo
     const int C = w->cols;
     for (int t0 = 0; t0 < n; t0 += XQ_TOK) {
         const int nt = n - t0 < XQ_TOK ? n - t0 : XQ_TOK;
-        for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, t);
+        ct_xq_reuse *k = &ct_xq_tls; /* one layout for both formats: the key ignores it */
+        if (n > XQ_TOK || !k->on || k->x != x || k->n != n || k->cols != C) {
+            for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, t);
+            if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, 0};
+        }
         xq_rows(w, bias, y, t0, nt, r0, r1);
     }
 }
