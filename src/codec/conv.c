@@ -44,19 +44,19 @@ typedef struct {
     const ct_cv_exec *ex;
     const ct_cv_gemm_args *a;
     int nseg, nph;
-    int by_panels;
-    ct_pool_range r; /* panels, or rows of the segments laid end to end */
+    int rows;        /* rows of the segments laid end to end */
+    int pc, rparts;  /* tasks: panel chunks of pc panels x rparts row parts */
+    ct_pool_range r; /* task indices, panel chunk major */
 } gemm_job;
 
-/* Rows [lo, hi) of the segments laid end to end, all panels and phases. */
-static void gemm_rows(const gemm_job *j, int lo, int hi) {
-    const int nb = j->a[0].W->nb;
+/* Panels [b0, b1) of rows [lo, hi) of the segments laid end to end, every phase. */
+static void gemm_rows(const gemm_job *j, int b0, int b1, int lo, int hi) {
     int base = 0;
     for (int g = 0; g < j->nseg && base < hi; g++) {
         const ct_cv_gemm_args *ph = j->a + (size_t)g * (size_t)j->nph;
         const int n = ph[0].n, r0 = lo > base ? lo - base : 0, r1 = hi - base < n ? hi - base : n;
         if (r0 < r1)
-            for (int p = 0; p < j->nph; p++) j->ex->gemm(&ph[p], 0, nb, r0, r1);
+            for (int p = 0; p < j->nph; p++) j->ex->gemm(&ph[p], b0, b1, r0, r1);
         base += n;
     }
 }
@@ -67,15 +67,43 @@ static void gemm_panels(const gemm_job *j, int lo, int hi) {
     for (int i = 0; i < j->nseg * j->nph; i++) j->ex->gemm(&j->a[i], lo, hi, 0, j->a[i].n);
 }
 
+/* Row part q of rparts: [rows * q / rparts, ...) with inner boundaries on multiples of 8. */
+static int row_cut(int rows, int q, int rparts) {
+    if (q >= rparts) return rows;
+    int c = (int)((long long)rows * q / rparts) / 8 * 8;
+    return c < rows ? c : rows;
+}
+
 static void gemm_job_run(void *ctx, int ith, int nth) {
     (void)ith;
     (void)nth;
     gemm_job *j = ctx;
+    const int nb = j->a[0].W->nb;
     int lo, hi;
-    while (ct_pool_range_next(&j->r, &lo, &hi)) {
-        if (j->by_panels) gemm_panels(j, lo, hi);
-        else gemm_rows(j, lo, hi);
-    }
+    while (ct_pool_range_next(&j->r, &lo, &hi))
+        for (int t = lo; t < hi; t++) {
+            const int b0 = t / j->rparts * j->pc, q = t % j->rparts;
+            const int b1 = b0 + j->pc < nb ? b0 + j->pc : nb;
+            if (j->rparts == 1) gemm_panels(j, b0, b1);
+            else gemm_rows(j, b0, b1, row_cut(j->rows, q, j->rparts), row_cut(j->rows, q + 1, j->rparts));
+        }
+}
+
+/* Rows a task keeps at least when rows are split under panel chunks (its weights are then
+ * read from memory once per task). */
+#define PART_MIN_ROWS 64
+
+/* Row parts for `chunks` panel chunks on nth threads: the fewest that give every thread the
+ * same number of tasks, at least CT_POOL_CHUNKS_PER_THREAD each where the rows allow it,
+ * else one (rows are not split). */
+static int row_parts(int chunks, int rows, int nth) {
+    const int maxp = rows / PART_MIN_ROWS;
+    for (int want = CT_POOL_CHUNKS_PER_THREAD; want >= 1; want--)
+        for (int q = 1; q <= maxp; q++) {
+            const int t = chunks * q;
+            if (t % nth == 0 && t >= want * nth) return q;
+        }
+    return 1;
 }
 
 static void gemm_run(const ct_cv_exec *ex, const ct_cv_gemm_args *a, int nseg, int nph) {
@@ -88,7 +116,7 @@ static void gemm_run(const ct_cv_exec *ex, const ct_cv_gemm_args *a, int nseg, i
         for (int p = 0; p < nph; p++) macs += (double)a[(size_t)g * (size_t)nph].n * a[g * nph + p].ntaps * W->cin * W->cout;
     }
     if (rows <= 0 || W->nb <= 0) return;
-    gemm_job j = {ex, a, nseg, nph, 1, {0}};
+    gemm_job j = {ex, a, nseg, nph, rows, W->nb, 1, {0}};
     if (nth <= 1 || macs < PAR_MIN_MACS) {
         if (nseg == 1) {
             gemm_panels(&j, 0, W->nb);
@@ -102,13 +130,21 @@ static void gemm_run(const ct_cv_exec *ex, const ct_cv_gemm_args *a, int nseg, i
         for (int b = 0; b < W->nb; b += grp) gemm_panels(&j, b, b + grp < W->nb ? b + grp : W->nb);
         return;
     }
-    /* Panels when there are enough of them (each chunk then streams only its share of the
-     * weights, for every segment; groups of 4 panels as the kernels tile them); rows
-     * otherwise. Chunks go to whichever thread is free; every element is computed as on one
-     * thread. */
-    j.by_panels = W->nb >= 4 * nth || rows < 8 * nth;
-    if (j.by_panels) ct_pool_range_init(&j.r, W->nb, 4, ct_pool_chunk(ex->pool, W->nb, 4));
-    else ct_pool_range_init(&j.r, rows, 8, ct_pool_chunk(ex->pool, rows, 8));
+    /* Tasks of panel chunks (groups of the 4 panels the kernels tile; each streams only its
+     * share of the weights, for every segment) times row parts: panels alone when rows are
+     * few, rows alone (every panel) when panels are few, else panel chunks cut into as many
+     * row parts as spread the tasks evenly over the threads. Tasks go to whichever thread is
+     * free; every element is computed as on one thread. */
+    if (rows < 8 * nth) {
+        j.pc = ct_pool_chunk(ex->pool, W->nb, 4);
+    } else if (W->nb < 4 * nth) {
+        j.rparts = (rows + ct_pool_chunk(ex->pool, rows, 8) - 1) / ct_pool_chunk(ex->pool, rows, 8);
+    } else {
+        j.pc = ct_pool_chunk(ex->pool, W->nb, 4);
+        j.rparts = row_parts((W->nb + j.pc - 1) / j.pc, rows, nth);
+    }
+    const int tasks = (W->nb + j.pc - 1) / j.pc * j.rparts;
+    ct_pool_range_init(&j.r, tasks, 1, 1);
     ct_pool_run_dyn(ex->pool, gemm_job_run, &j);
 }
 

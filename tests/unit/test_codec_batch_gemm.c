@@ -73,11 +73,12 @@ int main(void) {
     if (!pool2) return ct_test_finish();
     ct_pool *pools[2] = {NULL, pool2};
     for (int t = 0; t < 2; t++) {
-        static const int n_a[NSEG] = {1, 13, 4}, n_b[NSEG] = {40, 2, 7}, n_c[NSEG] = {3, 1, 9};
+        static const int n_a[NSEG] = {1, 13, 4}, n_b[NSEG] = {40, 2, 7}, n_c[NSEG] = {3, 1, 9}, n_d[NSEG] = {150, 40, 90};
         test_gemm_batch(0, 600, 200, 7, 3, n_a, pools[t]); /* 268 KiB per panel: several groups, K blocks */
         test_gemm_batch(0, 24, 40, 3, 1, n_b, pools[t]);
         test_gemm_batch(1, 512, 300, 1, 1, n_b, pools[t]);  /* accumulate */
         test_gemm_batch(1, 96, 1, 1, 1, n_a, pools[t]);     /* one partial panel */
+        test_gemm_batch(0, 32, 192, 3, 1, n_d, pools[t]);   /* 3 panel chunks x row parts across segments */
         test_gemm_batch(2, 256, 128, 16, 8, n_c, pools[t]); /* transposed conv: 8 phases */
         test_gemm_batch(2, 64, 64, 2, 2, n_a, pools[t]);
     }

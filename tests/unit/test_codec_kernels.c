@@ -354,6 +354,8 @@ int main(void) {
     test_gemm(96, 1, 7, 1, 400, 0, 1, pools);   /* final conv shape */
     test_gemm(64, 256, 1, 1, 70, 0, 1, pools);  /* enough panels for the panel split */
     test_gemm(300, 192, 1, 1, 2, 1, 1, pools);  /* few rows, many panels */
+    test_gemm(32, 192, 3, 1, 300, 0, 1, pools); /* 3 panel chunks: split into row parts */
+    test_gemm(40, 160, 1, 1, 203, 1, 1, pools); /* panel chunks of 4, 4, 2 x row parts */
     test_tconv_threads(24, 12, 16, 8, 9, pools);
     test_tconv_threads(40, 20, 6, 3, 30, pools);
     test_tconv_threads(64, 64, 2, 2, 5, pools);
