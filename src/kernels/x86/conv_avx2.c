@@ -18,23 +18,32 @@ AI __m256i half_mask(int v) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), idx);
 }
 
+/* Loads / stores 8 floats, masked only in a partial last panel (masked stores are slow on
+   some cores and every tile stores its accumulators once per K block). */
+AI __m256 load8(const float *p, __m256i m, int full) { return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m); }
+AI void store8(float *p, __m256i m, int full, __m256 v) {
+    if (full) _mm256_storeu_ps(p, v);
+    else _mm256_maskstore_ps(p, m, v);
+}
+
 AI void tile(const ct_cv_gemm_args *a, int b, int k0, int k1, int r, const int R) {
     const ct_cv_packed *W = a->W;
     const int cin = W->cin, v = W->cout - b * OB;
     const __m256i m0 = half_mask(v), m1 = half_mask(v - 8);
+    const int full = v >= OB;
     __m256 lo[8], hi[8];
     if (k0 == 0) {
         __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
         if (a->bias) {
-            b0 = _mm256_maskload_ps(a->bias + (size_t)b * OB, m0);
-            b1 = _mm256_maskload_ps(a->bias + (size_t)b * OB + 8, m1);
+            b0 = load8(a->bias + (size_t)b * OB, m0, full);
+            b1 = load8(a->bias + (size_t)b * OB + 8, m1, full);
         }
 #pragma GCC unroll 8
         for (int rr = 0; rr < R; rr++) {
             if (a->accumulate) {
                 const float *yr = a->Y + (size_t)(r + rr) * a->ldy + (size_t)b * OB;
-                lo[rr] = _mm256_add_ps(_mm256_maskload_ps(yr, m0), b0);
-                hi[rr] = _mm256_add_ps(_mm256_maskload_ps(yr + 8, m1), b1);
+                lo[rr] = _mm256_add_ps(load8(yr, m0, full), b0);
+                hi[rr] = _mm256_add_ps(load8(yr + 8, m1, full), b1);
             } else {
                 lo[rr] = b0;
                 hi[rr] = b1;
@@ -44,8 +53,8 @@ AI void tile(const ct_cv_gemm_args *a, int b, int k0, int k1, int r, const int R
 #pragma GCC unroll 8
         for (int rr = 0; rr < R; rr++) {
             const float *yr = a->Y + (size_t)(r + rr) * a->ldy + (size_t)b * OB;
-            lo[rr] = _mm256_maskload_ps(yr, m0);
-            hi[rr] = _mm256_maskload_ps(yr + 8, m1);
+            lo[rr] = load8(yr, m0, full);
+            hi[rr] = load8(yr + 8, m1, full);
         }
     }
     const ptrdiff_t lx = (ptrdiff_t)a->ldx;
@@ -71,8 +80,8 @@ AI void tile(const ct_cv_gemm_args *a, int b, int k0, int k1, int r, const int R
 #pragma GCC unroll 8
     for (int rr = 0; rr < R; rr++) {
         float *yr = a->Y + (size_t)(r + rr) * a->ldy + (size_t)b * OB;
-        _mm256_maskstore_ps(yr, m0, lo[rr]);
-        _mm256_maskstore_ps(yr + 8, m1, hi[rr]);
+        store8(yr, m0, full, lo[rr]);
+        store8(yr + 8, m1, full, hi[rr]);
     }
 }
 
