@@ -44,8 +44,14 @@ static inline int elem_bytes_x2(ct_dtype dt) { /* bytes per 2 elements */
     return dt == CT_DT_F32 ? 8 : dt == CT_DT_I8 ? 2 : dt == CT_DT_U8 ? 1 : 4;
 }
 
-#ifndef PF
-#define PF 256 /* elements ahead to prefetch (measured best of 128..2048) */
+/* One-token weight prefetch per row: PFB bytes ahead into L1 and PFB2 bytes ahead into L2
+   (INT4 group scales a quarter as far). Without the L2 stream the BF16 decode read 16-18 GB/s
+   from DRAM, with it 26-30 (docs/BENCH.md). */
+#ifndef PFB
+#define PFB 512
+#endif
+#ifndef PFB2
+#define PFB2 16384
 #endif
 
 
@@ -83,8 +89,10 @@ ALWAYS_INLINE void blk4e(const ct_mat *w, const float *x, int r, int nr, int pf,
     for (; k + 32 <= C; k += 32) {
         if (pf)
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++)
-                _mm_prefetch((const char *)p[i] + (size_t)(k + PF) * e2 / 2, _MM_HINT_T0);
+            for (int i = 0; i < 4; i++) {
+                _mm_prefetch((const char *)p[i] + (size_t)k * e2 / 2 + PFB, _MM_HINT_T0);
+                _mm_prefetch((const char *)p[i] + (size_t)k * e2 / 2 + PFB2, _MM_HINT_T1);
+            }
         __m512 w0[4], w1[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
@@ -114,6 +122,19 @@ ALWAYS_INLINE void blk4e(const ct_mat *w, const float *x, int r, int nr, int pf,
         for (int i = 0; i < 4; i++) out[4 * t + i] = _mm512_reduce_add_ps(_mm512_add_ps(a[4 * t + i], b[4 * t + i]));
 }
 
+/* Prefetch for INT4 group g of a row (weights p, scales sc): its 64-byte line of weights
+   (once per 4 groups) and of scales (once per 16). */
+ALWAYS_INLINE void pf_q4(const uint8_t *p, const float *sc, int g) {
+    if ((g & 3) == 0) {
+        _mm_prefetch((const char *)(p + (size_t)g * 16) + PFB, _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + (size_t)g * 16) + PFB2, _MM_HINT_T1);
+    }
+    if ((g & 15) == 0) {
+        _mm_prefetch((const char *)(sc + g) + PFB / 4, _MM_HINT_T0);
+        _mm_prefetch((const char *)(sc + g) + PFB2 / 4, _MM_HINT_T1);
+    }
+}
+
 /* INT4, 4 rows (first nr real) x NT tokens: per group and token sum(q x), times the group
    scale. */
 ALWAYS_INLINE __m512 q4_blk4(const ct_mat *w, const float *x, int r, int nr, const int NT) {
@@ -128,6 +149,7 @@ ALWAYS_INLINE __m512 q4_blk4(const ct_mat *w, const float *x, int r, int nr, con
     for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
     for (int g = 0; g < ng; g++) {
         for (int i = 0; i < 4; i++) {
+            pf_q4(p[i], sc[i], g);
             __m512 lo, hi, sv = _mm512_set1_ps(sc[i][g]);
             q4_group(p[i], g, &lo, &hi);
             for (int t = 0; t < NT; t++) {
@@ -158,8 +180,9 @@ static _Thread_local float gx[GX_FLOATS]; /* the activations, rows C + 16 floats
 
 /* One column pass of gemm4 over 4 rows p[4] (dtype DT, a constant) and NT tokens x[NT][xs]:
    chunks k0, k0 + 32, ... below C32, then (tail) the ragged tail, into accumulators started at
-   zero and stored to acc[4 * t + i]; pf: the next rows, prefetched. The accumulators are named
-   variables, not an array: GCC keeps an array of 20 vectors in memory. */
+   zero and stored to acc[4 * t + i]; pf: the next rows, prefetched into L1; far: the first
+   token block over these rows (read from DRAM): their lines PFB2 bytes ahead into L2. The
+   accumulators are named variables, not an array: GCC keeps an array of 20 vectors in memory. */
 #define G4_T(t, A0, A1, A2, A3)                                                                 \
     if (NT > t) {                                                                               \
         __m512 xv = _mm512_maskz_loadu_ps(m, x + (size_t)t * xs + k);                           \
@@ -179,7 +202,7 @@ static _Thread_local float gx[GX_FLOATS]; /* the activations, rows C + 16 floats
         G4_T(4, a16, a17, a18, a19)                                                             \
     }
 ALWAYS_INLINE void gemm4_pass(const void *const *p, const ct_dtype DT, const float *x, int C, int xs,
-                              int k0, int tail, const int NT, const char *const *pf, float *acc) {
+                              int k0, int tail, const int NT, const char *const *pf, int far, float *acc) {
     const int C32 = C & ~31, eb = DT == CT_DT_F32 ? 4 : DT == CT_DT_I8 ? 1 : 2;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
            a8 = a0, a9 = a0, a10 = a0, a11 = a0, a12 = a0, a13 = a0, a14 = a0, a15 = a0, a16 = a0,
@@ -189,6 +212,10 @@ ALWAYS_INLINE void gemm4_pass(const void *const *p, const ct_dtype DT, const flo
         if (pf) /* the next 4-row block's weights into L1 while this one computes */
             for (int i = 0; i < 4; i++)
                 for (int b = 0; b < 32 * eb; b += 64) _mm_prefetch(pf[i] + (size_t)k * eb + b, _MM_HINT_T0);
+        if (far && ((k * eb) & 63) == 0)
+            for (int i = 0; i < 4; i++)
+                for (int b = 0; b < 32 * eb; b += 64)
+                    _mm_prefetch((const char *)p[i] + (size_t)k * eb + b + PFB2, _MM_HINT_T1);
         G4_STEP
     }
     for (int k = C32; tail && k < C; k += 16) {
@@ -202,19 +229,20 @@ ALWAYS_INLINE void gemm4_pass(const void *const *p, const ct_dtype DT, const flo
 
 /* 4 rows p[4] of dtype DT (a constant) x NT tokens x[NT][xs]: out[4 * t + i]. */
 ALWAYS_INLINE void gemm4(const void *const *p, const ct_dtype DT, const float *x, int C, int xs,
-                         const int NT, const char *const *pf, float *out) {
+                         const int NT, const char *const *pf, int far, float *out) {
     float ea[4 * GT * 16], oa[4 * GT * 16];
-    gemm4_pass(p, DT, x, C, xs, 0, 1, NT, pf, ea);    /* even chunks and the tail */
-    gemm4_pass(p, DT, x, C, xs, 16, 0, NT, NULL, oa); /* odd chunks */
+    gemm4_pass(p, DT, x, C, xs, 0, 1, NT, pf, far, ea);   /* even chunks and the tail */
+    gemm4_pass(p, DT, x, C, xs, 16, 0, NT, NULL, 0, oa); /* odd chunks */
     for (int j = 0; j < 4 * NT; j++)
         out[j] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_loadu_ps(ea + 16 * j), _mm512_loadu_ps(oa + 16 * j)));
 }
 
 /* INT4, 4 rows x NT tokens: q4_blk4's arithmetic (per group and token lo.x0 + hi.x1 times the
    group scale into one accumulator, the shared reduction tree), with every token's activations
-   of a group loaded once per group rather than once per row. out as ct_reduce16: lane 4t + i. */
+   of a group loaded once per group rather than once per row; far as gemm4_pass. out as
+   ct_reduce16: lane 4t + i. */
 ALWAYS_INLINE __m512 gemm4_q4(const uint8_t *const *p, const float *const *sc, const float *x,
-                              int C, int xs, const int NT) {
+                              int C, int xs, const int NT, int far) {
     const int ng = C / CT_Q4_GROUP;
     __m512 acc[16];
     for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
@@ -226,6 +254,7 @@ ALWAYS_INLINE __m512 gemm4_q4(const uint8_t *const *p, const float *const *sc, c
         }
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
+            if (far) pf_q4(p[i], sc[i], g);
             __m512 lo, hi, sv = _mm512_set1_ps(sc[i][g]);
             q4_group(p[i], g, &lo, &hi);
             for (int t = 0; t < NT; t++) {
@@ -279,21 +308,21 @@ ALWAYS_INLINE void gemm_rows(const ct_mat *w, const ct_dtype DT, const float *bi
                     __m512 red;
                     const uint8_t *const *pq = (const uint8_t *const *)p;
                     switch (nt) {
-                    case 1: red = gemm4_q4(pq, sc, xt, C, xst, 1); break;
-                    case 2: red = gemm4_q4(pq, sc, xt, C, xst, 2); break;
-                    case 3: red = gemm4_q4(pq, sc, xt, C, xst, 3); break;
-                    default: red = gemm4_q4(pq, sc, xt, C, xst, 4); break;
+                    case 1: red = gemm4_q4(pq, sc, xt, C, xst, 1, b == 0); break;
+                    case 2: red = gemm4_q4(pq, sc, xt, C, xst, 2, b == 0); break;
+                    case 3: red = gemm4_q4(pq, sc, xt, C, xst, 3, b == 0); break;
+                    default: red = gemm4_q4(pq, sc, xt, C, xst, 4, b == 0); break;
                     }
                     ct_store_block(w, bias, red, yt, R, r, nr, nt);
                     continue;
                 }
                 float o[4 * GT];
                 switch (nt) {
-                case 1: gemm4(p, DT, xt, C, xst, 1, pf, o); break;
-                case 2: gemm4(p, DT, xt, C, xst, 2, pf, o); break;
-                case 3: gemm4(p, DT, xt, C, xst, 3, pf, o); break;
-                case 4: gemm4(p, DT, xt, C, xst, 4, pf, o); break;
-                default: gemm4(p, DT, xt, C, xst, 5, pf, o); break;
+                case 1: gemm4(p, DT, xt, C, xst, 1, pf, b == 0, o); break;
+                case 2: gemm4(p, DT, xt, C, xst, 2, pf, b == 0, o); break;
+                case 3: gemm4(p, DT, xt, C, xst, 3, pf, b == 0, o); break;
+                case 4: gemm4(p, DT, xt, C, xst, 4, pf, b == 0, o); break;
+                default: gemm4(p, DT, xt, C, xst, 5, pf, b == 0, o); break;
                 }
                 for (int tt = 0; tt < nt; tt++)
                     for (int i = 0; i < nr; i++)

@@ -24,9 +24,10 @@
 #define XQ_RCHUNK 256  /* rows per pass when the tokens do not fit one pass */
 #define XQ_RBLOCK 64   /* rows that stay in L2 while every 4-token block passes over them */
 /* Weight prefetch per row: XQ_PFB bytes ahead into L1 and XQ_PFB2 bytes ahead into L2 (best
-   of 2-8 KiB x 16-32 KiB and single-distance variants on the DRAM-bound talker) */
+   of 0.5-8 KiB x 8-32 KiB on the DRAM-bound talker and predictor, docs/BENCH.md); INT4 group
+   scales (a separate stream, a quarter of the weight bytes) a quarter as far ahead */
 #ifndef XQ_PFB
-#define XQ_PFB 4096
+#define XQ_PFB 1024
 #endif
 #ifndef XQ_PFB2
 #define XQ_PFB2 16384
@@ -150,6 +151,10 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int 
         for (int i = 0; i < 4; i++) {
             _mm_prefetch((const char *)p[i] + kb + XQ_PFB, _MM_HINT_T0);
             _mm_prefetch((const char *)p[i] + kb + XQ_PFB2, _MM_HINT_T1);
+            if ((k & 511) == 0) { /* the group scales, a separate stream: once per 64 bytes */
+                _mm_prefetch((const char *)(sc[i] + k / 32) + XQ_PFB / 4, _MM_HINT_T0);
+                _mm_prefetch((const char *)(sc[i] + k / 32) + XQ_PFB2 / 4, _MM_HINT_T1);
+            }
         }
         __m512i lo[4], hi[4];
         __m512 sw[4];
