@@ -100,8 +100,12 @@ static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r)
 
 /* One-token weight prefetch per row: PFB bytes ahead into L1, PFB2 into L2 (INT4 group scales
    a quarter as far); once per 64-byte line. */
+#ifndef PFB
 #define PFB 512
+#endif
+#ifndef PFB2
 #define PFB2 16384
+#endif
 ALWAYS_INLINE void pf_line(const void *p, size_t off, int shift) {
     _mm_prefetch((const char *)p + off + (PFB >> shift), _MM_HINT_T0);
     _mm_prefetch((const char *)p + off + (PFB2 >> shift), _MM_HINT_T1);
