@@ -98,17 +98,17 @@ static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r)
     out[3] = hsum(_mm256_add_ps(a3, b3)) + t3;
 }
 
-/* One-token weight prefetch per row: PFB bytes ahead into L1, PFB2 into L2 (INT4 group scales
-   a quarter as far); once per 64-byte line. */
+/* One-token weight prefetch per row: PFB bytes ahead into L1, PFB2 into L2; once per 64-byte
+   line. */
 #ifndef PFB
 #define PFB 512
 #endif
 #ifndef PFB2
 #define PFB2 16384
 #endif
-ALWAYS_INLINE void pf_line(const void *p, size_t off, int shift) {
-    _mm_prefetch((const char *)p + off + (PFB >> shift), _MM_HINT_T0);
-    _mm_prefetch((const char *)p + off + (PFB2 >> shift), _MM_HINT_T1);
+ALWAYS_INLINE void pf_line(const void *p, size_t off) {
+    _mm_prefetch((const char *)p + off + PFB, _MM_HINT_T0);
+    _mm_prefetch((const char *)p + off + PFB2, _MM_HINT_T1);
 }
 
 /* 2 rows x 1 token with two accumulators per row. */
@@ -122,13 +122,9 @@ static void rows2_tok1(const ct_mat *w, const float *x, float *out, int r) {
     int k = 0;
     for (; k + 16 <= C; k += 16) {
         const size_t kb = (size_t)k * e2 / 2;
-        if ((kb & 63) == 0) {
-            pf_line(p0, kb, 0);
-            pf_line(p1, kb, 0);
-        }
-        if (dt == CT_DT_U8 && (k & 511) == 0) {
-            pf_line(s0, (size_t)k / 8, 2);
-            pf_line(s1, (size_t)k / 8, 2);
+        if (dt != CT_DT_U8 && (kb & 63) == 0) { /* INT4 unpacks slower than DRAM delivers */
+            pf_line(p0, kb);
+            pf_line(p1, kb);
         }
         __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
         a0 = _mm256_fmadd_ps(load8(p0, dt, k, s0), x0, a0);
