@@ -6,6 +6,15 @@
 #include "kernels/cpu.h"
 #include "kernels/ops.h"
 
+/* One-token weight prefetch, bytes ahead in each row: into L1 and into L2 (docs/KERNELS.md
+   "Decode prefetch"; INT4 group scales a quarter as far). */
+#ifndef CT_PF_L1
+#define CT_PF_L1 512
+#endif
+#ifndef CT_PF_L2
+#define CT_PF_L2 16384
+#endif
+
 /* Start of row r: F32 4 bytes, BF16/F16 2, INT8 1, INT4 (U8, two per byte) 1/2 per element. */
 static inline const void *ct_row_ptr(const ct_mat *w, int r) {
     size_t C = (size_t)w->cols, o;

@@ -98,17 +98,10 @@ static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r)
     out[3] = hsum(_mm256_add_ps(a3, b3)) + t3;
 }
 
-/* One-token weight prefetch per row: PFB bytes ahead into L1, PFB2 into L2; once per 64-byte
-   line. */
-#ifndef PFB
-#define PFB 512
-#endif
-#ifndef PFB2
-#define PFB2 16384
-#endif
+/* Prefetch of the 64-byte line at off in row p, CT_PF_L1 ahead into L1 and CT_PF_L2 into L2. */
 ALWAYS_INLINE void pf_line(const void *p, size_t off) {
-    _mm_prefetch((const char *)p + off + PFB, _MM_HINT_T0);
-    _mm_prefetch((const char *)p + off + PFB2, _MM_HINT_T1);
+    _mm_prefetch((const char *)p + off + CT_PF_L1, _MM_HINT_T0);
+    _mm_prefetch((const char *)p + off + CT_PF_L2, _MM_HINT_T1);
 }
 
 /* 2 rows x 1 token with two accumulators per row. */

@@ -44,17 +44,6 @@ static inline int elem_bytes_x2(ct_dtype dt) { /* bytes per 2 elements */
     return dt == CT_DT_F32 ? 8 : dt == CT_DT_I8 ? 2 : dt == CT_DT_U8 ? 1 : 4;
 }
 
-/* One-token weight prefetch per row: PFB bytes ahead into L1 and PFB2 bytes ahead into L2
-   (INT4 group scales a quarter as far). Without the L2 stream the BF16 decode read 16-18 GB/s
-   from DRAM, with it 26-30 (docs/BENCH.md). */
-#ifndef PFB
-#define PFB 512
-#endif
-#ifndef PFB2
-#define PFB2 16384
-#endif
-
-
 /* INT4 group g of a row as f32 q (-8..7): lo = columns 0-15, hi = columns 16-31. */
 ALWAYS_INLINE void q4_group(const uint8_t *row, int g, __m512 *lo, __m512 *hi) {
     __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + (size_t)g * 16)));
@@ -90,8 +79,8 @@ ALWAYS_INLINE void blk4e(const ct_mat *w, const float *x, int r, int nr, int pf,
         if (pf)
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
-                _mm_prefetch((const char *)p[i] + (size_t)k * e2 / 2 + PFB, _MM_HINT_T0);
-                _mm_prefetch((const char *)p[i] + (size_t)k * e2 / 2 + PFB2, _MM_HINT_T1);
+                _mm_prefetch((const char *)p[i] + (size_t)k * e2 / 2 + CT_PF_L1, _MM_HINT_T0);
+                _mm_prefetch((const char *)p[i] + (size_t)k * e2 / 2 + CT_PF_L2, _MM_HINT_T1);
             }
         __m512 w0[4], w1[4];
 #pragma GCC unroll 4
@@ -126,12 +115,12 @@ ALWAYS_INLINE void blk4e(const ct_mat *w, const float *x, int r, int nr, int pf,
    (once per 4 groups) and of scales (once per 16). */
 ALWAYS_INLINE void pf_q4(const uint8_t *p, const float *sc, int g) {
     if ((g & 3) == 0) {
-        _mm_prefetch((const char *)(p + (size_t)g * 16) + PFB, _MM_HINT_T0);
-        _mm_prefetch((const char *)(p + (size_t)g * 16) + PFB2, _MM_HINT_T1);
+        _mm_prefetch((const char *)(p + (size_t)g * 16) + CT_PF_L1, _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + (size_t)g * 16) + CT_PF_L2, _MM_HINT_T1);
     }
     if ((g & 15) == 0) {
-        _mm_prefetch((const char *)(sc + g) + PFB / 4, _MM_HINT_T0);
-        _mm_prefetch((const char *)(sc + g) + PFB2 / 4, _MM_HINT_T1);
+        _mm_prefetch((const char *)(sc + g) + CT_PF_L1 / 4, _MM_HINT_T0);
+        _mm_prefetch((const char *)(sc + g) + CT_PF_L2 / 4, _MM_HINT_T1);
     }
 }
 
@@ -181,7 +170,7 @@ static _Thread_local float gx[GX_FLOATS]; /* the activations, rows C + 16 floats
 /* One column pass of gemm4 over 4 rows p[4] (dtype DT, a constant) and NT tokens x[NT][xs]:
    chunks k0, k0 + 32, ... below C32, then (tail) the ragged tail, into accumulators started at
    zero and stored to acc[4 * t + i]; pf: the next rows, prefetched into L1; far: the first
-   token block over these rows (read from DRAM): their lines PFB2 bytes ahead into L2. The
+   token block over these rows (read from DRAM): their lines CT_PF_L2 bytes ahead into L2. The
    accumulators are named variables, not an array: GCC keeps an array of 20 vectors in memory. */
 #define G4_T(t, A0, A1, A2, A3)                                                                 \
     if (NT > t) {                                                                               \
@@ -215,7 +204,7 @@ ALWAYS_INLINE void gemm4_pass(const void *const *p, const ct_dtype DT, const flo
         if (far && ((k * eb) & 63) == 0)
             for (int i = 0; i < 4; i++)
                 for (int b = 0; b < 32 * eb; b += 64)
-                    _mm_prefetch((const char *)p[i] + (size_t)k * eb + b + PFB2, _MM_HINT_T1);
+                    _mm_prefetch((const char *)p[i] + (size_t)k * eb + b + CT_PF_L2, _MM_HINT_T1);
         G4_STEP
     }
     for (int k = C32; tail && k < C; k += 16) {

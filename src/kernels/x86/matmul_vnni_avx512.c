@@ -29,9 +29,7 @@
 #ifndef XQ_PFB
 #define XQ_PFB 1024
 #endif
-#ifndef XQ_PFB2
-#define XQ_PFB2 16384
-#endif
+#define XQ_PFB2 CT_PF_L2
 
 typedef struct {
     int8_t q[XQ_TOK][CT_XQ_MAXC + 64];             /* quantized activations (INT4: permuted, padded) */
