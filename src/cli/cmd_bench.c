@@ -713,7 +713,8 @@ static int bench_codec_batch(const char *model, ct_pool *pool, int threads, int 
 }
 
 /* `bench kernels`: every weight format x shape x token count through the selected kernel
-   table on a pool, weights cold in memory (a 1 GiB working set rotated per call). */
+   table on a pool, weights cold in memory (a 1 GiB working set rotated per call, each copy with
+   its own INT8/INT4 scales). */
 static int cmd_kernels(int argc, char **argv) {
     int threads = 0, ms = 300;
     const char *model = NULL;
@@ -775,25 +776,31 @@ static int cmd_kernels(int argc, char **argv) {
                 mb = (size_t)R * C / 2;
                 ct_quantize_q4(wf, CT_DT_F32, R, C, buf, sc);
             }
-            m.scales = sc;
+            /* each copy: the weights, then their scales (INT8 per row, INT4 per group) */
+            const size_t ssz = f == 2 ? (size_t)R * sizeof(float) : f == 3 ? (size_t)R * C / CT_Q4_GROUP * sizeof(float) : 0;
+            const size_t stride = (mb + ssz + 63) & ~(size_t)63;
+            if (ssz) memcpy(buf + mb, sc, ssz);
             /* the integer-dot mode, as the loader sets it */
             m.xq = f >= 2 && ct_kernels()->xq && C % 64 == 0 && C <= CT_XQ_MAXC;
-            const int copies = (int)(set / mb);
-            for (int k = 1; k < copies; k++) memcpy(buf + (size_t)k * mb, buf, mb);
+            const int copies = (int)(set / stride);
+            for (int k = 1; k < copies; k++) memcpy(buf + (size_t)k * stride, buf, stride);
             m.data = buf;
+            m.scales = ssz ? (const float *)(buf + mb) : NULL;
             for (double t_w = ct_now_ms() + 200; ct_now_ms() < t_w;) /* warm up: clocks, tiles */
                 ct_matmul_pool(pool, &m, NULL, x, y, 16);
             for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
                 const int n = toks[ti];
                 double best = 1e30, t_end = ct_now_ms() + ms;
                 for (int it = 0; ct_now_ms() < t_end || it < 3; it++) {
-                    m.data = buf + (size_t)(it % copies) * mb;
+                    m.data = buf + (size_t)(it % copies) * stride;
+                    if (ssz) m.scales = (const float *)((const uint8_t *)m.data + mb);
                     double t0 = ct_now_ms();
                     ct_matmul_pool(pool, &m, NULL, x, y, n);
                     double t = ct_now_ms() - t0;
                     if (t < best) best = t;
                 }
                 m.data = buf;
+                m.scales = ssz ? (const float *)(buf + mb) : NULL;
                 double bytes = (double)ct_mat_bytes(&m);
                 printf("| %s | %d x %d | %d | %.1f | %.1f | %.1f |\n", fn[f], R, C, n, best * 1e3,
                        bytes / (best * 1e-3) / 1e9, 2.0 * R * C * n / (best * 1e-3) / 1e9);
