@@ -35,6 +35,8 @@ typedef struct {
     int8_t q[XQ_TOK][CT_XQ_MAXC + 64];             /* quantized activations (INT4: permuted, padded) */
     int32_t corr[XQ_TOK][CT_XQ_MAXC / 4];          /* -offset * sum of each lane's activation bytes */
     float s[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP + 4]; /* group scales (INT4: zero past the last group) */
+    float s4[XQ_TOK][CT_XQ_MAXC / 8 + 16];         /* INT4: per 128-column step the step's four group
+                                                      scales spread over 16 lanes (lane j: group j / 4) */
 } xq_buf;
 
 static _Thread_local xq_buf xb;
@@ -80,6 +82,9 @@ VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int t) {
             xb.s[t][k / 32 + 2] = xb.s[t][k / 32 + 3] = 0.0f;
         }
         if (j == 1 || k + 64 == C) {
+            const __m512i gi = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+            _mm512_storeu_ps(xb.s4[t] + K / 8,
+                             _mm512_permutexvar_ps(gi, _mm512_castps128_ps512(_mm_loadu_ps(xb.s[t] + K / 32))));
             __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512((const void *)(q + K)));
             lane = _mm512_dpbusd_epi32(lane, ones, _mm512_loadu_si512((const void *)(q + K + 64)));
             _mm512_storeu_si512((void *)(xb.corr[t] + K / 8), _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane, 3)));
@@ -129,54 +134,61 @@ VNNI_TARGET ALWAYS_INLINE __m512 spread4(const float *p, __mmask8 m, __m512i idx
     return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_maskz_loadu_ps(m, p)));
 }
 
-/* INT4: as xq_blk4_i8, 128 columns per step. */
+/* INT4, one 128-column step at k (kb = k / 2 bytes) of the rows p[NR] with scales sc[NR] for
+   NT tokens from slots t0..: full = 0 for a last 64-column half step. */
+VNNI_TARGET ALWAYS_INLINE void xq_q4_step(const uint8_t *const *p, const float *const *sc, int k, int t0,
+                                          const int NT, const int full, __m512 *acc) {
+    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i nib = _mm512_set1_epi8(0x0f);
+    const int kb = k / 2;
+    __m512i lo[4], hi[4];
+    __m512 sw[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        const __m512i v = full ? _mm512_loadu_si512((const void *)(p[i] + kb))
+                               : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(p[i] + kb)));
+        lo[i] = _mm512_and_si512(v, nib);
+        hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+        sw[i] = spread4(sc[i] + k / 32, full ? 0xf : 0x3, idx);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) {
+        const int8_t *xq = xb.q[t0 + t] + k;
+        const __m512i xl = _mm512_loadu_si512((const void *)xq), xh = _mm512_loadu_si512((const void *)(xq + 64));
+        const __m512i cv = _mm512_loadu_si512((const void *)(xb.corr[t0 + t] + k / 8));
+        const float *sx = xb.s4[t0 + t] + k / 8;
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[i], xl), hi[i], xh);
+            acc[4 * i + t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_loadu_ps(sx)), sw[i], acc[4 * i + t]);
+        }
+    }
+}
+
+/* INT4: as xq_blk4_i8, 128 columns per step (a last 64-column half step apart). */
 VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int t0, const int NT) {
-    const int C = w->cols;
+    const int C = w->cols, Cf = C & ~127;
     const uint8_t *p[4];
     const float *sc[4];
     for (int i = 0; i < 4; i++) {
         p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
         sc[i] = ct_row_sc(w, r + (i < nr ? i : nr - 1));
     }
-    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    const __m512i nib = _mm512_set1_epi8(0x0f);
     __m512 acc[16];
     for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
-    for (int k = 0; k < C; k += 128) {
-        const int kb = k / 2, full = k + 128 <= C;
-        const __mmask8 m = full ? 0xf : 0x3;
+    for (int k = 0; k < Cf; k += 128) {
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
-            _mm_prefetch((const char *)p[i] + kb + XQ_PFB, _MM_HINT_T0);
-            _mm_prefetch((const char *)p[i] + kb + XQ_PFB2, _MM_HINT_T1);
+            _mm_prefetch((const char *)p[i] + k / 2 + XQ_PFB, _MM_HINT_T0);
+            _mm_prefetch((const char *)p[i] + k / 2 + XQ_PFB2, _MM_HINT_T1);
             if ((k & 511) == 0) { /* the group scales, a separate stream: once per 64 bytes */
                 _mm_prefetch((const char *)(sc[i] + k / 32) + XQ_PFB / 4, _MM_HINT_T0);
                 _mm_prefetch((const char *)(sc[i] + k / 32) + XQ_PFB2 / 4, _MM_HINT_T1);
             }
         }
-        __m512i lo[4], hi[4];
-        __m512 sw[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            const __m512i v = full ? _mm512_loadu_si512((const void *)(p[i] + kb))
-                                   : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(p[i] + kb)));
-            lo[i] = _mm512_and_si512(v, nib);
-            hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
-            sw[i] = spread4(sc[i] + k / 32, m, idx);
-        }
-#pragma GCC unroll 4
-        for (int t = 0; t < NT; t++) {
-            const int8_t *xq = xb.q[t0 + t] + k;
-            const __m512i xl = _mm512_loadu_si512((const void *)xq), xh = _mm512_loadu_si512((const void *)(xq + 64));
-            const __m512i cv = _mm512_loadu_si512((const void *)(xb.corr[t0 + t] + k / 8));
-            const __m512 sx = spread4(xb.s[t0 + t] + k / 32, 0xf, idx);
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[i], xl), hi[i], xh);
-                acc[4 * i + t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(d), sx), sw[i], acc[4 * i + t]);
-            }
-        }
+        xq_q4_step(p, sc, k, t0, NT, 1, acc);
     }
+    if (Cf < C) xq_q4_step(p, sc, Cf, t0, NT, 0, acc);
     return ct_reduce16(acc);
 }
 
