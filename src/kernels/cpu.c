@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE /* syscall() for the AMX permission request */
 #include "kernels/cpu.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,7 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
 }
 
 _Thread_local ct_xq_reuse ct_xq_tls;
+int ct_xq_tok_max = INT_MAX;
 
 const ct_kernel_table *ct_kernels(void) {
     if (!__atomic_load_n(&selected, __ATOMIC_ACQUIRE)) {

@@ -109,6 +109,10 @@ void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, flo
                          int r0, int r1);
 #define CT_DP_MIN_TOKENS 8
 #define CT_AMX_MIN_TOKENS 16
+/* Calls of fewer tokens than this run xq matrices in the integer-dot mode: CT_AMX_MIN_TOKENS
+   while AMX takes INT8/INT4 prefill (set by ct_matmul_amx_enable), else INT_MAX (every call:
+   without AMX the integer-dot kernels are also the fastest prefill, docs/KERNELS.md). */
+extern int ct_xq_tok_max;
 /* Turns the AMX-BF16 prefill path of the avx512bf16 variant on or off (the caller must have
    obtained the OS permission for tile data); returns the new state. */
 int ct_matmul_amx_enable(int on);

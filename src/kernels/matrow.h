@@ -38,9 +38,10 @@ static inline float ct_post_scale(const ct_mat *w, int r) {
 }
 
 /* 1 when a call over n tokens runs in the integer-dot mode: xq INT8/INT4 weights and fewer
-   than CT_AMX_MIN_TOKENS tokens (decode); longer calls (prefill) keep f32 activations. */
+   than ct_xq_tok_max tokens (every call, or decode-sized ones where AMX takes the prefill with
+   f32 activations). */
 static inline int ct_xq_active(const ct_mat *w, int n) {
-    return w->xq && n < CT_AMX_MIN_TOKENS && (w->dtype == CT_DT_I8 || w->dtype == CT_DT_U8);
+    return w->xq && (w->dtype == CT_DT_I8 || w->dtype == CT_DT_U8) && n < ct_xq_tok_max;
 }
 
 #endif

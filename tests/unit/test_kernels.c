@@ -9,6 +9,7 @@
    matches a double-precision dot of the dequantized rows; the pool's row split gives
    bit-identical results for any thread count in every format; a forced ISA the CPU lacks is
    an error. */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -256,20 +257,38 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
             }
         }
         CHECKF(same, "%s: integer-dot results depend on the thread count", ct_isa_name((ct_isa)isa));
-        /* prefill-sized calls keep f32 activations */
-        for (int fmt = 0; fmt < 2; fmt++) {
-            ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
-            if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
-            else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
-            ct_mat wn = w;
-            wn.xq = 0;
-            for (int i = 0; i < CT_AMX_MIN_TOKENS * C; i++) x[i] = urand(rng);
-            fn(&w, NULL, x, y0, CT_AMX_MIN_TOKENS, 0, R);
-            fn(&wn, NULL, x, y1, CT_AMX_MIN_TOKENS, 0, R);
-            CHECKF(memcmp(y0, y1, sizeof(float) * CT_AMX_MIN_TOKENS * R) == 0,
-                   "%s: a %d-token call on an xq matrix is not the f32-activation result",
-                   ct_isa_name((ct_isa)isa), CT_AMX_MIN_TOKENS);
+        /* prefill-sized calls: f32 activations while AMX takes them (ct_xq_tok_max =
+           CT_AMX_MIN_TOKENS), else the integer-dot mode, each token bit for bit its solo
+           (decode) result; both settings on every variant */
+        const int tok_max = ct_xq_tok_max;
+        for (int amx_rule = 0; amx_rule < 2; amx_rule++) {
+            ct_xq_tok_max = amx_rule ? CT_AMX_MIN_TOKENS : INT_MAX;
+            for (int fmt = 0; fmt < 2; fmt++) {
+                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+                else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
+                ct_mat wn = w;
+                wn.xq = 0;
+                const float *xt = x + (size_t)fmt * CT_AMX_MIN_TOKENS * C; /* the same x both rules */
+                if (!amx_rule)
+                    for (int i = 0; i < CT_AMX_MIN_TOKENS * C; i++) x[(size_t)fmt * CT_AMX_MIN_TOKENS * C + i] = urand(rng);
+                fn(&w, NULL, xt, y0, CT_AMX_MIN_TOKENS, 0, R);
+                if (amx_rule) {
+                    fn(&wn, NULL, xt, y1, CT_AMX_MIN_TOKENS, 0, R);
+                } else {
+                    for (int t = 0; t < CT_AMX_MIN_TOKENS; t++) fn(&w, NULL, xt + (size_t)t * C, y1 + (size_t)t * R, 1, 0, R);
+                    fn(&wn, NULL, xt, yf, CT_AMX_MIN_TOKENS, 0, R);
+                    CHECKF(memcmp(y0, yf, sizeof(float) * CT_AMX_MIN_TOKENS * R) != 0,
+                           "%s: a %d-token call on an xq matrix without AMX kept f32 activations",
+                           ct_isa_name((ct_isa)isa), CT_AMX_MIN_TOKENS);
+                }
+                CHECKF(memcmp(y0, y1, sizeof(float) * CT_AMX_MIN_TOKENS * R) == 0,
+                       "%s: a %d-token call on an xq matrix (%s) is not the %s result", ct_isa_name((ct_isa)isa),
+                       CT_AMX_MIN_TOKENS, amx_rule ? "AMX rule" : "no AMX",
+                       amx_rule ? "f32-activation" : "one-token integer-dot");
+            }
         }
+        ct_xq_tok_max = tok_max;
     }
     CHECK(variants > 0);
     /* the integer-dot kernel (VNNI, SDOT) called directly past one quantization pass (37
@@ -507,6 +526,7 @@ int main(void) {
 #if defined(__x86_64__)
         ct_matmul_amx_enable(use_amx);
         ct_matmul_bf16act_enable(bf16act);
+        CHECK(ct_xq_tok_max == (use_amx ? CT_AMX_MIN_TOKENS : INT_MAX)); /* AMX takes xq prefill */
 #endif
         ct_matmul_rows_fn fn = ct_matmul_rows_for((ct_isa)isa);
         if (!fn || !ct_isa_supported((ct_isa)isa, &f)) continue;

@@ -11,6 +11,7 @@
      bf16. Everything else falls through to the f32 kernels. The f32-weight path never
      reaches bf16 arithmetic. */
 #include <immintrin.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -705,6 +706,7 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
 
 int ct_matmul_amx_enable(int on) {
     amx_on = on;
+    ct_xq_tok_max = on ? CT_AMX_MIN_TOKENS : INT_MAX;
     return amx_on;
 }
 
