@@ -46,10 +46,10 @@ CT_API const char *ct_version(void);
                        level (activations rounded to bf16: faster, about 1e-5 NMSE off the f32
                        result per matmul). Default off. Read once, at kernel selection.
    CODECTALK_INT8_ACT  "0": INT8/INT4 weights keep f32 activations. Default: at the levels with
-                       integer-dot kernels (avx512bf16: VNNI, neon-dotprod: SDOT), calls of
-                       fewer than 16 tokens (decode) quantize activations to int8 per 32
-                       columns, which changes INT8/INT4 results slightly. Read once, at kernel
-                       selection.
+                       integer-dot kernels (avx512bf16: VNNI, neon-dotprod: SDOT), matmuls
+                       quantize activations to int8 per 32 columns (decode and prompt; where
+                       AMX is available the prompt keeps f32 activations on AMX tiles), which
+                       changes INT8/INT4 results slightly. Read once, at kernel selection.
    CODECTALK_STEP_STATS_DIR
                        A directory: collect per-step timing counters and write them as
                        <dir>/<role>_<pid>.json every 500 samples and at exit (docs/STREAMING.md

@@ -4,7 +4,9 @@
    argmax agreement and logit NMSE against f32. Bounds: bf16 (as stored, f32 activations
    everywhere) NMSE <= 1e-8 with full agreement, int8 <= 1e-2, int4/mixed <= 0.2; a quantized safetensors file with a wrong
    scales shape or a missing scales tensor is rejected by name. CT_QUANT_MODEL=DIR adds a
-   full-size model (e.g. from `codectalk make-model`) to the report. */
+   full-size model (e.g. from `codectalk make-model`) to the report. INT8/INT4 prompts give
+   the same talker logits and codes for every prefill pass size unless AMX takes the prefill
+   (docs/KERNELS.md "Integer-dot mode"). */
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "ct_test.h"
 #include "kernels/cpu.h"
 #include "model/session_internal.h"
+#include "test_models.h"
 
 #define DATA CT_SRC_DIR "/tests/data/parity"
 #define TOKDIR CT_SRC_DIR "/assets/qwen3-tokenizer"
@@ -240,6 +243,70 @@ static int write_st(const char *path, const wt *t, int n) {
     return 1;
 }
 
+/* INT8/INT4 on parity128 (every matrix >= 128 columns, so the integer-dot mode applies where
+   the level has it): prefill passes of 1, 7 and 32 tokens give bit-identical talker logits
+   after the prompt and the same 6 greedy frames, except where AMX takes passes of >= 16
+   tokens with f32 activations (ct_xq_tok_max; then only 1 and 7 must agree). Where the
+   integer-dot mode is on and AMX is not, the same 32-token passes under the AMX rule must give
+   other logits (the check can fail). */
+static void test_prefill_pass_invariance(void) {
+    const char *dir = ct_test_make("parity128", "test_quant_p128", 3);
+    CHECK(dir != NULL);
+    if (!dir) return;
+    static const char *qf[2] = {"int8", "int4"};
+    for (int f = 0; f < 2; f++) {
+        char err[512];
+        ct_model *m = NULL;
+        ct_model_params mp = ct_model_params_default();
+        mp.weights = qf[f];
+        CHECKF(ct_model_load(dir, &mp, &m, err, sizeof err) == CT_OK, "%s", err);
+        if (!m) continue;
+        ct_gen_params g = ct_gen_params_default();
+        g.text = "The quick brown fox jumps over the lazy dog, and then it runs far away into the deep "
+                 "green forest to find its friends. They play by the river until the sun goes down and "
+                 "the stars come out. Then they all walk home together, tired and happy.";
+        g.speaker = m->cfg.speakers[0].name;
+        g.greedy = 1;
+        g.max_frames = g.min_new_tokens = 6;
+        const int V = m->cfg.talker.vocab, chunks[4] = {1, 7, 32, 32};
+        const int amx_prefill = ct_xq_tok_max <= 32, xq = m->talker.layers[0].q.xq, tok_max = ct_xq_tok_max;
+        float *lg[4];
+        int32_t codes[4][6 * CT_MAX_GROUPS];
+        memset(codes, 0, sizeof codes);
+        int plen = 0;
+        for (int i = 0; i < 4; i++) {
+            /* run 3: 32-token passes with f32 activations (the AMX rule), which must differ */
+            if (i == 3) ct_xq_tok_max = CT_AMX_MIN_TOKENS;
+            lg[i] = calloc((size_t)V, sizeof(float));
+            ct_session *s = NULL;
+            CHECKF(ct_session_create_chunked(m, 256, chunks[i], NULL, &s, err, sizeof err) == CT_OK, "%s", err);
+            if (!s) continue;
+            CHECK(ct_session_start(s, &g) == CT_OK);
+            plen = ct_session_run_info(s).prompt_len;
+            ct_talker_logits(s, lg[i]);
+            for (int k = 0; k < 6; k++) {
+                int got = 0;
+                CHECK(ct_session_next_frame(s, codes[i] + k * CT_MAX_GROUPS, &got) == CT_OK && got == 1);
+            }
+            ct_session_free(s);
+            ct_xq_tok_max = tok_max;
+        }
+        if (xq && !amx_prefill)
+            CHECKF(memcmp(lg[3], lg[2], sizeof(float) * V) != 0, "%s: f32-activation prefill passes gave the "
+                   "integer-dot logits", qf[f]);
+        CHECK(plen > 32 && plen % 32); /* a 32-token pass and a shorter last one */
+        CHECKF(memcmp(lg[0], lg[1], sizeof(float) * V) == 0 && memcmp(codes[0], codes[1], sizeof codes[0]) == 0,
+               "%s: prefill passes of 1 and 7 tokens differ", qf[f]);
+        if (!amx_prefill)
+            CHECKF(memcmp(lg[0], lg[2], sizeof(float) * V) == 0 && memcmp(codes[0], codes[2], sizeof codes[0]) == 0,
+                   "%s: prefill passes of 1 and 32 tokens differ", qf[f]);
+        printf("%s on parity128, %d-position prompt: prefill passes of 1, 7%s give the same logits and codes%s\n",
+               qf[f], plen, amx_prefill ? "" : " and 32", amx_prefill ? " (AMX takes 32-token passes)" : "");
+        for (int i = 0; i < 4; i++) free(lg[i]);
+        ct_model_free(m);
+    }
+}
+
 int main(void) {
     json_error_t je;
     json_t *man = json_load_file(DATA "/manifest.json", 0, &je);
@@ -289,6 +356,8 @@ int main(void) {
         }
         ct_model_free(m0);
     }
+
+    test_prefill_pass_invariance();
 
     /* a pre-quantized file whose scales do not match is rejected by name */
     {

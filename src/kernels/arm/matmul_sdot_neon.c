@@ -26,7 +26,7 @@
 #endif
 #define SDOT_INLINE SDOT_TARGET static inline __attribute__((always_inline))
 
-#define XQ_TOK 16 /* tokens quantized per pass (routed calls have fewer than CT_AMX_MIN_TOKENS) */
+#define XQ_TOK 16 /* tokens quantized per pass (a prompt pass takes several) */
 
 typedef struct {
     int8_t q[XQ_TOK][CT_XQ_MAXC];              /* quantized activations, natural order */

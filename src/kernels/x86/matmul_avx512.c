@@ -4,7 +4,8 @@
    - n > 1: register-blocked GEMM, 4 rows x up to 4 tokens, rows walked in chunks that stay in
      L2 while every token block passes over them, 16 accumulators reduced by one shuffle tree;
    - ct_matmul_rows_avx512bf16: INT8/INT4 matrices in the integer-dot mode go to the VNNI
-     kernel for decode-sized calls; BF16 weights use AMX tiles (TDPBF16PS) on split
+     kernel for the calls ct_xq_active selects (every call without AMX, decode-sized ones
+     with it); BF16 weights use AMX tiles (TDPBF16PS) on split
      activations (hi + lo bf16, f32-exact to ~1e-10 NMSE) for every token count where the CPU
      and OS allow them, INT8/INT4 for n >= CT_AMX_MIN_TOKENS; in the opt-in bf16-activation
      mode, VDPBF16PS (n >= CT_DP_MIN_TOKENS) or single-term AMX on activations rounded to

@@ -10,7 +10,7 @@
    lies in the same group j / 4, so both chain into one integer accumulator and a group's
    scale is applied once per 8 products; its activations are stored in the order the nibbles
    unpack to: per 128 columns, [g0..g3 columns 0-15 | g0..g3 columns 16-31] (a last 64-column
-   step holds g0, g1 and zeros). */
+   step holds g0, g1 and zeros), and each step's four group scales spread over 16 lanes. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
