@@ -49,6 +49,18 @@ typedef struct {
     int ith;
 } worker_arg;
 
+/* The calling thread's place in the pool run it is in (set around each job call; thread 0 of
+   1 outside a run): ct_pool_range_next hands out chunks by it. */
+static _Thread_local int run_ith, run_nth = 1;
+
+static void run_job(ct_pool_job job, void *ctx, int ith, int nth) {
+    run_ith = ith;
+    run_nth = nth;
+    job(ctx, ith, nth);
+    run_ith = 0;
+    run_nth = 1;
+}
+
 static void futex_wait(_Atomic unsigned *addr, unsigned val) {
     syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
@@ -122,7 +134,7 @@ static void *worker(void *arg) {
         /* Joining checks the run's generation, so a worker that slept through runs never
            runs an old job, nor the current one twice. */
         if (!join_run(p, g)) continue;
-        p->job(p->ctx, a.ith, p->n);
+        run_job(p->job, p->ctx, a.ith, p->n);
         leave_run(p);
     }
 }
@@ -208,7 +220,7 @@ void ct_pool_run(ct_pool *p, ct_pool_job job, void *ctx) {
         return;
     }
     start_run(p, job, ctx);
-    job(ctx, 0, p->n);
+    run_job(job, ctx, 0, p->n);
     wait_workers(p, 1);
 }
 
@@ -218,7 +230,7 @@ void ct_pool_run_dyn(ct_pool *p, ct_pool_job job, void *ctx) {
         return;
     }
     start_run(p, job, ctx);
-    job(ctx, 0, p->n);
+    run_job(job, ctx, 0, p->n);
     /* Every chunk is taken: close the run so late workers skip it, then wait only for the
        chunks in flight. */
     atomic_fetch_or(&p->act, ACT_CLOSED);
@@ -252,22 +264,41 @@ int ct_pool_chunk(const ct_pool *p, int n, int align) {
 void ct_pool_range_init(ct_pool_range *r, int n, int align, int chunk) {
     if (align < 1) align = 1;
     if (chunk < 1) chunk = 1;
-    atomic_init(&r->next, 0);
+    for (int s = 0; s < CT_POOL_SHARES; s++) atomic_init(&r->share[s], 0);
     r->n = n > 0 ? n : 0;
     r->chunk = (chunk + align - 1) / align * align;
 }
 
-int ct_pool_range_next(ct_pool_range *r, int *lo, int *hi) {
-    int b = atomic_load_explicit(&r->next, memory_order_relaxed);
+/* Chunk i of share s of P when the range has nc chunks: shares [s * nc / P, (s + 1) * nc / P). */
+static int share_lo(int s, int nc, int P) { return (int)((long long)s * nc / P); }
+
+/* One chunk from share s: from its front (own) or its back; -1 when the share is empty. */
+static int share_take(ct_pool_range *r, int s, int nc, int P, int front) {
+    const int lo = share_lo(s, nc, P), size = share_lo(s + 1, nc, P) - lo;
+    unsigned long long v = atomic_load_explicit(&r->share[s], memory_order_relaxed);
     for (;;) {
-        if (b >= r->n) return 0;
-        int e = r->n - b > r->chunk ? b + r->chunk : r->n;
+        const int f = (int)(v & 0xffffffffu), b = (int)(v >> 32);
+        if (f + b >= size) return -1;
+        const unsigned long long nv = front ? v + 1 : v + (1ull << 32);
         /* relaxed: the chunk's results reach the caller through the run's join word */
-        if (atomic_compare_exchange_weak_explicit(&r->next, &b, e, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *lo = b;
-            *hi = e;
-            return 1;
-        }
+        if (atomic_compare_exchange_weak_explicit(&r->share[s], &v, nv, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return front ? lo + f : lo + size - 1 - b;
     }
+}
+
+int ct_pool_range_next_as(ct_pool_range *r, int ith, int nth, int *lo, int *hi) {
+    const int nc = (r->n + r->chunk - 1) / r->chunk;
+    const int P = nth < 1 ? 1 : nth > CT_POOL_SHARES ? CT_POOL_SHARES : nth;
+    const int own = ith % P;
+    int c = share_take(r, own, nc, P, 1);
+    for (int k = 1; c < 0 && k < P; k++) c = share_take(r, (own + k) % P, nc, P, 0);
+    if (c < 0) return 0;
+    *lo = c * r->chunk;
+    *hi = r->n - *lo > r->chunk ? *lo + r->chunk : r->n;
+    return 1;
+}
+
+int ct_pool_range_next(ct_pool_range *r, int *lo, int *hi) {
+    return ct_pool_range_next_as(r, run_ith, run_nth, lo, hi);
 }

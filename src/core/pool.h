@@ -29,10 +29,15 @@ void ct_pool_run(ct_pool *p, ct_pool_job job, void *ctx);
 /* Splits [0, n) into nth contiguous parts aligned to `align`; part ith is [*lo, *hi). */
 void ct_pool_split(int n, int ith, int nth, int align, int *lo, int *hi);
 
-/* A range [0, n) handed out in chunks to whichever threads ask first. */
+/* A range [0, n) handed out in chunks. Its chunks are split into one contiguous share per
+   thread of the run (up to CT_POOL_SHARES): a thread takes its own share's chunks from the
+   front, so it streams through adjacent rows, and once that is empty takes the other shares'
+   chunks from their back ends, so a late or descheduled thread's share is done by the others. */
+#define CT_POOL_SHARES 8
 typedef struct {
-    _Atomic int next; /* start of the next chunk not yet taken */
     int n, chunk;
+    _Atomic unsigned long long share[CT_POOL_SHARES]; /* per share: chunks taken from its front
+                                                         (bits 0..31) and from its back (32..63) */
 } ct_pool_range;
 
 /* Chunk size for splitting [0, n) over p: a multiple of align giving each thread about
@@ -42,9 +47,12 @@ int ct_pool_chunk(const ct_pool *p, int n, int align);
 /* Prepares r to hand out [0, n) as [0, c), [c, 2c), ... with c = chunk rounded up to a
    multiple of align (chunk < 1 counts as 1; the last chunk ends at n). */
 void ct_pool_range_init(ct_pool_range *r, int n, int align, int chunk);
-/* Takes the next chunk: returns 1 with [*lo, *hi), or 0 once every chunk has been taken.
-   Each chunk goes to exactly one caller. */
+/* Takes the next chunk for the calling thread (its index and the thread count of the pool run
+   it is in; outside a run, thread 0 of 1): returns 1 with [*lo, *hi), or 0 once every chunk
+   has been taken. Each chunk goes to exactly one caller. */
 int ct_pool_range_next(ct_pool_range *r, int *lo, int *hi);
+/* The same as thread ith of nth (ct_pool_range_next passes the run's). */
+int ct_pool_range_next_as(ct_pool_range *r, int ith, int nth, int *lo, int *hi);
 
 /* Runs job on the calling thread and on every worker that starts before the caller's job
    returns; returns when each started call has returned. The job must take all of its work

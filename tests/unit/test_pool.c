@@ -1,6 +1,7 @@
 /* Worker pool: dynamic chunks cover every index exactly once (many n, align, chunk and thread
-   counts), a worker delayed inside its chunk still leaves all work done, late workers never run a
-   finished run's job, and static runs still reach every thread once. */
+   counts), each thread takes its own contiguous share first and then the others' from their
+   back ends, a worker delayed inside its chunk still leaves all work done, late workers never
+   run a finished run's job, and static runs still reach every thread once. */
 #define _POSIX_C_SOURCE 200809L
 #include <sched.h>
 #include <stdatomic.h>
@@ -95,7 +96,43 @@ static void static_run(void *ctx, int ith, int nth) {
     atomic_fetch_add(&static_hits[ith], 1);
 }
 
+/* Shares, driven by hand (ct_pool_range_next_as): 10 chunks of 8 over 2 threads are shares
+   0-4 and 5-9; each thread takes its own from the front; a thread whose share is empty takes
+   the other's last chunk; 11 threads (more than CT_POOL_SHARES) still cover every chunk once. */
+static void test_shares(void) {
+    ct_pool_range r;
+    int lo, hi, seq[10], k = 0;
+    ct_pool_range_init(&r, 77, 1, 8); /* chunks [0,8) .. [72,77) */
+    CHECK(ct_pool_range_next_as(&r, 0, 2, &lo, &hi) && lo == 0 && hi == 8);
+    CHECK(ct_pool_range_next_as(&r, 1, 2, &lo, &hi) && lo == 40 && hi == 48);
+    CHECK(ct_pool_range_next_as(&r, 1, 2, &lo, &hi) && lo == 48 && hi == 56);
+    CHECK(ct_pool_range_next_as(&r, 0, 2, &lo, &hi) && lo == 8 && hi == 16);
+    /* thread 1 takes the rest of its share (56, 64, 72), then steals 32 and 24 from the back of
+       share 0; thread 0 gets 16 and then nothing */
+    while (k < 10 && ct_pool_range_next_as(&r, 1, 2, &lo, &hi)) {
+        seq[k++] = lo;
+        if (k == 5) break;
+    }
+    CHECK(k == 5 && seq[0] == 56 && seq[1] == 64 && seq[2] == 72 && seq[3] == 32 && seq[4] == 24);
+    CHECK(ct_pool_range_next_as(&r, 1, 2, &lo, &hi) && lo == 16 && hi == 24);
+    CHECK(!ct_pool_range_next_as(&r, 0, 2, &lo, &hi) && !ct_pool_range_next_as(&r, 1, 2, &lo, &hi));
+    /* more threads than shares: threads ith and ith + CT_POOL_SHARES share a share */
+    int hits[1000] = {0}, ok = 1;
+    ct_pool_range_init(&r, 1000, 4, 12);
+    for (int round = 0; round < 200; round++)
+        for (int t = 0; t < 11; t++)
+            if (ct_pool_range_next_as(&r, (t * 7 + round) % 11, 11, &lo, &hi))
+                for (int i = lo; i < hi; i++) hits[i]++;
+    for (int i = 0; i < 1000; i++) ok &= hits[i] == 1;
+    CHECKF(ok, "11 threads over %d shares", CT_POOL_SHARES);
+    /* outside a pool run ct_pool_range_next is thread 0 of 1: front to back */
+    ct_pool_range_init(&r, 20, 1, 5);
+    for (int c = 0; c < 4; c++) CHECK(ct_pool_range_next(&r, &lo, &hi) && lo == 5 * c && hi == 5 * c + 5);
+    CHECK(!ct_pool_range_next(&r, &lo, &hi));
+}
+
 int main(void) {
+    test_shares();
     static const int ns[] = {0, 1, 2, 3, 5, 7, 8, 15, 16, 17, 64, 100, 1000, 1023, MAXN};
     static const int aligns[] = {1, 2, 4, 8, 16};
     static const int chunks[] = {0, 1, 3, 16, 100, 5000};
