@@ -3,12 +3,13 @@
    ct_xq_quantize) and VPDPBUSD multiplies them with the weights fed as unsigned bytes (INT8
    q ^ 0x80 = q + 128, INT4 nibbles q + 8); every lane's integer accumulator starts at
    -offset * (the sum of the activation bytes it multiplies), so the offset cancels exactly.
-   4 rows x up to 4 tokens per block with one f32 accumulator per (row, token) and the fixed
-   reduction tree: results do not depend on the batch size or the thread count.
-   INT8 steps 64 columns (two groups) per VPDPBUSD. INT4 steps 128 columns (four groups) per
-   64-byte load: its low nibbles and its high nibbles are two VPDPBUSD operands whose lane j
-   lies in the same group j / 4, so both chain into one integer accumulator and a group's
-   scale is applied once per 8 products; its activations are stored in the order the nibbles
+   4 rows x up to 4 tokens per block, fixed reduction trees: results do not depend on the
+   batch size or the thread count. INT8 steps 64 columns (two groups) per VPDPBUSD, one f32
+   accumulator per (row, token). INT4 steps 128 columns (four groups) per 64-byte load: its
+   low and high nibbles are two VPDPBUSD operands whose lane j lies in the same group j / 4,
+   so both chain into one integer accumulator; the four lanes of a group are then summed in
+   integers for the 4 rows at once, so the scales are applied once per (row, token, group),
+   into one f32 accumulator per token. INT4 activations are stored in the order the nibbles
    unpack to: per 128 columns, [g0..g3 columns 0-15 | g0..g3 columns 16-31] (a last 64-column
    step holds g0, g1 and zeros), and each step's four group scales spread over 16 lanes. */
 #include <immintrin.h>
@@ -128,44 +129,49 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int 
     return ct_reduce16(acc);
 }
 
-/* Four consecutive group scales p[0..3] spread over the 16 lanes (lane j: group j / 4); m = 0xf,
-   or 0x3 for a last half step (the rest zero). */
-VNNI_TARGET ALWAYS_INLINE __m512 spread4(const float *p, __mmask8 m, __m512i idx) {
-    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_maskz_loadu_ps(m, p)));
-}
-
-/* INT4, one 128-column step at k (kb = k / 2 bytes) of the rows p[NR] with scales sc[NR] for
-   NT tokens from slots t0..: full = 0 for a last 64-column half step. */
+/* INT4, one 128-column step at k (kb = k / 2 bytes) of the rows p[4] with scales sc[4] for NT
+   tokens from slots t0..: full = 0 for a last 64-column half step. A row's four integer lanes
+   of a group are summed in integers first (exact, |sum| < 2^15), so each (row, token, group)
+   takes one convert, one multiply and one FMA: acc[t] lane 4 g + i is row i, group g of the
+   step. */
 VNNI_TARGET ALWAYS_INLINE void xq_q4_step(const uint8_t *const *p, const float *const *sc, int k, int t0,
                                           const int NT, const int full, __m512 *acc) {
-    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    /* lane 4 g + i <- lane 4 i + g: the rows' scales, loaded row after row, transposed */
+    const __m512i tr = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i nib = _mm512_set1_epi8(0x0f);
+    const __mmask8 m = full ? 0xf : 0x3;
     const int kb = k / 2;
     __m512i lo[4], hi[4];
-    __m512 sw[4];
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
         const __m512i v = full ? _mm512_loadu_si512((const void *)(p[i] + kb))
                                : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(p[i] + kb)));
         lo[i] = _mm512_and_si512(v, nib);
         hi[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
-        sw[i] = spread4(sc[i] + k / 32, full ? 0xf : 0x3, idx);
     }
+    __m512 sw = _mm512_castps128_ps512(_mm_maskz_loadu_ps(m, sc[0] + k / 32));
+    sw = _mm512_insertf32x4(sw, _mm_maskz_loadu_ps(m, sc[1] + k / 32), 1);
+    sw = _mm512_insertf32x4(sw, _mm_maskz_loadu_ps(m, sc[2] + k / 32), 2);
+    sw = _mm512_insertf32x4(sw, _mm_maskz_loadu_ps(m, sc[3] + k / 32), 3);
+    sw = _mm512_permutexvar_ps(tr, sw);
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++) {
         const int8_t *xq = xb.q[t0 + t] + k;
         const __m512i xl = _mm512_loadu_si512((const void *)xq), xh = _mm512_loadu_si512((const void *)(xq + 64));
         const __m512i cv = _mm512_loadu_si512((const void *)(xb.corr[t0 + t] + k / 8));
-        const float *sx = xb.s4[t0 + t] + k / 8;
+        __m512i d[4];
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[i], xl), hi[i], xh);
-            acc[4 * i + t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_loadu_ps(sx)), sw[i], acc[4 * i + t]);
-        }
+        for (int i = 0; i < 4; i++) d[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[i], xl), hi[i], xh);
+        /* per 128-bit block (one group): [sum d0, sum d1, sum d2, sum d3] */
+        const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]), _mm512_unpackhi_epi32(d[0], d[1]));
+        const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]), _mm512_unpackhi_epi32(d[2], d[3]));
+        const __m512i g = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(g), _mm512_loadu_ps(xb.s4[t0 + t] + k / 8)), sw, acc[t]);
     }
 }
 
-/* INT4: as xq_blk4_i8, 128 columns per step (a last 64-column half step apart). */
+/* INT4: as xq_blk4_i8, 128 columns per step (a last 64-column half step apart); the four
+   groups of each token's accumulator are summed at the end (lane 4 t + i: row i, token t). */
 VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int t0, const int NT) {
     const int C = w->cols, Cf = C & ~127;
     const uint8_t *p[4];
@@ -174,8 +180,8 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int 
         p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
         sc[i] = ct_row_sc(w, r + (i < nr ? i : nr - 1));
     }
-    __m512 acc[16];
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    __m512 acc[4];
+    for (int i = 0; i < 4; i++) acc[i] = _mm512_setzero_ps();
     for (int k = 0; k < Cf; k += 128) {
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
@@ -189,7 +195,12 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int 
         xq_q4_step(p, sc, k, t0, NT, 1, acc);
     }
     if (Cf < C) xq_q4_step(p, sc, Cf, t0, NT, 0, acc);
-    return ct_reduce16(acc);
+    const __m512 s0 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 s1 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(s0, s1, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(s0, s1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
