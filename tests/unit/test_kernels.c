@@ -153,10 +153,10 @@ static void check_batch_invariance(void) {
    exact integer formula in double, every variant against the reference (|err| <= 1e-5 *
    sum |w q s| per output, rows in several passes and token counts past one quantization
    pass), bit-identical results for any batch size and thread count, and the extra error of
-   int8 activations against f32 activations (printed; NMSE <= 2e-2 on these inputs, whose
-   30x outliers coarsen the step of their group). */
+   int8 activations against f32 activations (printed; NMSE <= 2e-2 over cases of 16 or more
+   outputs on these inputs, whose 30x outliers coarsen the step of their group). */
 static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
-    enum { MR = 300, MC = 3072, MT = 37 };
+    enum { MR = 300, MC = 4160, MT = 37 };
     float *wf = malloc(sizeof(float) * MR * MC), *x = malloc(sizeof(float) * MT * MC);
     float *y0 = malloc(sizeof(float) * MT * MR), *y1 = malloc(sizeof(float) * MT * MR);
     float *yf = malloc(sizeof(float) * MT * MR), *mag = malloc(sizeof(float) * MT * MR);
@@ -180,9 +180,10 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         }
         CHECKF(bad == 0 && s[1] == 0 && s[3] == 0 && s[0] > 0, "xq quantizer contract (%d bad)", bad);
     }
-    static const int cols[] = {64, 192, 1024, 3072};
+    /* 4160 columns: past the VNNI panels' width; 16 and 33 tokens: the INT8 and INT4 panels */
+    static const int cols[] = {64, 192, 1024, 3072, 4160};
     static const int rows[] = {1, 5, 17, 70, 300};
-    static const int toks[] = {1, 2, 3, 4, 5, 8, 13, 15};
+    static const int toks[] = {1, 2, 3, 4, 5, 8, 13, 15, 16, 20, 33};
     int variants = 0;
     for (int isa = 0; isa < CT_ISA_COUNT; isa++) {
         ct_matmul_rows_fn fn = ct_matmul_rows_for((ct_isa)isa);
@@ -224,7 +225,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
                             if (fabsf(y1[i] - y0[i]) > 1e-5f * mag[i] + 1e-30f) bad++;
                         double e = ct_nmse(y1, y0, (size_t)n * R), ef = ct_nmse(y0, yf, (size_t)n * R);
                         if (e > worst) worst = e;
-                        if (ef > vs_f32) vs_f32 = ef;
+                        if (ef > vs_f32 && n * R >= 16) vs_f32 = ef; /* an NMSE of fewer outputs says little */
                         cases++;
                         if (n > 1 && ti % 2 == 0) /* each token alone gives bit-for-bit its batched result */
                             for (int t = 0; t < n; t++) {
@@ -239,21 +240,23 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         CHECKF(bad == 0, "%s: %d integer-dot outputs off the reference", ct_isa_name((ct_isa)isa), bad);
         CHECKF(same, "%s: integer-dot results depend on the batch size", ct_isa_name((ct_isa)isa));
         CHECKF(vs_f32 <= 2e-2, "int8-activation error %.2e", vs_f32);
-        /* thread-count invariance */
-        const int R = 301, C = 1024, n = 5;
-        for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
-        for (int i = 0; i < n * C; i++) x[i] = urand(rng);
-        for (int fmt = 0; fmt < 2; fmt++) {
-            ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
-            if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
-            else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
-            for (int nt = 1; nt <= 3; nt++) {
-                ct_pool *p = NULL;
-                CHECK(ct_pool_create(nt, NULL, 0, &p) == CT_OK);
-                mm_job j = {fn, &w, NULL, x, nt == 1 ? y0 : y1, n};
-                ct_pool_run(p, run_mm, &j);
-                if (nt > 1) same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
-                ct_pool_free(p);
+        /* thread-count invariance (5 tokens: 4-row blocks; 33: the VNNI panels) */
+        const int R = 301, C = 1024;
+        for (int n = 5; n <= 33; n += 28) {
+            for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
+            for (int i = 0; i < n * C; i++) x[i] = urand(rng);
+            for (int fmt = 0; fmt < 2; fmt++) {
+                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+                else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
+                for (int nt = 1; nt <= 3; nt++) {
+                    ct_pool *p = NULL;
+                    CHECK(ct_pool_create(nt, NULL, 0, &p) == CT_OK);
+                    mm_job j = {fn, &w, NULL, x, nt == 1 ? y0 : y1, n};
+                    ct_pool_run(p, run_mm, &j);
+                    if (nt > 1) same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
+                    ct_pool_free(p);
+                }
             }
         }
         CHECKF(same, "%s: integer-dot results depend on the thread count", ct_isa_name((ct_isa)isa));

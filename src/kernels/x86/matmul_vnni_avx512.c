@@ -1,17 +1,20 @@
 /* AVX-512 VNNI matmul for the integer-dot mode (ct_mat.xq, INT8/INT4 weights): each call
    quantizes its tokens' activations per 32-column group to int8 (bit-identical to
    ct_xq_quantize) and VPDPBUSD multiplies them with the weights fed as unsigned bytes (INT8
-   q ^ 0x80 = q + 128, INT4 nibbles q + 8); every lane's integer accumulator starts at
-   -offset * (the sum of the activation bytes it multiplies), so the offset cancels exactly.
-   4 rows x up to 4 tokens per block, fixed reduction trees: results do not depend on the
-   batch size or the thread count. INT8 steps 64 columns (two groups) per VPDPBUSD, one f32
-   accumulator per (row, token). INT4 steps 128 columns (four groups) per 64-byte load: its
-   low and high nibbles are two VPDPBUSD operands whose lane j lies in the same group j / 4,
-   so both chain into one integer accumulator; the four lanes of a group are then summed in
-   integers for the 4 rows at once, so the scales are applied once per (row, token, group),
-   into one f32 accumulator per token. INT4 activations are stored in the order the nibbles
-   unpack to: per 128 columns, [g0..g3 columns 0-15 | g0..g3 columns 16-31] (a last 64-column
-   step holds g0, g1 and zeros), and each step's four group scales spread over 16 lanes. */
+   q ^ 0x80 = q + 128, INT4 nibbles q + 8); every integer accumulator starts at -offset * (the
+   sum of the activation bytes it multiplies), so the offset cancels exactly. A group's lanes
+   are summed in integers before any scale is applied, and each (row, token) keeps fixed
+   phase accumulators (INT8: even and odd groups; INT4: the four groups of a 128-column
+   step) summed in a fixed order, so results do not depend on the batch size, the thread
+   count or which of the two kernels ran:
+   - decode-sized calls: 4 rows x up to 4 tokens per block, the rows' lanes summed by a 4x4
+     transpose-add. INT8 steps 64 columns (two groups); INT4 steps 128 columns (four groups)
+     per 64-byte load, its low and high nibbles two VPDPBUSD operands whose lane j lies in
+     the same group j / 4. INT4 activations are stored in the order the nibbles unpack to:
+     per 128 columns, [g0..g3 columns 0-15 | g0..g3 columns 16-31] (a last 64-column step
+     holds g0, g1 and zeros), and each step's four group scales spread over 16 lanes;
+   - prompt-sized calls: 16-row panels packed dword-interleaved per thread, each token's
+     activation dwords broadcast, one integer accumulator per (16 rows, token, group). */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -21,31 +24,74 @@
 #include "kernels/x86/simd512.h"
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
-#define XQ_TOK 16      /* tokens quantized per pass */
-#define XQ_RCHUNK 256  /* rows per pass when the tokens do not fit one pass */
-#define XQ_RBLOCK 64   /* rows that stay in L2 while every 4-token block passes over them */
-/* Weight prefetch per row: XQ_PFB bytes ahead into L1 and XQ_PFB2 bytes ahead into L2 (best
-   of 0.5-8 KiB x 8-32 KiB on the DRAM-bound talker and predictor, docs/BENCH.md); INT4 group
-   scales (a separate stream, a quarter of the weight bytes) a quarter as far ahead */
+/* For functions that take thread-local buffers as arguments: GCC would otherwise clone them
+   with the addresses as constants and recompute those (__tls_get_addr calls) in the loops. */
+#if defined(__clang__)
+#define XQ_NOIPA __attribute__((noinline))
+#else
+#define XQ_NOIPA __attribute__((noipa))
+#endif
+#define XQ_TOK      16  /* tokens quantized per pass */
+#define XQ_RCHUNK   256 /* rows per pass when the tokens do not fit one pass */
+#define XQ_RBLOCK   64  /* rows that stay in L2 while every 4-token block passes over them */
+/* Calls of at least XQ_PMIN8 (INT8) / XQ_PMIN4 (INT4) tokens and at most
+   XQ_PMAXC columns run on 16-row panels, XQ_PTOK tokens per pass (below that,
+   packing costs more than it saves: docs/KERNELS.md "Integer-dot panels") */
+#define XQ_PMIN8 16
+#define XQ_PMIN4 32
+#define XQ_PTOK  64
+#define XQ_PMAXC 4096
+/* Weight prefetch per row: XQ_PFB bytes ahead into L1 and XQ_PFB2 bytes ahead
+   into L2 (best of 0.5-8 KiB x 8-32 KiB on the DRAM-bound talker and predictor,
+   docs/BENCH.md); INT4 group scales (a separate stream, a quarter of the weight
+   bytes) a quarter as far ahead */
 #ifndef XQ_PFB
 #define XQ_PFB 1024
 #endif
 #define XQ_PFB2 CT_PF_L2
 
+/* Decode-sized calls: XQ_TOK tokens of up to CT_XQ_MAXC columns. */
 typedef struct {
     int8_t q[XQ_TOK][CT_XQ_MAXC + 64];             /* quantized activations (INT4: permuted, padded) */
     int32_t corr[XQ_TOK][CT_XQ_MAXC / 4];          /* -offset * sum of each lane's activation bytes */
     float s[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP + 4]; /* group scales (INT4: zero past the last group) */
-    float s4[XQ_TOK][CT_XQ_MAXC / 8 + 16];         /* INT4: per 128-column step the step's four group
-                                                      scales spread over 16 lanes (lane j: group j / 4) */
+    float s4[XQ_TOK][CT_XQ_MAXC / 8 + 16];         /* INT4: per 128-column step its four group
+                                                      scales over 16 lanes (lane j: group j / 4) */
+} xq_dbuf;
+
+/* Panel calls: XQ_PTOK tokens of up to XQ_PMAXC columns, in the same layouts. */
+typedef struct {
+    int8_t q[XQ_PTOK][XQ_PMAXC + 64];
+    float s[XQ_PTOK][XQ_PMAXC / CT_Q4_GROUP + 4];
+    int32_t pc[XQ_PTOK][XQ_PMAXC / CT_Q4_GROUP]; /* -offset * sum of a group's activation bytes */
+} xq_pbuf;
+
+/* The two share memory: the reuse key (ct_xq_tls) holds the token count, which
+   picks the layout, so a key never matches data of the other layout. */
+typedef struct {
+    union {
+        xq_dbuf d;
+        xq_pbuf p;
+    };
+    int32_t corr[XQ_PMAXC / 4]; /* panel quantization scratch: one token's lanes */
+    float s4[XQ_PMAXC / 8 + 16];
 } xq_buf;
 
-static _Thread_local xq_buf xb;
+/* A panel: 16 rows' weights as unsigned bytes, dword-interleaved (w[D] lane i =
+   row i's four bytes at activation dword D, in the activation layout), and INT4
+   group scales (sc[g] lane i: row i). */
+typedef struct {
+    _Alignas(64) uint8_t w[XQ_PMAXC / 4 + 16][64];
+    _Alignas(64) float sc[XQ_PMAXC / CT_Q4_GROUP][16];
+} xq_panel;
 
-/* Quantizes one token x[C] into slot t: q4 selects the INT4 layout and offset 8, else
-   natural order and offset 128. */
-VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int t) {
-    int8_t *q = xb.q[t];
+static _Thread_local xq_buf xb;
+static _Thread_local xq_panel xp, xp2;
+
+/* Quantizes one token x[C] into slot t: q4 selects the INT4 layout and offset
+   8, else natural order and offset 128. */
+VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int8_t *q, float *sv, int32_t *corr,
+                                        float *s4) {
     const __m512i ones = _mm512_set1_epi8(1);
     const __m512 absm = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     for (int k = 0; k < C; k += 64) {
@@ -53,25 +99,28 @@ VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int t) {
         for (int h = 0; h < 2; h++) { /* group k/32 + h */
             const float *xg = x + k + 32 * h;
             __m512 a0 = _mm512_loadu_ps(xg), a1 = _mm512_loadu_ps(xg + 16);
-            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(a0, absm), _mm512_and_ps(a1, absm)));
+            float amax =
+                _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(a0, absm), _mm512_and_ps(a1, absm)));
             float inv = 0.0f, s = 0.0f;
             if (amax >= CT_XQ_MIN_AMAX) {
                 inv = 127.0f / amax;
                 s = amax / 127.0f;
             }
-            xb.s[t][k / 32 + h] = s;
+            sv[k / 32 + h] = s;
             const __m512 iv = _mm512_set1_ps(inv);
             b[2 * h] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(a0, iv)));
             b[2 * h + 1] = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(a1, iv)));
         }
         if (!q4) { /* g0 0-15, g0 16-31, g1 0-15, g1 16-31 */
             for (int i = 0; i < 4; i++) _mm_storeu_si128((__m128i *)(q + k + 16 * i), b[i]);
-            __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512((const void *)(q + k)));
-            _mm512_storeu_si512((void *)(xb.corr[t] + k / 4), _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane, 7)));
+            __m512i lane =
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512((const void *)(q + k)));
+            _mm512_storeu_si512((void *)(corr + k / 4),
+                                _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane, 7)));
             continue;
         }
-        /* INT4: half j of the 128-column step at K: columns 0-15 of its two groups at K + 32 j,
-           columns 16-31 at K + 64 + 32 j */
+        /* INT4: half j of the 128-column step at K: columns 0-15 of its two groups
+       at K + 32 j, columns 16-31 at K + 64 + 32 j */
         const int K = k & ~127, j = (k >> 6) & 1;
         _mm_storeu_si128((__m128i *)(q + K + 32 * j), b[0]);
         _mm_storeu_si128((__m128i *)(q + K + 32 * j + 16), b[2]);
@@ -80,33 +129,75 @@ VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int t) {
         if (j == 0 && k + 64 == C) { /* a last half step: zeros for the absent groups */
             _mm256_storeu_si256((__m256i *)(q + K + 32), _mm256_setzero_si256());
             _mm256_storeu_si256((__m256i *)(q + K + 96), _mm256_setzero_si256());
-            xb.s[t][k / 32 + 2] = xb.s[t][k / 32 + 3] = 0.0f;
+            sv[k / 32 + 2] = sv[k / 32 + 3] = 0.0f;
         }
         if (j == 1 || k + 64 == C) {
             const __m512i gi = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-            _mm512_storeu_ps(xb.s4[t] + K / 8,
-                             _mm512_permutexvar_ps(gi, _mm512_castps128_ps512(_mm_loadu_ps(xb.s[t] + K / 32))));
-            __m512i lane = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512((const void *)(q + K)));
+            _mm512_storeu_ps(s4 + K / 8,
+                             _mm512_permutexvar_ps(gi, _mm512_castps128_ps512(_mm_loadu_ps(sv + K / 32))));
+            __m512i lane =
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512((const void *)(q + K)));
             lane = _mm512_dpbusd_epi32(lane, ones, _mm512_loadu_si512((const void *)(q + K + 64)));
-            _mm512_storeu_si512((void *)(xb.corr[t] + K / 8), _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane, 3)));
+            _mm512_storeu_si512((void *)(corr + K / 8),
+                                _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane, 3)));
         }
     }
 }
 
 /* Two consecutive group scales p[0], p[1] spread over the 16 lanes by idx. */
 VNNI_TARGET ALWAYS_INLINE __m512 spread2(const float *p, __m512i idx) {
-    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p))));
+    return _mm512_permutexvar_ps(
+        idx, _mm512_castps128_ps512(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)p))));
 }
 
-/* INT8: 4 rows (first nr real, the rest repeat the last) x NT tokens from slots t0.. */
+/* The four rows' lanes d[0..3] of one token summed per 128-bit block in
+   integers (exact): lane 4 b + i = sum of row i's four lanes in block b. */
+VNNI_TARGET ALWAYS_INLINE __m512i xq_tadd4(const __m512i *d) {
+    const __m512i s01 =
+        _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]), _mm512_unpackhi_epi32(d[0], d[1]));
+    const __m512i s23 =
+        _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]), _mm512_unpackhi_epi32(d[2], d[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+}
+
+/* The four phase accumulators of each token (acc[t] lane 4 b + i: row i, phase
+   b) summed as (b0 + b2) + (b1 + b3): lane 4 t + i of the result is row i,
+   token t. */
+VNNI_TARGET ALWAYS_INLINE __m512 xq_fold4(const __m512 *acc) {
+    const __m512 s0 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 s1 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                    _mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(s0, s1, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(s0, s1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* The even- and odd-group accumulators of each token (acc[t] lane 4 b + i: row
+   i; blocks 0 and 1 both even, 2 and 3 both odd) summed as b0 + b2: lane 4 t +
+   i of the result is row i, token t. */
+VNNI_TARGET ALWAYS_INLINE __m512 xq_fold2(const __m512 *acc) {
+    const __m512 e = _mm512_shuffle_f32x4(_mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(0, 0, 0, 0)),
+                                          _mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(0, 0, 0, 0)),
+                                          _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 o = _mm512_shuffle_f32x4(_mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(2, 2, 2, 2)),
+                                          _mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(2, 2, 2, 2)),
+                                          _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm512_add_ps(e, o);
+}
+
+/* INT8: 4 rows (first nr real, the rest repeat the last) x NT tokens from slots
+   t0..: per 64-column step each row's two group sums are formed in integers
+   (xq_tadd4, then the quarters of a group added) and accumulated as acc[t] lane
+   4 b + i += q * s_group (blocks 0 and 1 the even group, 2 and 3 the odd one:
+   one convert and one FMA per token and step). */
 VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int t0, const int NT) {
     const int C = w->cols;
     const uint8_t *p[4];
     for (int i = 0; i < 4; i++) p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
     const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1); /* lane -> group */
     const __m512i flip = _mm512_set1_epi8((char)0x80);
-    __m512 acc[16];
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    __m512 acc[4];
+    for (int i = 0; i < 4; i++) acc[i] = _mm512_setzero_ps();
     for (int k = 0; k < C; k += 64) {
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
@@ -115,28 +206,33 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int 
         }
         __m512i wv[4];
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) wv[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + k)), flip);
+        for (int i = 0; i < 4; i++)
+            wv[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + k)), flip);
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
-            const __m512i xv = _mm512_loadu_si512((const void *)(xb.q[t0 + t] + k));
-            const __m512i cv = _mm512_loadu_si512((const void *)(xb.corr[t0 + t] + k / 4));
-            const __m512 sx = spread2(xb.s[t0 + t] + k / 32, idx);
+            const __m512i xv = _mm512_loadu_si512((const void *)(xb.d.q[t0 + t] + k));
+            const __m512i cv = _mm512_loadu_si512((const void *)(xb.d.corr[t0 + t] + k / 4));
+            __m512i d[4];
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++)
-                acc[4 * i + t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(cv, wv[i], xv)), sx, acc[4 * i + t]);
+            for (int i = 0; i < 4; i++) d[i] = _mm512_dpbusd_epi32(cv, wv[i], xv);
+            const __m512i g = xq_tadd4(d); /* blocks: quarters 0-3 (groups 0, 0, 1, 1) */
+            acc[t] = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(_mm512_add_epi32(g, _mm512_shuffle_i32x4(g, g, _MM_SHUFFLE(2, 3, 0, 1)))),
+                spread2(xb.d.s[t0 + t] + k / 32, idx), acc[t]);
         }
     }
-    return ct_reduce16(acc);
+    return xq_fold2(acc);
 }
 
-/* INT4, one 128-column step at k (kb = k / 2 bytes) of the rows p[4] with scales sc[4] for NT
-   tokens from slots t0..: full = 0 for a last 64-column half step. A row's four integer lanes
-   of a group are summed in integers first (exact, |sum| < 2^15), so each (row, token, group)
-   takes one convert, one multiply and one FMA: acc[t] lane 4 g + i is row i, group g of the
-   step. */
+/* INT4, one 128-column step at k (kb = k / 2 bytes) of the rows p[4] with
+   scales sc[4] for NT tokens from slots t0..: full = 0 for a last 64-column
+   half step. A row's four integer lanes of a group are summed in integers first
+   (exact, |sum| < 2^15), so each (row, token, group) takes one convert, one
+   multiply and one FMA: acc[t] lane 4 g + i is row i, group g of the step. */
 VNNI_TARGET ALWAYS_INLINE void xq_q4_step(const uint8_t *const *p, const float *const *sc, int k, int t0,
                                           const int NT, const int full, __m512 *acc) {
-    /* lane 4 g + i <- lane 4 i + g: the rows' scales, loaded row after row, transposed */
+    /* lane 4 g + i <- lane 4 i + g: the rows' scales, loaded row after row,
+   * transposed */
     const __m512i tr = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const __m512i nib = _mm512_set1_epi8(0x0f);
     const __mmask8 m = full ? 0xf : 0x3;
@@ -156,22 +252,23 @@ VNNI_TARGET ALWAYS_INLINE void xq_q4_step(const uint8_t *const *p, const float *
     sw = _mm512_permutexvar_ps(tr, sw);
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++) {
-        const int8_t *xq = xb.q[t0 + t] + k;
-        const __m512i xl = _mm512_loadu_si512((const void *)xq), xh = _mm512_loadu_si512((const void *)(xq + 64));
-        const __m512i cv = _mm512_loadu_si512((const void *)(xb.corr[t0 + t] + k / 8));
+        const int8_t *xq = xb.d.q[t0 + t] + k;
+        const __m512i xl = _mm512_loadu_si512((const void *)xq),
+                      xh = _mm512_loadu_si512((const void *)(xq + 64));
+        const __m512i cv = _mm512_loadu_si512((const void *)(xb.d.corr[t0 + t] + k / 8));
         __m512i d[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) d[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[i], xl), hi[i], xh);
         /* per 128-bit block (one group): [sum d0, sum d1, sum d2, sum d3] */
-        const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]), _mm512_unpackhi_epi32(d[0], d[1]));
-        const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]), _mm512_unpackhi_epi32(d[2], d[3]));
-        const __m512i g = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
-        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(g), _mm512_loadu_ps(xb.s4[t0 + t] + k / 8)), sw, acc[t]);
+        const __m512i g = xq_tadd4(d);
+        acc[t] = _mm512_fmadd_ps(
+            _mm512_mul_ps(_mm512_cvtepi32_ps(g), _mm512_loadu_ps(xb.d.s4[t0 + t] + k / 8)), sw, acc[t]);
     }
 }
 
-/* INT4: as xq_blk4_i8, 128 columns per step (a last 64-column half step apart); the four
-   groups of each token's accumulator are summed at the end (lane 4 t + i: row i, token t). */
+/* INT4: as xq_blk4_i8, 128 columns per step (a last 64-column half step apart);
+   the four groups of each token's accumulator are summed at the end (lane 4 t +
+   i: row i, token t). */
 VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int t0, const int NT) {
     const int C = w->cols, Cf = C & ~127;
     const uint8_t *p[4];
@@ -195,12 +292,239 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int 
         xq_q4_step(p, sc, k, t0, NT, 1, acc);
     }
     if (Cf < C) xq_q4_step(p, sc, Cf, t0, NT, 0, acc);
-    const __m512 s0 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                    _mm512_shuffle_f32x4(acc[0], acc[1], _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m512 s1 = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(1, 0, 1, 0)),
-                                    _mm512_shuffle_f32x4(acc[2], acc[3], _MM_SHUFFLE(3, 2, 3, 2)));
-    return _mm512_add_ps(_mm512_shuffle_f32x4(s0, s1, _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(s0, s1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return xq_fold4(acc);
+}
+
+/* 16 x 16 dword transpose: in a[r] = row r's 16 dwords, out a[j] = dword j of
+ * rows 0..15. */
+VNNI_TARGET ALWAYS_INLINE void xq_tr16(__m512i *a) {
+    __m512i t[16], u[16];
+    for (int r = 0; r < 16; r += 2) {
+        t[r] = _mm512_unpacklo_epi32(a[r], a[r + 1]);
+        t[r + 1] = _mm512_unpackhi_epi32(a[r], a[r + 1]);
+    }
+    for (int q = 0; q < 16; q += 4) { /* u[q + c] block B: rows q..q+3 of dword 4 B + c */
+        u[q] = _mm512_unpacklo_epi64(t[q], t[q + 2]);
+        u[q + 1] = _mm512_unpackhi_epi64(t[q], t[q + 2]);
+        u[q + 2] = _mm512_unpacklo_epi64(t[q + 1], t[q + 3]);
+        u[q + 3] = _mm512_unpackhi_epi64(t[q + 1], t[q + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512i x0 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i x1 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512i x2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i x3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(3, 2, 3, 2));
+        a[c] = _mm512_shuffle_i32x4(x0, x2, _MM_SHUFFLE(2, 0, 2, 0));
+        a[4 + c] = _mm512_shuffle_i32x4(x0, x2, _MM_SHUFFLE(3, 1, 3, 1));
+        a[8 + c] = _mm512_shuffle_i32x4(x1, x3, _MM_SHUFFLE(2, 0, 2, 0));
+        a[12 + c] = _mm512_shuffle_i32x4(x1, x3, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* Packs rows r..r+15 (first nr real, the rest repeat the last) into P, and
+   prefetches the next panel's nn rows from rn into L2 on the way (0 rows:
+   none). INT8: 64 columns per transpose, bytes q ^ 0x80. INT4: per 128 columns
+   the low nibbles (activation dwords 0-15 of the step) and the high ones
+   (16-31); a last 64-column half step fills dwords 0-7, 16-23. */
+VNNI_TARGET static void xq_pack(xq_panel *P, const ct_mat *w, int r, int nr, int rn, int nn, int q4) {
+    const int C = w->cols;
+    const uint8_t *p[16];
+    for (int i = 0; i < 16; i++) p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
+    const uint8_t *pn = nn ? ct_row_ptr(w, rn) : NULL;
+    const size_t rb = nn ? (size_t)((const uint8_t *)ct_row_ptr(w, rn + 1) - pn) : 0; /* row bytes */
+    const size_t nb = rb * (size_t)nn, step = nb / (size_t)(q4 ? (C + 127) / 128 : C / 64) + 64;
+    size_t pf = 0; /* next panel bytes prefetched so far: about nb / steps per step */
+    __m512i a[16];
+    if (!q4) {
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        for (int k = 0; k < C; k += 64) {
+            for (size_t e = pf + step; pf < e && pf < nb; pf += 64)
+                _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
+            for (int i = 0; i < 16; i++)
+                a[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + k)), flip);
+            xq_tr16(a);
+            for (int d = 0; d < 16; d++) _mm512_store_si512((void *)P->w[k / 4 + d], a[d]);
+        }
+        return;
+    }
+    const __m512i nib = _mm512_set1_epi8(0x0f);
+    for (int k = 0; k < C; k += 128) {
+        const int full = C - k >= 128;
+        __m512i h[16];
+        for (size_t e = pf + step; pf < e && pf < nb; pf += 64)
+            _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
+        for (int i = 0; i < 16; i++) {
+            const __m512i v =
+                full ? _mm512_loadu_si512((const void *)(p[i] + k / 2))
+                     : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(p[i] + k / 2)));
+            a[i] = _mm512_and_si512(v, nib);
+            h[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+        }
+        xq_tr16(a);
+        xq_tr16(h);
+        for (int d = 0; d < 16; d++) {
+            _mm512_store_si512((void *)P->w[k / 4 + d], a[d]);
+            _mm512_store_si512((void *)P->w[k / 4 + 16 + d], h[d]);
+        }
+    }
+    for (int g = 0; g < C / CT_Q4_GROUP; g++)
+        for (int i = 0; i < 16; i++) P->sc[g][i] = ct_row_sc(w, r + (i < nr ? i : nr - 1))[g];
+}
+
+static inline int32_t xq_ld32(const int8_t *q) {
+    int32_t v;
+    memcpy(&v, q, 4);
+    return v;
+}
+
+/* INT4, group g of the 128-column step at k of the packed panel w (the step's
+   dwords) for NT tokens from slot t0: the group's integer sums (low-nibble
+   dwords 4 g.., high 16 + 4 g..) and acc[t][g] += (q * s) * s_w. Token t's data
+   lie at a fixed stride from slot t0's. */
+VNNI_TARGET ALWAYS_INLINE void xq_pan_q4g(const xq_pbuf *B, const uint8_t (*w)[64], const float *sw, int t0,
+                                          int k, const int g, const int NT, __m512 (*acc)[4]) {
+    __m512i ia[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) ia[t] = _mm512_set1_epi32(B->pc[t0 + t][k / 32 + g]);
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {
+        const __m512i wl = _mm512_load_si512((const void *)w[4 * g + m]);
+        const __m512i wh = _mm512_load_si512((const void *)w[16 + 4 * g + m]);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            const int8_t *xq = B->q[t0 + t] + k + 16 * g + 4 * m;
+            ia[t] = _mm512_dpbusd_epi32(ia[t], wl, _mm512_set1_epi32(xq_ld32(xq)));
+            ia[t] = _mm512_dpbusd_epi32(ia[t], wh, _mm512_set1_epi32(xq_ld32(xq + 64)));
+        }
+    }
+    const __m512 swv = _mm512_load_ps(sw + 16 * g);
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+        acc[t][g] = _mm512_fmadd_ps(
+            _mm512_mul_ps(_mm512_cvtepi32_ps(ia[t]), _mm512_set1_ps(B->s[t0 + t][k / 32 + g])), swv,
+            acc[t][g]);
+}
+
+/* INT4: the packed panel P x NT tokens from slot t0 of B: out[t] lane i = row
+   i, folded as the 4-row blocks fold (xq_fold4), so each lane is bit for bit
+   the xq_blk4_q4 result: per group g of a 128-column step acc[t][g] += (q *
+   s_group) * s_weight (a half step adds +0 to the absent groups' accumulators,
+   as the block does). */
+VNNI_TARGET ALWAYS_INLINE void xq_pan_q4(const xq_pbuf *B, const xq_panel *P, int C, int t0, const int NT,
+                                         __m512 *out) {
+    __m512 acc[4][4];
+    for (int t = 0; t < NT; t++)
+        for (int b = 0; b < 4; b++) acc[t][b] = _mm512_setzero_ps();
+    const uint8_t(*w)[64] = P->w;
+    const int Cf = C & ~127;
+    int k = 0;
+    for (; k < Cf; k += 128, w += 32) {
+        xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 0, NT, acc);
+        xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 1, NT, acc);
+        xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 2, NT, acc);
+        xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 3, NT, acc);
+    }
+    if (Cf < C) {
+        xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 0, NT, acc);
+        xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 1, NT, acc);
+        for (int t = 0; t < NT; t++) {
+            acc[t][2] = _mm512_add_ps(acc[t][2], _mm512_setzero_ps());
+            acc[t][3] = _mm512_add_ps(acc[t][3], _mm512_setzero_ps());
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        out[t] = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3]));
+}
+
+/* INT8: the packed panels P[0..NP-1] x NT tokens from slot t0 of B: out[16 p +
+   t]... lane i = panel p's row i, bit for bit the xq_blk4_i8 result (xq_fold2):
+   per group one integer sum (8 dwords) and acc[t][g & 1] += q * s_group; out =
+   even + odd. Each activation broadcast serves NP panels. */
+VNNI_TARGET ALWAYS_INLINE void xq_pan_i8(const xq_pbuf *B, const uint8_t (*w0)[64], const uint8_t (*w1)[64],
+                                         int C, int t0, const int NT, const int NP, __m512 (*out)[4]) {
+    __m512 acc[2][4][2];
+    for (int p = 0; p < NP; p++)
+        for (int t = 0; t < NT; t++) acc[p][t][0] = acc[p][t][1] = _mm512_setzero_ps();
+    for (int k = 0; k < C; k += 64, w0 += 16, w1 += 16)
+#pragma GCC unroll 2
+        for (int b = 0; b < 2; b++) {
+            __m512i ia[2][4];
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) {
+                ia[0][t] = _mm512_set1_epi32(B->pc[t0 + t][k / 32 + b]);
+                if (NP > 1) ia[1][t] = ia[0][t];
+            }
+#pragma GCC unroll 8
+            for (int m = 0; m < 8; m++) {
+                const __m512i wa = _mm512_load_si512((const void *)w0[8 * b + m]);
+                const __m512i wb = NP > 1 ? _mm512_load_si512((const void *)w1[8 * b + m]) : wa;
+#pragma GCC unroll 4
+                for (int t = 0; t < NT; t++) {
+                    const __m512i xv = _mm512_set1_epi32(xq_ld32(B->q[t0 + t] + k + 32 * b + 4 * m));
+                    ia[0][t] = _mm512_dpbusd_epi32(ia[0][t], wa, xv);
+                    if (NP > 1) ia[1][t] = _mm512_dpbusd_epi32(ia[1][t], wb, xv);
+                }
+            }
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++) {
+                const __m512 sv = _mm512_set1_ps(B->s[t0 + t][k / 32 + b]);
+                acc[0][t][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[0][t]), sv, acc[0][t][b]);
+                if (NP > 1) acc[1][t][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[1][t]), sv, acc[1][t][b]);
+            }
+        }
+    for (int p = 0; p < NP; p++)
+        for (int t = 0; t < NT; t++) out[p][t] = _mm512_add_ps(acc[p][t][0], acc[p][t][1]);
+}
+
+/* Rows r0..r1 x tokens t0..t0+nt on 16-row panels, stored as the 4-row blocks
+ * store. */
+/* B, P and P2 are thread-local buffers (XQ_NOIPA). */
+VNNI_TARGET XQ_NOIPA static void xq_panels(const xq_pbuf *B, xq_panel *P, xq_panel *P2,
+                                                            const ct_mat *w, const float *bias, float *y,
+                                                            int t0, int nt, int r0, int r1) {
+    const int R = w->rows, C = w->cols, q4 = w->dtype == CT_DT_U8, PR = q4 ? 16 : 32;
+    for (int r = r0; r < r1; r += PR) {
+        const int nr = r1 - r < PR ? r1 - r : PR, two = nr > 16;
+        const int rn = r + PR, nn = r1 - rn < PR ? (r1 > rn ? r1 - rn : 0) : PR;
+        xq_pack(P, w, r, nr < 16 ? nr : 16, rn, nn < 16 ? nn : 16, q4);
+        if (two) xq_pack(P2, w, r + 16, nr - 16, rn + 16, nn > 16 ? nn - 16 : 0, q4);
+        for (int t = 0; t < nt; t += 4) {
+            const int n4 = nt - t < 4 ? nt - t : 4;
+            __m512 out[2][4];
+            if (q4) {
+                switch (n4) {
+                case 1: xq_pan_q4(B, P, C, t, 1, out[0]); break;
+                case 2: xq_pan_q4(B, P, C, t, 2, out[0]); break;
+                case 3: xq_pan_q4(B, P, C, t, 3, out[0]); break;
+                default: xq_pan_q4(B, P, C, t, 4, out[0]); break;
+                }
+            } else if (two) {
+                switch (n4) {
+                case 1: xq_pan_i8(B, P->w, P2->w, C, t, 1, 2, out); break;
+                case 2: xq_pan_i8(B, P->w, P2->w, C, t, 2, 2, out); break;
+                case 3: xq_pan_i8(B, P->w, P2->w, C, t, 3, 2, out); break;
+                default: xq_pan_i8(B, P->w, P2->w, C, t, 4, 2, out); break;
+                }
+            } else {
+                switch (n4) {
+                case 1: xq_pan_i8(B, P->w, P->w, C, t, 1, 1, out); break;
+                case 2: xq_pan_i8(B, P->w, P->w, C, t, 2, 1, out); break;
+                case 3: xq_pan_i8(B, P->w, P->w, C, t, 3, 1, out); break;
+                default: xq_pan_i8(B, P->w, P->w, C, t, 4, 1, out); break;
+                }
+            }
+            float o[2][4][16];
+            for (int p = 0; p < 1 + two; p++)
+                for (int j = 0; j < n4; j++) _mm512_storeu_ps(o[p][j], out[p][j]);
+            for (int c = 0; c < nr; c += 4) {
+                float blk[16];
+                for (int j = 0; j < n4; j++)
+                    for (int i = 0; i < 4; i++) blk[4 * j + i] = o[c / 16][j][c % 16 + i];
+                ct_store_block(w, bias, _mm512_loadu_ps(blk), y + (size_t)(t0 + t) * R, R, r + c,
+                               nr - c < 4 ? nr - c : 4, n4);
+            }
+        }
+    }
 }
 
 VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
@@ -235,19 +559,44 @@ VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, in
     }
 }
 
-VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y,
-                                     int n, int r0, int r1) {
+/* Quantizes token x[C] (C <= XQ_PMAXC) into slot t of X->p, with its per-group corrections. */
+VNNI_TARGET XQ_NOIPA static void xq_quant_pan(xq_buf *X, const float *x, int C, int q4, int t) {
+    xq_quantize_tok(x, C, q4, X->p.q[t], X->p.s[t], X->corr, X->s4);
+    for (int g = 0; g < C / 32; g++) { /* INT8: 8 lanes per group, INT4: 4 */
+        const int32_t *c = X->corr + (q4 ? 4 : 8) * g;
+        int32_t v = c[0] + c[1] + c[2] + c[3];
+        if (!q4) v += c[4] + c[5] + c[6] + c[7];
+        X->p.pc[t][g] = v;
+    }
+}
+
+VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                                     int r0, int r1) {
     const int C = w->cols, q4 = w->dtype == CT_DT_U8;
-    /* one quantization per call when the tokens fit one pass; otherwise passes of XQ_RCHUNK
-       rows, each re-quantizing its token blocks (rows still start at multiples of 4 from r0) */
+    ct_xq_reuse *k = &ct_xq_tls;
+    if (n >= (q4 ? XQ_PMIN4 : XQ_PMIN8) && C <= XQ_PMAXC) { /* panels, XQ_PTOK tokens per pass */
+        for (int t0 = 0; t0 < n; t0 += XQ_PTOK) {
+            const int nt = n - t0 < XQ_PTOK ? n - t0 : XQ_PTOK;
+            if (n > XQ_PTOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != q4) {
+                for (int t = 0; t < nt; t++) xq_quant_pan(&xb, x + (size_t)(t0 + t) * C, C, q4, t);
+                if (k->on) *k = (ct_xq_reuse){1, n <= XQ_PTOK ? x : NULL, n, C, q4};
+            }
+            xq_panels(&xb.p, &xp, &xp2, w, bias, y, t0, nt, r0, r1);
+        }
+        return;
+    }
+    /* one quantization per call when the tokens fit one pass; otherwise passes of
+     XQ_RCHUNK rows, each re-quantizing its token blocks (rows still start at
+     multiples of 4 from r0) */
     const int rstep = n <= XQ_TOK ? r1 - r0 : XQ_RCHUNK;
     for (int rc = r0; rc < r1; rc += rstep) {
         const int rce = r1 - rc < rstep ? r1 : rc + rstep;
         for (int t0 = 0; t0 < n; t0 += XQ_TOK) {
             const int nt = n - t0 < XQ_TOK ? n - t0 : XQ_TOK;
-            ct_xq_reuse *k = &ct_xq_tls;
             if (n > XQ_TOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != q4) {
-                for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, t);
+                for (int t = 0; t < nt; t++)
+                    xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, xb.d.q[t], xb.d.s[t], xb.d.corr[t],
+                                    xb.d.s4[t]);
                 if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, q4};
             }
             xq_rows(w, bias, y, t0, nt, rc, rce);
