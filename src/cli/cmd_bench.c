@@ -18,6 +18,7 @@
 #include "codec/conv.h"
 #include "core/clock.h"
 #include "core/pool.h"
+#include "kernels/attn.h"
 #include "kernels/cpu.h"
 #include "model/session_internal.h"
 
@@ -712,6 +713,46 @@ static int bench_codec_batch(const char *model, ct_pool *pool, int threads, int 
     return ok ? 0 : 1;
 }
 
+/* Attention over one KV head (the selected kernels' attend_head, 2 query heads of dim 128 as
+   in Qwen3-TTS's talker and predictor) for several cache lengths: us per call with K/V in
+   cache, and with K/V rotated through 256 MiB (each call reads its rows from memory, as a
+   long context's cache does). */
+static int bench_attention(int ms) {
+    enum { HD = 128, G = 2 };
+    static const int nps[] = {16, 64, 256, 1024};
+    const size_t set = (size_t)256 << 20, per = (size_t)2 * 1024 * HD; /* floats of K and V per copy */
+    const int copies = (int)(set / (per * sizeof(float)));
+    float *kv = malloc(set), *q = malloc(sizeof(float) * G * HD), *out = malloc(sizeof(float) * G * HD),
+          *sc = malloc(sizeof(float) * G * 1024);
+    if (!kv || !q || !out || !sc) {
+        free(kv), free(q), free(out), free(sc);
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < set / sizeof(float); i++) kv[i] = (float)((i * 7919u) % 2003u) / 2003.0f - 0.5f;
+    for (int i = 0; i < G * HD; i++) q[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    const ct_attend_head_fn fn = ct_kernels()->attend_head;
+    printf("\n| attention (1 KV head, %d query heads x %d) | positions | us/call, K/V in cache | us/call, K/V from memory | GFLOP/s (in cache) |\n|---|---|---|---|---|\n", G, HD);
+    for (size_t k = 0; k < sizeof nps / sizeof *nps; k++) {
+        const int n = nps[k];
+        double best[2] = {1e30, 1e30};
+        for (int mode = 0; mode < 2; mode++) {
+            const double t_end = ct_now_ms() + ms;
+            for (int it = 0; ct_now_ms() < t_end || it < 3; it++) {
+                const float *K = kv + (mode ? (size_t)(it % copies) * per : 0), *V = K + (size_t)1024 * HD;
+                double t0 = ct_now_ms();
+                fn(K, V, HD, q, out, n, G, sc);
+                double t = ct_now_ms() - t0;
+                if (t < best[mode]) best[mode] = t;
+            }
+        }
+        printf("| | %d | %.2f | %.2f | %.1f |\n", n, best[0] * 1e3, best[1] * 1e3,
+               4.0 * G * HD * n / (best[0] * 1e-3) / 1e9);
+    }
+    free(kv), free(q), free(out), free(sc);
+    return 0;
+}
+
 /* `bench kernels`: every weight format x shape x token count through the selected kernel
    table on a pool, weights cold in memory (a 1 GiB working set rotated per call, each copy with
    its own INT8/INT4 scales). */
@@ -724,6 +765,7 @@ static int cmd_kernels(int argc, char **argv) {
                      {NULL, 0, 0, NULL, NULL, NULL}};
     int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench kernels [--threads N] [--ms N] [-m DIR]\n"
                                             "Matmul GB/s and GFLOP/s per weight format, shape and token count;\n"
+                                            "attention over one KV head for 16-1024 cache positions;\n"
                                             "with -m, the codec decoder's convolution GEMMs too (GFLOP/s, % of the FMA peak)\n"
                                             "and its decode batched across 1, 2, 4 streams against solo pushes.");
     if (r) return r < 0 ? 2 : 0;
@@ -811,7 +853,8 @@ static int cmd_kernels(int argc, char **argv) {
     free(wf);
     free(buf);
     free(sc);
-    int rc = model ? bench_codec_gemms(model, pool, threads, ms) : 0;
+    int rc = bench_attention(ms);
+    if (!rc && model) rc = bench_codec_gemms(model, pool, threads, ms);
     if (model && !rc) rc = bench_codec_batch(model, pool, threads, ms);
     ct_pool_free(pool);
     return rc;

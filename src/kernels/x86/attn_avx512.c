@@ -1,14 +1,73 @@
-/* AVX-512 primitives of the shared attention driver (kernels/attn.h): dot products and the
-   weighted sum of V in 16-lane FMAs with masked tails, every query head of the pass sharing
-   each K/V row load. */
+/* AVX-512 primitives of the shared attention driver (kernels/attn.h): 16-lane FMAs with masked
+   tails. Scores take several positions per pass (positions x query heads <= 16 independent
+   dot products, each reduced in the tree of _mm512_reduce_add_ps, all 16 in one transposed
+   tree); the weighted sum keeps a whole row of V (up to 16 vectors x heads) in accumulators
+   per position. Both sum in the same order as one position and one 16-column block at a
+   time would, so the results do not depend on the blocking. */
 #include <immintrin.h>
 
 #include "kernels/attn.h"
 
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
 static inline __mmask16 tail_mask(int left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
 
+/* Sixteen horizontal sums at once, each in _mm512_reduce_add_ps's order ((x_j + x_j+8), then
+   + 4, + 2, + 1 lanes apart): lane 4 b + m of the result is the sum of a[4 m + b]. */
+ALWAYS_INLINE __m512 reduce16(const __m512 *a) {
+    __m512 c[8], d[4], e[2];
+    for (int k = 0; k < 8; k++)
+        c[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (int k = 0; k < 4; k++)
+        d[k] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    for (int k = 0; k < 2; k++)
+        e[k] = _mm512_add_ps(
+            _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(d[2 * k]), _mm512_castps_pd(d[2 * k + 1]))),
+            _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(d[2 * k]), _mm512_castps_pd(d[2 * k + 1]))));
+    /* e[k] block b: [a[8k + b] (2 lanes), a[8k + 4 + b] (2 lanes)] */
+    return _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Scores of positions t .. t + 16 / NG - 1 for NG heads. */
+ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos, int t, float scale, float *sc,
+                              const int NG) {
+    const int P = 16 / NG;
+    __m512 acc[16];
+    for (int s = 0; s < 16; s++) acc[s] = _mm512_setzero_ps();
+    for (int i = 0; i < hd; i += 16) {
+        const __mmask16 m = tail_mask(hd - i);
+        for (int p = 0; p < P; p++) {
+            const __m512 kv = _mm512_maskz_loadu_ps(m, K + (size_t)(t + p) * hd + i);
+            for (int g = 0; g < NG; g++)
+                acc[p * NG + g] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + (size_t)g * hd + i), kv, acc[p * NG + g]);
+        }
+    }
+    float r[16];
+    _mm512_storeu_ps(r, _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale)));
+    for (int p = 0; p < P; p++)
+        for (int g = 0; g < NG; g++) {
+            const int s = p * NG + g; /* accumulator s sits in lane 4 (s % 4) + s / 4 */
+            sc[(size_t)g * n_pos + t + p] = r[4 * (s % 4) + s / 4];
+        }
+}
+
 static void scores512(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
-    for (int t = 0; t < n_pos; t++) {
+    const int P = 16 / ng;
+    int t = 0;
+    for (; t + P <= n_pos; t += P) switch (ng) {
+        case 1: scores_blk(K, hd, q, n_pos, t, scale, sc, 1); break;
+        case 2: scores_blk(K, hd, q, n_pos, t, scale, sc, 2); break;
+        case 3: scores_blk(K, hd, q, n_pos, t, scale, sc, 3); break;
+        case 4: scores_blk(K, hd, q, n_pos, t, scale, sc, 4); break;
+        case 5: scores_blk(K, hd, q, n_pos, t, scale, sc, 5); break;
+        case 6: scores_blk(K, hd, q, n_pos, t, scale, sc, 6); break;
+        case 7: scores_blk(K, hd, q, n_pos, t, scale, sc, 7); break;
+        default: scores_blk(K, hd, q, n_pos, t, scale, sc, 8); break;
+        }
+    for (; t < n_pos; t++) { /* the last positions one at a time */
         const float *kt = K + (size_t)t * hd;
         __m512 acc[CT_ATTN_GMAX];
         for (int g = 0; g < ng; g++) acc[g] = _mm512_setzero_ps();
@@ -22,17 +81,39 @@ static void scores512(const float *K, int hd, const float *q, int ng, int n_pos,
     }
 }
 
-static void wsum512(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {
-    for (int i = 0; i < hd; i += 16) {
-        const __mmask16 m = tail_mask(hd - i);
-        __m512 o[CT_ATTN_GMAX];
-        for (int g = 0; g < ng; g++) o[g] = _mm512_setzero_ps();
-        for (int t = 0; t < n_pos; t++) {
-            const __m512 vv = _mm512_maskz_loadu_ps(m, V + (size_t)t * hd + i);
-            for (int g = 0; g < ng; g++) o[g] = _mm512_fmadd_ps(_mm512_set1_ps(sc[(size_t)g * n_pos + t]), vv, o[g]);
+/* Columns [i0, i0 + 16 NB) (clipped to hd) of out for NG heads: per position one load per
+   16 columns and NG FMAs into NB x NG accumulators. */
+ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, float *out, int i0, const int NG,
+                            const int NB) {
+    __m512 o[16];
+    __mmask16 m[8];
+    for (int b = 0; b < NB; b++) m[b] = i0 + 16 * b < hd ? tail_mask(hd - i0 - 16 * b) : 0;
+    for (int s = 0; s < NB * NG; s++) o[s] = _mm512_setzero_ps();
+    for (int t = 0; t < n_pos; t++) {
+        __m512 w[8];
+        for (int g = 0; g < NG; g++) w[g] = _mm512_set1_ps(sc[(size_t)g * n_pos + t]);
+        for (int b = 0; b < NB; b++) {
+            const __m512 vv = _mm512_maskz_loadu_ps(m[b], V + (size_t)t * hd + i0 + 16 * b);
+            for (int g = 0; g < NG; g++) o[b * NG + g] = _mm512_fmadd_ps(w[g], vv, o[b * NG + g]);
         }
-        for (int g = 0; g < ng; g++) _mm512_mask_storeu_ps(out + (size_t)g * hd + i, m, o[g]);
     }
+    for (int b = 0; b < NB; b++)
+        for (int g = 0; g < NG; g++) _mm512_mask_storeu_ps(out + (size_t)g * hd + i0 + 16 * b, m[b], o[b * NG + g]);
+}
+
+/* NB = min(8, 16 / ng) blocks of 16 columns per pass (blocks past hd masked off). */
+static void wsum512(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {
+    const int nb = 16 / ng < 8 ? 16 / ng : 8;
+    for (int i0 = 0; i0 < hd; i0 += 16 * nb) switch (ng) {
+        case 1: wsum_blk(V, hd, sc, n_pos, out, i0, 1, 8); break;
+        case 2: wsum_blk(V, hd, sc, n_pos, out, i0, 2, 8); break;
+        case 3: wsum_blk(V, hd, sc, n_pos, out, i0, 3, 5); break;
+        case 4: wsum_blk(V, hd, sc, n_pos, out, i0, 4, 4); break;
+        case 5: wsum_blk(V, hd, sc, n_pos, out, i0, 5, 3); break;
+        case 6: wsum_blk(V, hd, sc, n_pos, out, i0, 6, 2); break;
+        case 7: wsum_blk(V, hd, sc, n_pos, out, i0, 7, 2); break;
+        default: wsum_blk(V, hd, sc, n_pos, out, i0, 8, 2); break;
+        }
 }
 
 void ct_attend_head_avx512(const float *K, const float *V, int hd, const float *q, float *out,
