@@ -1,13 +1,43 @@
-/* NEON primitives of the shared attention driver (kernels/attn.h): 4-lane FMAs, every query
-   head of the pass sharing each K/V row load, columns past the last multiple of 4 in the
-   driver's scalar tails. */
+/* NEON primitives of the shared attention driver (kernels/attn.h): 4-lane FMAs, columns past
+   the last multiple of 4 in the driver's scalar tails. Scores take several positions per pass
+   (positions x query heads <= 4 dot products, reduced together with pairwise adds in
+   vaddvq_f32's order); the weighted sum keeps up to 24 vectors of a V row x heads in
+   accumulators per position. Both sum in the same order as one position and one 4-column
+   block at a time. */
 #include <arm_neon.h>
 
 #include "kernels/attn.h"
 
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Scores of positions t .. t + 4 / NG - 1 for NG heads: lane s of the pairwise tree is
+   accumulator s = p NG + g, summed as (x0 + x1) + (x2 + x3) like vaddvq_f32. */
+ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos, int t, float scale, float *sc,
+                              const int NG) {
+    const int P = 4 / NG, h4 = hd / 4 * 4;
+    float32x4_t acc[4];
+    for (int s = 0; s < 4; s++) acc[s] = vdupq_n_f32(0.0f);
+    for (int i = 0; i < h4; i += 4)
+        for (int p = 0; p < P; p++) {
+            const float32x4_t kv = vld1q_f32(K + (size_t)(t + p) * hd + i);
+            for (int g = 0; g < NG; g++) acc[p * NG + g] = vfmaq_f32(acc[p * NG + g], vld1q_f32(q + (size_t)g * hd + i), kv);
+        }
+    float r[4];
+    vst1q_f32(r, vpaddq_f32(vpaddq_f32(acc[0], acc[1]), vpaddq_f32(acc[2], acc[3])));
+    for (int p = 0; p < P; p++)
+        for (int g = 0; g < NG; g++)
+            sc[(size_t)g * n_pos + t + p] =
+                ct_attn_tail_dot(q + (size_t)g * hd, K + (size_t)(t + p) * hd, h4, hd, r[p * NG + g]) * scale;
+}
+
 static void scores128(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
     const int h4 = hd / 4 * 4;
-    for (int t = 0; t < n_pos; t++) {
+    int t = 0;
+    if (ng == 1)
+        for (; t + 4 <= n_pos; t += 4) scores_blk(K, hd, q, n_pos, t, scale, sc, 1);
+    else if (ng == 2)
+        for (; t + 2 <= n_pos; t += 2) scores_blk(K, hd, q, n_pos, t, scale, sc, 2);
+    for (; t < n_pos; t++) { /* the last positions (or more than 2 heads) one at a time */
         const float *kt = K + (size_t)t * hd;
         float32x4_t acc[CT_ATTN_GMAX];
         for (int g = 0; g < ng; g++) acc[g] = vdupq_n_f32(0.0f);
@@ -20,16 +50,37 @@ static void scores128(const float *K, int hd, const float *q, int ng, int n_pos,
     }
 }
 
-static void wsum128(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {
-    const int h4 = hd / 4 * 4;
-    for (int i = 0; i < h4; i += 4) {
-        float32x4_t o[CT_ATTN_GMAX];
-        for (int g = 0; g < ng; g++) o[g] = vdupq_n_f32(0.0f);
-        for (int t = 0; t < n_pos; t++) {
-            const float32x4_t vv = vld1q_f32(V + (size_t)t * hd + i);
-            for (int g = 0; g < ng; g++) o[g] = vfmaq_n_f32(o[g], vv, sc[(size_t)g * n_pos + t]);
+/* Columns [i0, i0 + 4 nb) of out (nb <= NB) for NG heads: per position one load per 4
+   columns and NG FMAs into nb x NG accumulators. */
+ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, float *out, int i0, int nb,
+                            const int NG, const int NB) {
+    float32x4_t o[24];
+    for (int s = 0; s < NB * NG; s++) o[s] = vdupq_n_f32(0.0f);
+    for (int t = 0; t < n_pos; t++)
+        for (int b = 0; b < NB; b++) {
+            if (b >= nb) break;
+            const float32x4_t vv = vld1q_f32(V + (size_t)t * hd + i0 + 4 * b);
+            for (int g = 0; g < NG; g++) o[b * NG + g] = vfmaq_n_f32(o[b * NG + g], vv, sc[(size_t)g * n_pos + t]);
         }
-        for (int g = 0; g < ng; g++) vst1q_f32(out + (size_t)g * hd + i, o[g]);
+    for (int b = 0; b < nb; b++)
+        for (int g = 0; g < NG; g++) vst1q_f32(out + (size_t)g * hd + i0 + 4 * b, o[b * NG + g]);
+}
+
+/* NB = 24 / ng (at most 16) blocks of 4 columns per pass. */
+static void wsum128(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {
+    const int h4 = hd / 4 * 4, NB = 24 / ng < 16 ? 24 / ng : 16;
+    for (int i0 = 0; i0 < h4; i0 += 4 * NB) {
+        const int nb = (h4 - i0) / 4 < NB ? (h4 - i0) / 4 : NB;
+        switch (ng) {
+        case 1: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 1, 16); break;
+        case 2: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 2, 12); break;
+        case 3: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 3, 8); break;
+        case 4: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 4, 6); break;
+        case 5: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 5, 4); break;
+        case 6: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 6, 4); break;
+        case 7: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 7, 3); break;
+        default: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 8, 3); break;
+        }
     }
     ct_attn_tail_wsum(V, hd, sc, ng, n_pos, h4, out);
 }

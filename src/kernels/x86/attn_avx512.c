@@ -1,35 +1,15 @@
 /* AVX-512 primitives of the shared attention driver (kernels/attn.h): 16-lane FMAs with masked
    tails. Scores take several positions per pass (positions x query heads <= 16 independent
-   dot products, each reduced in the tree of _mm512_reduce_add_ps, all 16 in one transposed
-   tree); the weighted sum keeps a whole row of V (up to 16 vectors x heads) in accumulators
+   dot products reduced together by ct_reduce16, whose tree adds the lanes in the order of
+   _mm512_reduce_add_ps); the weighted sum keeps a whole row of V (up to 16 vectors x heads) in accumulators
    per position. Both sum in the same order as one position and one 16-column block at a
    time would, so the results do not depend on the blocking. */
 #include <immintrin.h>
 
 #include "kernels/attn.h"
-
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#include "kernels/x86/simd512.h"
 
 static inline __mmask16 tail_mask(int left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1); }
-
-/* Sixteen horizontal sums at once, each in _mm512_reduce_add_ps's order ((x_j + x_j+8), then
-   + 4, + 2, + 1 lanes apart): lane 4 b + m of the result is the sum of a[4 m + b]. */
-ALWAYS_INLINE __m512 reduce16(const __m512 *a) {
-    __m512 c[8], d[4], e[2];
-    for (int k = 0; k < 8; k++)
-        c[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                             _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-    for (int k = 0; k < 4; k++)
-        d[k] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm512_shuffle_f32x4(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
-    for (int k = 0; k < 2; k++)
-        e[k] = _mm512_add_ps(
-            _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(d[2 * k]), _mm512_castps_pd(d[2 * k + 1]))),
-            _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(d[2 * k]), _mm512_castps_pd(d[2 * k + 1]))));
-    /* e[k] block b: [a[8k + b] (2 lanes), a[8k + 4 + b] (2 lanes)] */
-    return _mm512_add_ps(_mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
-}
 
 /* Scores of positions t .. t + 16 / NG - 1 for NG heads. */
 ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos, int t, float scale, float *sc,
@@ -46,7 +26,7 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
         }
     }
     float r[16];
-    _mm512_storeu_ps(r, _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale)));
+    _mm512_storeu_ps(r, _mm512_mul_ps(ct_reduce16(acc), _mm512_set1_ps(scale)));
     for (int p = 0; p < P; p++)
         for (int g = 0; g < NG; g++) {
             const int s = p * NG + g; /* accumulator s sits in lane 4 (s % 4) + s / 4 */

@@ -1,6 +1,6 @@
-/* AVX-512 helpers shared by the matmul variants: the fixed 16-way reduction of a 4 rows x 4
-   tokens block of accumulators and its store with the row scale and bias. Include only from
-   files compiled with AVX-512 F/DQ enabled. */
+/* AVX-512 helpers shared by the matmul variants and the attention scores: the fixed 16-way
+   reduction of a 4 rows x 4 tokens block of accumulators and its store with the row scale and
+   bias. Include only from files compiled with AVX-512 F/DQ enabled. */
 #ifndef CT_SIMD512_H
 #define CT_SIMD512_H
 
@@ -10,8 +10,9 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* Horizontal sums of v[0..15] (v[4*row + tok]) by a fixed shuffle tree; returns a vector whose
-   element 4*tok + row is sum(v[4*row + tok]), i.e. 128-bit lane tok holds rows 0..3. */
+/* Horizontal sums of v[0..15] (v[4*row + tok]) by a fixed shuffle tree, each in the order of
+   _mm512_reduce_add_ps (lanes j + 8, then + 4, + 2, + 1 apart); returns a vector whose element
+   4*tok + row is sum(v[4*row + tok]), i.e. 128-bit lane tok holds rows 0..3. */
 ALWAYS_INLINE __m512 ct_reduce16(const __m512 *v) {
     __m512 s[8], u[4], q[2];
     for (int i = 0; i < 8; i++)
