@@ -26,6 +26,21 @@ typedef struct {
 
 void ct_attend_head_prims(const ct_attn_prims *p, const float *K, const float *V, int hd, const float *q,
                           float *out, int n_pos, int group, float *scores);
+/* Runs F(args..., NG) with NG the constant equal to ng (1..CT_ATTN_GMAX): the variants'
+   always-inline block functions get the head count, and so their accumulator count, as a
+   compile-time constant. */
+#define CT_ATTN_BY_NG(ng, F, ...)                                                                   \
+    switch (ng) {                                                                                   \
+    case 1: F(__VA_ARGS__, 1); break;                                                               \
+    case 2: F(__VA_ARGS__, 2); break;                                                               \
+    case 3: F(__VA_ARGS__, 3); break;                                                               \
+    case 4: F(__VA_ARGS__, 4); break;                                                               \
+    case 5: F(__VA_ARGS__, 5); break;                                                               \
+    case 6: F(__VA_ARGS__, 6); break;                                                               \
+    case 7: F(__VA_ARGS__, 7); break;                                                               \
+    default: F(__VA_ARGS__, 8); break;                                                              \
+    }
+
 /* q[g] . K[t] over columns [c0, hd), added to d. */
 float ct_attn_tail_dot(const float *qg, const float *kt, int c0, int hd, float d);
 /* out[g][c] = sum_t sc[g][t] V[t][c] for columns [c0, hd). */

@@ -30,13 +30,18 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
                 ct_attn_tail_dot(q + (size_t)g * hd, K + (size_t)(t + p) * hd, h4, hd, r[p * NG + g]) * scale;
 }
 
+/* Scores of the positions [*t, ...) in blocks of 4 / NG (none for more than 2 heads); *t:
+   the first one left. */
+ALWAYS_INLINE void scores_run(const float *K, int hd, const float *q, int n_pos, float scale, float *sc, int *t,
+                              const int NG) {
+    if (4 / NG < 2) return;
+    for (; *t + 4 / NG <= n_pos; *t += 4 / NG) scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
+}
+
 static void scores128(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
     const int h4 = hd / 4 * 4;
     int t = 0;
-    if (ng == 1)
-        for (; t + 4 <= n_pos; t += 4) scores_blk(K, hd, q, n_pos, t, scale, sc, 1);
-    else if (ng == 2)
-        for (; t + 2 <= n_pos; t += 2) scores_blk(K, hd, q, n_pos, t, scale, sc, 2);
+    CT_ATTN_BY_NG(ng, scores_run, K, hd, q, n_pos, scale, sc, &t)
     for (; t < n_pos; t++) { /* the last positions (or more than 2 heads) one at a time */
         const float *kt = K + (size_t)t * hd;
         float32x4_t acc[CT_ATTN_GMAX];
@@ -66,23 +71,17 @@ ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, 
         for (int g = 0; g < NG; g++) vst1q_f32(out + (size_t)g * hd + i0 + 4 * b, o[b * NG + g]);
 }
 
-/* NB = 24 / ng (at most 16) blocks of 4 columns per pass. */
+/* The columns below the last multiple of 4 for NG heads, min(16, 24 / NG) blocks of 4 per
+   pass. */
+ALWAYS_INLINE void wsum_run(const float *V, int hd, const float *sc, int n_pos, float *out, const int NG) {
+    const int h4 = hd / 4 * 4, NB = 24 / NG < 16 ? 24 / NG : 16;
+    for (int i0 = 0; i0 < h4; i0 += 4 * NB)
+        wsum_blk(V, hd, sc, n_pos, out, i0, (h4 - i0) / 4 < NB ? (h4 - i0) / 4 : NB, NG, NB);
+}
+
 static void wsum128(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {
-    const int h4 = hd / 4 * 4, NB = 24 / ng < 16 ? 24 / ng : 16;
-    for (int i0 = 0; i0 < h4; i0 += 4 * NB) {
-        const int nb = (h4 - i0) / 4 < NB ? (h4 - i0) / 4 : NB;
-        switch (ng) {
-        case 1: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 1, 16); break;
-        case 2: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 2, 12); break;
-        case 3: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 3, 8); break;
-        case 4: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 4, 6); break;
-        case 5: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 5, 4); break;
-        case 6: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 6, 4); break;
-        case 7: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 7, 3); break;
-        default: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 8, 3); break;
-        }
-    }
-    ct_attn_tail_wsum(V, hd, sc, ng, n_pos, h4, out);
+    CT_ATTN_BY_NG(ng, wsum_run, V, hd, sc, n_pos, out)
+    ct_attn_tail_wsum(V, hd, sc, ng, n_pos, hd / 4 * 4, out);
 }
 
 void ct_attend_head_neon(const float *K, const float *V, int hd, const float *q, float *out,

@@ -53,16 +53,18 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
         }
 }
 
+/* Scores of the positions [*t, ...) in blocks of 8 / NG (none for more than 4 heads); *t:
+   the first one left. */
+ALWAYS_INLINE void scores_run(const float *K, int hd, const float *q, int n_pos, float scale, float *sc, int *t,
+                              const int NG) {
+    if (8 / NG < 2) return;
+    for (; *t + 8 / NG <= n_pos; *t += 8 / NG) scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
+}
+
 static void scores256(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
-    const int h8 = hd / 8 * 8, P = 8 / ng;
+    const int h8 = hd / 8 * 8;
     int t = 0;
-    if (ng <= 4)
-        for (; t + P <= n_pos; t += P) switch (ng) {
-            case 1: scores_blk(K, hd, q, n_pos, t, scale, sc, 1); break;
-            case 2: scores_blk(K, hd, q, n_pos, t, scale, sc, 2); break;
-            case 3: scores_blk(K, hd, q, n_pos, t, scale, sc, 3); break;
-            default: scores_blk(K, hd, q, n_pos, t, scale, sc, 4); break;
-            }
+    CT_ATTN_BY_NG(ng, scores_run, K, hd, q, n_pos, scale, sc, &t)
     for (; t < n_pos; t++) { /* the last positions (or more than 4 heads) one at a time */
         const float *kt = K + (size_t)t * hd;
         __m256 acc[CT_ATTN_GMAX];
@@ -95,23 +97,17 @@ ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, 
         for (int g = 0; g < NG; g++) _mm256_storeu_ps(out + (size_t)g * hd + i0 + 8 * b, o[b * NG + g]);
 }
 
-/* NB = 12 / ng (at most 8) blocks of 8 columns per pass. */
+/* The columns below the last multiple of 8 for NG heads, min(8, 12 / NG) blocks of 8 per
+   pass. */
+ALWAYS_INLINE void wsum_run(const float *V, int hd, const float *sc, int n_pos, float *out, const int NG) {
+    const int h8 = hd / 8 * 8, NB = 12 / NG < 8 ? 12 / NG : 8;
+    for (int i0 = 0; i0 < h8; i0 += 8 * NB)
+        wsum_blk(V, hd, sc, n_pos, out, i0, (h8 - i0) / 8 < NB ? (h8 - i0) / 8 : NB, NG, NB);
+}
+
 static void wsum256(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {
-    const int h8 = hd / 8 * 8, NB = 12 / ng < 8 ? (12 / ng ? 12 / ng : 1) : 8;
-    for (int i0 = 0; i0 < h8; i0 += 8 * NB) {
-        const int nb = (h8 - i0) / 8 < NB ? (h8 - i0) / 8 : NB;
-        switch (ng) {
-        case 1: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 1, 8); break;
-        case 2: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 2, 6); break;
-        case 3: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 3, 4); break;
-        case 4: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 4, 3); break;
-        case 5: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 5, 2); break;
-        case 6: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 6, 2); break;
-        case 7: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 7, 1); break;
-        default: wsum_blk(V, hd, sc, n_pos, out, i0, nb, 8, 1); break;
-        }
-    }
-    ct_attn_tail_wsum(V, hd, sc, ng, n_pos, h8, out);
+    CT_ATTN_BY_NG(ng, wsum_run, V, hd, sc, n_pos, out)
+    ct_attn_tail_wsum(V, hd, sc, ng, n_pos, hd / 8 * 8, out);
 }
 
 void ct_attend_head_avx2(const float *K, const float *V, int hd, const float *q, float *out,

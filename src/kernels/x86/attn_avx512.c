@@ -34,19 +34,15 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
         }
 }
 
+/* Scores of the positions [*t, ...) in blocks of 16 / NG; *t: the first one left. */
+ALWAYS_INLINE void scores_run(const float *K, int hd, const float *q, int n_pos, float scale, float *sc, int *t,
+                              const int NG) {
+    for (; *t + 16 / NG <= n_pos; *t += 16 / NG) scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
+}
+
 static void scores512(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
-    const int P = 16 / ng;
     int t = 0;
-    for (; t + P <= n_pos; t += P) switch (ng) {
-        case 1: scores_blk(K, hd, q, n_pos, t, scale, sc, 1); break;
-        case 2: scores_blk(K, hd, q, n_pos, t, scale, sc, 2); break;
-        case 3: scores_blk(K, hd, q, n_pos, t, scale, sc, 3); break;
-        case 4: scores_blk(K, hd, q, n_pos, t, scale, sc, 4); break;
-        case 5: scores_blk(K, hd, q, n_pos, t, scale, sc, 5); break;
-        case 6: scores_blk(K, hd, q, n_pos, t, scale, sc, 6); break;
-        case 7: scores_blk(K, hd, q, n_pos, t, scale, sc, 7); break;
-        default: scores_blk(K, hd, q, n_pos, t, scale, sc, 8); break;
-        }
+    CT_ATTN_BY_NG(ng, scores_run, K, hd, q, n_pos, scale, sc, &t)
     for (; t < n_pos; t++) { /* the last positions one at a time */
         const float *kt = K + (size_t)t * hd;
         __m512 acc[CT_ATTN_GMAX];
@@ -81,19 +77,15 @@ ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, 
         for (int g = 0; g < NG; g++) _mm512_mask_storeu_ps(out + (size_t)g * hd + i0 + 16 * b, m[b], o[b * NG + g]);
 }
 
-/* NB = min(8, 16 / ng) blocks of 16 columns per pass (blocks past hd masked off). */
+/* All columns for NG heads, min(8, 16 / NG) blocks of 16 per pass (blocks past hd masked
+   off). */
+ALWAYS_INLINE void wsum_run(const float *V, int hd, const float *sc, int n_pos, float *out, const int NG) {
+    const int NB = 16 / NG < 8 ? 16 / NG : 8;
+    for (int i0 = 0; i0 < hd; i0 += 16 * NB) wsum_blk(V, hd, sc, n_pos, out, i0, NG, NB);
+}
+
 static void wsum512(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {
-    const int nb = 16 / ng < 8 ? 16 / ng : 8;
-    for (int i0 = 0; i0 < hd; i0 += 16 * nb) switch (ng) {
-        case 1: wsum_blk(V, hd, sc, n_pos, out, i0, 1, 8); break;
-        case 2: wsum_blk(V, hd, sc, n_pos, out, i0, 2, 8); break;
-        case 3: wsum_blk(V, hd, sc, n_pos, out, i0, 3, 5); break;
-        case 4: wsum_blk(V, hd, sc, n_pos, out, i0, 4, 4); break;
-        case 5: wsum_blk(V, hd, sc, n_pos, out, i0, 5, 3); break;
-        case 6: wsum_blk(V, hd, sc, n_pos, out, i0, 6, 2); break;
-        case 7: wsum_blk(V, hd, sc, n_pos, out, i0, 7, 2); break;
-        default: wsum_blk(V, hd, sc, n_pos, out, i0, 8, 2); break;
-        }
+    CT_ATTN_BY_NG(ng, wsum_run, V, hd, sc, n_pos, out)
 }
 
 void ct_attend_head_avx512(const float *K, const float *V, int hd, const float *q, float *out,
