@@ -102,6 +102,18 @@ assert abs(d["frame_ratio"] - (d["talker_ms"] + d["predictor_ms"]) / d["floor_ms
 PY
 # bench kernels -m: the codec decoder's GEMMs (every upsampling stage and decoder block) after the matmuls
 expect_rc 0 "$BIN" bench kernels --threads 1 --ms 1 -m "$M"
+# which INT8/INT4 path the rows time: f32 activations, or the integer-dot mode (every call, or below AMX's threshold)
+has "INT8/INT4 with \(f32 activations\|int8 activations (integer-dot mode, every call)\|int8 activations (integer-dot mode) below [0-9]* tokens\)$" "$WORK/out"
+# every matmul case timed with its weights from memory and in cache: positive figures in 8 columns
+has "| format | rows x cols | tokens | us/call | GB/s (weights) | GFLOP/s | us/call, in cache | GFLOP/s, in cache |" "$WORK/out"
+python3 - "$WORK/out" <<'PY' && ok || bad "bench kernels matmul rows"
+import sys
+rows = [l.split("|")[1:-1] for l in open(sys.argv[1]) if l.split("|")[1:2] in ([" bf16 "], [" f32 "], [" int8 "], [" int4 "])]
+assert len(rows) == 4 * 3 * 6, len(rows)
+for r in rows:
+    assert len(r) == 8, r
+    assert all(float(v) > 0 for v in r[2:]), r
+PY
 has "codec decoder GEMMs of $M, a steady 25-frame push" "$WORK/out"
 for g in "pre_conv" "transformer q" "upsample 0 tconv" "upsample 1 pwconv1" "decoder.0 conv" "block 0 tconv" \
          "block 3 residual conv" "all of the above"; do has "| $g | " "$WORK/out"; done
