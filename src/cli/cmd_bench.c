@@ -734,13 +734,14 @@ static int bench_attention(int ms) {
     for (int i = 0; i < G * HD; i++) q[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
     const ct_attend_head_fn fn = ct_kernels()->attend_head;
     printf("\n| attention (1 KV head, %d query heads x %d) | positions | us/call, K/V in cache | us/call, K/V from memory | GFLOP/s (in cache) |\n|---|---|---|---|---|\n", G, HD);
+    size_t rot = 0; /* copy 0 in cache; from memory the others in turn (as in cmd_kernels) */
     for (size_t k = 0; k < sizeof nps / sizeof *nps; k++) {
         const int n = nps[k];
         double best[2] = {1e30, 1e30};
         for (int mode = 0; mode < 2; mode++) {
             const double t_end = ct_now_ms() + ms;
             for (int it = 0; ct_now_ms() < t_end || it < 3; it++) {
-                const float *K = kv + (mode ? (size_t)(it % copies) * per : 0), *V = K + (size_t)1024 * HD;
+                const float *K = kv + (mode ? (1 + rot++ % (size_t)(copies - 1)) * per : 0), *V = K + (size_t)1024 * HD;
                 double t0 = ct_now_ms();
                 fn(K, V, HD, q, out, n, G, sc);
                 double t = ct_now_ms() - t0;
@@ -756,7 +757,7 @@ static int bench_attention(int ms) {
 
 /* `bench kernels`: every weight format x shape x token count through the selected kernel
    table on a pool, weights cold in memory (a 1 GiB working set rotated per call, each copy with
-   its own INT8/INT4 scales). */
+   its own INT8/INT4 scales) and in cache. */
 static int cmd_kernels(int argc, char **argv) {
     int threads = 0, ms = 300;
     const char *model = NULL;
@@ -839,13 +840,17 @@ static int cmd_kernels(int argc, char **argv) {
             m.scales = ssz ? (const float *)(buf + mb) : NULL;
             for (double t_w = ct_now_ms() + 200; ct_now_ms() < t_w;) /* warm up: clocks, tiles */
                 ct_matmul_pool(pool, &m, NULL, x, y, 16);
+            /* copy 0 is the in-cache one (and the warm-up's); the others are read in turn, the
+               rotation carried across token counts, so a timed call from memory always reads the
+               copy touched longest ago, never one the previous phase left in cache */
+            size_t rot = 0;
             for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
                 const int n = toks[ti];
                 double best[2] = {1e30, 1e30}; /* from memory, in cache */
                 for (int cached = 0; cached < 2; cached++) {
                     const double t_end = ct_now_ms() + ms;
                     for (int it = 0; ct_now_ms() < t_end || it < 3; it++) {
-                        m.data = buf + (size_t)(cached ? 0 : it % copies) * stride;
+                        m.data = buf + (size_t)(cached ? 0 : 1 + rot++ % (size_t)(copies - 1)) * stride;
                         if (ssz) m.scales = (const float *)((const uint8_t *)m.data + mb);
                         double t0 = ct_now_ms();
                         ct_matmul_pool(pool, &m, NULL, x, y, n);
