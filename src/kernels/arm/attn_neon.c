@@ -35,7 +35,10 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
 ALWAYS_INLINE void scores_run(const float *K, int hd, const float *q, int n_pos, float scale, float *sc, int *t,
                               const int NG) {
     if (4 / NG < 2) return;
-    for (; *t + 4 / NG <= n_pos; *t += 4 / NG) scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
+    for (; *t + 4 / NG <= n_pos; *t += 4 / NG) {
+        ct_attn_prefetch(K, hd, *t, 4 / NG, n_pos);
+        scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
+    }
 }
 
 static void scores128(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
@@ -43,6 +46,7 @@ static void scores128(const float *K, int hd, const float *q, int ng, int n_pos,
     int t = 0;
     CT_ATTN_BY_NG(ng, scores_run, K, hd, q, n_pos, scale, sc, &t)
     for (; t < n_pos; t++) { /* the last positions (or more than 2 heads) one at a time */
+        ct_attn_prefetch(K, hd, t, 1, n_pos);
         const float *kt = K + (size_t)t * hd;
         float32x4_t acc[CT_ATTN_GMAX];
         for (int g = 0; g < ng; g++) acc[g] = vdupq_n_f32(0.0f);
@@ -61,12 +65,14 @@ ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, 
                             const int NG, const int NB) {
     float32x4_t o[24];
     for (int s = 0; s < NB * NG; s++) o[s] = vdupq_n_f32(0.0f);
-    for (int t = 0; t < n_pos; t++)
+    for (int t = 0; t < n_pos; t++) {
+        if (i0 == 0) ct_attn_prefetch(V, hd, t, 1, n_pos);
         for (int b = 0; b < NB; b++) {
             if (b >= nb) break;
             const float32x4_t vv = vld1q_f32(V + (size_t)t * hd + i0 + 4 * b);
             for (int g = 0; g < NG; g++) o[b * NG + g] = vfmaq_n_f32(o[b * NG + g], vv, sc[(size_t)g * n_pos + t]);
         }
+    }
     for (int b = 0; b < nb; b++)
         for (int g = 0; g < NG; g++) vst1q_f32(out + (size_t)g * hd + i0 + 4 * b, o[b * NG + g]);
 }

@@ -58,7 +58,10 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
 ALWAYS_INLINE void scores_run(const float *K, int hd, const float *q, int n_pos, float scale, float *sc, int *t,
                               const int NG) {
     if (8 / NG < 2) return;
-    for (; *t + 8 / NG <= n_pos; *t += 8 / NG) scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
+    for (; *t + 8 / NG <= n_pos; *t += 8 / NG) {
+        ct_attn_prefetch(K, hd, *t, 8 / NG, n_pos);
+        scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
+    }
 }
 
 static void scores256(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
@@ -66,6 +69,7 @@ static void scores256(const float *K, int hd, const float *q, int ng, int n_pos,
     int t = 0;
     CT_ATTN_BY_NG(ng, scores_run, K, hd, q, n_pos, scale, sc, &t)
     for (; t < n_pos; t++) { /* the last positions (or more than 4 heads) one at a time */
+        ct_attn_prefetch(K, hd, t, 1, n_pos);
         const float *kt = K + (size_t)t * hd;
         __m256 acc[CT_ATTN_GMAX];
         for (int g = 0; g < ng; g++) acc[g] = _mm256_setzero_ps();
@@ -85,6 +89,7 @@ ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, 
     __m256 o[12];
     for (int s = 0; s < NB * NG; s++) o[s] = _mm256_setzero_ps();
     for (int t = 0; t < n_pos; t++) {
+        if (i0 == 0) ct_attn_prefetch(V, hd, t, 1, n_pos);
         __m256 w[8];
         for (int g = 0; g < NG; g++) w[g] = _mm256_broadcast_ss(sc + (size_t)g * n_pos + t);
         for (int b = 0; b < NB; b++) {

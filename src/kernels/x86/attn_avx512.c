@@ -37,13 +37,17 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
 /* Scores of the positions [*t, ...) in blocks of 16 / NG; *t: the first one left. */
 ALWAYS_INLINE void scores_run(const float *K, int hd, const float *q, int n_pos, float scale, float *sc, int *t,
                               const int NG) {
-    for (; *t + 16 / NG <= n_pos; *t += 16 / NG) scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
+    for (; *t + 16 / NG <= n_pos; *t += 16 / NG) {
+        ct_attn_prefetch(K, hd, *t, 16 / NG, n_pos);
+        scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
+    }
 }
 
 static void scores512(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
     int t = 0;
     CT_ATTN_BY_NG(ng, scores_run, K, hd, q, n_pos, scale, sc, &t)
     for (; t < n_pos; t++) { /* the last positions one at a time */
+        ct_attn_prefetch(K, hd, t, 1, n_pos);
         const float *kt = K + (size_t)t * hd;
         __m512 acc[CT_ATTN_GMAX];
         for (int g = 0; g < ng; g++) acc[g] = _mm512_setzero_ps();
@@ -66,6 +70,7 @@ ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, 
     for (int b = 0; b < NB; b++) m[b] = i0 + 16 * b < hd ? tail_mask(hd - i0 - 16 * b) : 0;
     for (int s = 0; s < NB * NG; s++) o[s] = _mm512_setzero_ps();
     for (int t = 0; t < n_pos; t++) {
+        if (i0 == 0) ct_attn_prefetch(V, hd, t, 1, n_pos);
         __m512 w[8];
         for (int g = 0; g < NG; g++) w[g] = _mm512_set1_ps(sc[(size_t)g * n_pos + t]);
         for (int b = 0; b < NB; b++) {
