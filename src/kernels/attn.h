@@ -44,13 +44,15 @@ void ct_attend_head_prims(const ct_attn_prims *p, const float *K, const float *V
 /* A head's cache read from memory is one short stream per head that the hardware prefetcher
    hardly ramps up on (12 GB/s on one thread of the EPYC VM): the primitives call this for the
    rows [t, t + np) of X (K in the scores, V in the first column pass of the weighted sum)
-   they are about to read, which prefetches the lines CT_ATTN_PF_BYTES ahead into L1. Caches
-   shorter than twice that are left alone (no gain, and the instructions cost in cache).
-   Prefetches change no result. */
+   they are about to read, which prefetches the lines CT_ATTN_PF_BYTES ahead into L1. Rows
+   of X under CT_ATTN_PF_MIN bytes in all are left alone: up to 64 positions of 128 floats
+   gained nothing from memory and cost 12-14% in cache (docs/BENCH.md "Issue 15, eighth
+   sitting"). Prefetches change no result. */
 #define CT_ATTN_PF_BYTES 4096
+#define CT_ATTN_PF_MIN (48 * 1024)
 static inline void ct_attn_prefetch(const float *X, int hd, int t, int np, int n_pos) {
     const size_t rb = (size_t)hd * sizeof(float), end = (size_t)n_pos * rb;
-    if (end < 2 * CT_ATTN_PF_BYTES) return;
+    if (end < CT_ATTN_PF_MIN) return;
     for (size_t o = (size_t)t * rb + CT_ATTN_PF_BYTES, e = o + (size_t)np * rb; o < e && o < end; o += 64)
         __builtin_prefetch((const char *)X + o, 0, 3);
 }
