@@ -57,6 +57,37 @@ static inline void ct_attn_prefetch(const float *X, int hd, int t, int np, int n
         __builtin_prefetch((const char *)X + o, 0, 3);
 }
 
+/* Defines scores_run(K, hd, q, n_pos, scale, sc, t, NG) for a variant whose vectors hold L
+   floats: the scores of positions [*t, ...) through its scores_blk in blocks of L / NG
+   positions (none where that is under 2: those heads go through the variant's one-position
+   loop), each block's K rows prefetched by ct_attn_prefetch; *t: the first position left. */
+#define CT_ATTN_SCORES_RUN(L)                                                                       \
+    static inline __attribute__((always_inline)) void scores_run(const float *K, int hd, const float *q, \
+                                                                 int n_pos, float scale, float *sc, int *t, \
+                                                                 const int NG) {                    \
+        if ((L) / NG < 2) return;                                                                   \
+        for (; *t + (L) / NG <= n_pos; *t += (L) / NG) {                                            \
+            ct_attn_prefetch(K, hd, *t, (L) / NG, n_pos);                                           \
+            scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);                                         \
+        }                                                                                           \
+    }
+
+/* Defines the weighted-sum primitive NAME of a variant whose vectors hold W floats: the
+   columns below the last multiple of W in passes of min(M, A / NG) blocks of W (A: its
+   accumulator budget) through BLK(V, hd, sc, n_pos, out, i0, blocks, NG, NB), NG a
+   compile-time constant by CT_ATTN_BY_NG, then the columns past them in scalar code. */
+#define CT_ATTN_WSUM_PASSES(NAME, W, A, M, BLK)                                                     \
+    static inline __attribute__((always_inline)) void NAME##_run(const float *V, int hd, const float *sc, \
+                                                                 int n_pos, float *out, const int NG) { \
+        const int hw = hd / (W) * (W), NB = (A) / NG < (M) ? (A) / NG : (M);                         \
+        for (int i0 = 0; i0 < hw; i0 += (W) * NB)                                                   \
+            BLK(V, hd, sc, n_pos, out, i0, (hw - i0) / (W) < NB ? (hw - i0) / (W) : NB, NG, NB);    \
+    }                                                                                               \
+    static void NAME(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {      \
+        CT_ATTN_BY_NG(ng, NAME##_run, V, hd, sc, n_pos, out)                                        \
+        ct_attn_tail_wsum(V, hd, sc, ng, n_pos, hd / (W) * (W), out);                               \
+    }
+
 /* q[g] . K[t] over columns [c0, hd), added to d. */
 float ct_attn_tail_dot(const float *qg, const float *kt, int c0, int hd, float d);
 /* out[g][c] = sum_t sc[g][t] V[t][c] for columns [c0, hd). */

@@ -30,16 +30,7 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
                 ct_attn_tail_dot(q + (size_t)g * hd, K + (size_t)(t + p) * hd, h4, hd, r[p * NG + g]) * scale;
 }
 
-/* Scores of the positions [*t, ...) in blocks of 4 / NG (none for more than 2 heads); *t:
-   the first one left. */
-ALWAYS_INLINE void scores_run(const float *K, int hd, const float *q, int n_pos, float scale, float *sc, int *t,
-                              const int NG) {
-    if (4 / NG < 2) return;
-    for (; *t + 4 / NG <= n_pos; *t += 4 / NG) {
-        ct_attn_prefetch(K, hd, *t, 4 / NG, n_pos);
-        scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
-    }
-}
+CT_ATTN_SCORES_RUN(4)
 
 static void scores128(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
     const int h4 = hd / 4 * 4;
@@ -77,18 +68,8 @@ ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, 
         for (int g = 0; g < NG; g++) vst1q_f32(out + (size_t)g * hd + i0 + 4 * b, o[b * NG + g]);
 }
 
-/* The columns below the last multiple of 4 for NG heads, min(16, 24 / NG) blocks of 4 per
-   pass. */
-ALWAYS_INLINE void wsum_run(const float *V, int hd, const float *sc, int n_pos, float *out, const int NG) {
-    const int h4 = hd / 4 * 4, NB = 24 / NG < 16 ? 24 / NG : 16;
-    for (int i0 = 0; i0 < h4; i0 += 4 * NB)
-        wsum_blk(V, hd, sc, n_pos, out, i0, (h4 - i0) / 4 < NB ? (h4 - i0) / 4 : NB, NG, NB);
-}
-
-static void wsum128(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {
-    CT_ATTN_BY_NG(ng, wsum_run, V, hd, sc, n_pos, out)
-    ct_attn_tail_wsum(V, hd, sc, ng, n_pos, hd / 4 * 4, out);
-}
+/* The weighted sum: min(16, 24 / NG) blocks of 4 columns per pass. */
+CT_ATTN_WSUM_PASSES(wsum128, 4, 24, 16, wsum_blk)
 
 void ct_attend_head_neon(const float *K, const float *V, int hd, const float *q, float *out,
                          int n_pos, int group, float *scores) {

@@ -53,16 +53,7 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
         }
 }
 
-/* Scores of the positions [*t, ...) in blocks of 8 / NG (none for more than 4 heads); *t:
-   the first one left. */
-ALWAYS_INLINE void scores_run(const float *K, int hd, const float *q, int n_pos, float scale, float *sc, int *t,
-                              const int NG) {
-    if (8 / NG < 2) return;
-    for (; *t + 8 / NG <= n_pos; *t += 8 / NG) {
-        ct_attn_prefetch(K, hd, *t, 8 / NG, n_pos);
-        scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
-    }
-}
+CT_ATTN_SCORES_RUN(8)
 
 static void scores256(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
     const int h8 = hd / 8 * 8;
@@ -102,18 +93,8 @@ ALWAYS_INLINE void wsum_blk(const float *V, int hd, const float *sc, int n_pos, 
         for (int g = 0; g < NG; g++) _mm256_storeu_ps(out + (size_t)g * hd + i0 + 8 * b, o[b * NG + g]);
 }
 
-/* The columns below the last multiple of 8 for NG heads, min(8, 12 / NG) blocks of 8 per
-   pass. */
-ALWAYS_INLINE void wsum_run(const float *V, int hd, const float *sc, int n_pos, float *out, const int NG) {
-    const int h8 = hd / 8 * 8, NB = 12 / NG < 8 ? 12 / NG : 8;
-    for (int i0 = 0; i0 < h8; i0 += 8 * NB)
-        wsum_blk(V, hd, sc, n_pos, out, i0, (h8 - i0) / 8 < NB ? (h8 - i0) / 8 : NB, NG, NB);
-}
-
-static void wsum256(const float *V, int hd, const float *sc, int ng, int n_pos, float *out) {
-    CT_ATTN_BY_NG(ng, wsum_run, V, hd, sc, n_pos, out)
-    ct_attn_tail_wsum(V, hd, sc, ng, n_pos, hd / 8 * 8, out);
-}
+/* The weighted sum: min(8, 12 / NG) blocks of 8 columns per pass. */
+CT_ATTN_WSUM_PASSES(wsum256, 8, 12, 8, wsum_blk)
 
 void ct_attend_head_avx2(const float *K, const float *V, int hd, const float *q, float *out,
                          int n_pos, int group, float *scores) {

@@ -34,14 +34,7 @@ ALWAYS_INLINE void scores_blk(const float *K, int hd, const float *q, int n_pos,
         }
 }
 
-/* Scores of the positions [*t, ...) in blocks of 16 / NG; *t: the first one left. */
-ALWAYS_INLINE void scores_run(const float *K, int hd, const float *q, int n_pos, float scale, float *sc, int *t,
-                              const int NG) {
-    for (; *t + 16 / NG <= n_pos; *t += 16 / NG) {
-        ct_attn_prefetch(K, hd, *t, 16 / NG, n_pos);
-        scores_blk(K, hd, q, n_pos, *t, scale, sc, NG);
-    }
-}
+CT_ATTN_SCORES_RUN(16)
 
 static void scores512(const float *K, int hd, const float *q, int ng, int n_pos, float scale, float *sc) {
     int t = 0;
