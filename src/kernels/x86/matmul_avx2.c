@@ -1,6 +1,7 @@
 /* AVX2+FMA+F16C matmul rows over BF16/F16/F32/INT8/INT4 weights, f32 activations and
    accumulation: 2 rows x 1 token for n = 1, a register-blocked 2 rows x up to 6 tokens GEMM
-   over L2-resident row chunks for n > 1 (the same arithmetic per token). */
+   over L2-resident row chunks for n > 1 (the same arithmetic per token), whose first token
+   block streams each row from DRAM in one pass where its activations fit L1. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -141,6 +142,57 @@ static void rows2_tok1(const ct_mat *w, const float *x, float *out, int r) {
 
 #define RCHUNK 64
 
+#define G2T_MAX 6 /* most tokens per block of the GEMM below */
+/* The first token block over a row chunk (its rows read from DRAM): row r x NT tokens x[NT][xs]
+   in one pass over the columns with prefetch, both accumulators of every token live (6 x 2 =
+   12), so the weights stream while the FMAs run. Per token row_tok4's operations in its order:
+   out[t] is bit for bit gemm2's (and row_tok4's) result. */
+#define RS_T(t, A, B)                                                                           \
+    if (NT > t) {                                                                               \
+        A = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + (size_t)t * xs + k), A);                    \
+        B = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + (size_t)t * xs + k + 8), B);                \
+    }
+#define RS_T8(t, A)                                                                             \
+    if (NT > t) A = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + (size_t)t * xs + k), A);
+#define RS_XMAX (24 * 1024) /* the block's activations must stay in L1 (else gemm2's K blocks) */
+ALWAYS_INLINE void row_stream(const ct_mat *w, const ct_dtype DT, int r, const float *x, int xs, const int NT,
+                              float *out) {
+    const int C = w->cols;
+    const void *p = ct_row_ptr(w, r);
+    const float *sc = ct_row_sc(w, r);
+    const int e2 = DT == CT_DT_F32 ? 8 : DT == CT_DT_I8 ? 2 : DT == CT_DT_U8 ? 1 : 4; /* bytes per 2 */
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, b0 = a0, b1 = a0, b2 = a0,
+           b3 = a0, b4 = a0, b5 = a0;
+    int k = 0;
+    for (; k + 16 <= C; k += 16) {
+        const size_t kb = (size_t)k * e2 / 2;
+        if ((kb & 63) == 0) pf_line(p, kb);
+        const __m256 w0 = load8(p, DT, k, sc), w1 = load8(p, DT, k + 8, sc);
+        RS_T(0, a0, b0)
+        RS_T(1, a1, b1)
+        RS_T(2, a2, b2)
+        RS_T(3, a3, b3)
+        RS_T(4, a4, b4)
+        RS_T(5, a5, b5)
+    }
+    for (; k + 8 <= C; k += 8) {
+        const __m256 w0 = load8(p, DT, k, sc);
+        RS_T8(0, a0)
+        RS_T8(1, a1)
+        RS_T8(2, a2)
+        RS_T8(3, a3)
+        RS_T8(4, a4)
+        RS_T8(5, a5)
+    }
+    const __m256 av[G2T_MAX] = {a0, a1, a2, a3, a4, a5}, bv[G2T_MAX] = {b0, b1, b2, b3, b4, b5};
+    for (int t = 0; t < NT; t++) {
+        const float *xt = x + (size_t)t * xs;
+        float tl = 0;
+        for (int kk = k; kk < C; kk++) tl += wat(w, p, sc, kk) * xt[kk];
+        out[t] = hsum(_mm256_add_ps(av[t], bv[t])) + tl;
+    }
+}
+
 /* ---- prefill GEMM (n > 1) ------------------------------------------------------------ */
 /* row_tok4's function bit for bit, with each weight vector applied to up to G2T tokens and two
    rows at once: per (row, token) the even 8-column chunks of every 16 (and a leftover 8) go to
@@ -148,11 +200,12 @@ static void rows2_tok1(const ct_mat *w, const float *x, float *out, int r) {
    changes no operation: each accumulator sees the same FMAs in the same order), then the scalar
    tail and hsum(a + b) + tail as row_tok4. So a token's result is its one-token result
    whatever n, and the thread count changes nothing (test_kernels checks it bit for bit). */
-#define G2T 6          /* most tokens per block (2 rows x 6 tokens = 12 accumulators) */
+#define G2T G2T_MAX    /* most tokens per block (2 rows x 6 tokens = 12 accumulators) */
 #define G2X_FLOATS (64 * (3072 + 16)) /* g2x: 64 tokens of 3072 columns, 772 KiB per thread */
 static _Thread_local float g2x[G2X_FLOATS]; /* the activations, rows C + 16 floats apart */
 
 #define G2_KB 512   /* columns per K block: a 6-token block's activations (12 KiB) stay in L1 */
+#define G2_PF_PAIRS 4 /* the first token block (rows from DRAM): row pairs ahead prefetched into L2 */
 #define G2_RCHUNK 32 /* rows per chunk: their accumulators between K blocks take 12 KiB */
 static _Thread_local float g2acc[G2_RCHUNK / 2][2][2 * G2T * 8]; /* [row pair][even/odd][2t+i] */
 
@@ -168,7 +221,8 @@ static _Thread_local float g2acc[G2_RCHUNK / 2][2][2 * G2T * 8]; /* [row pair][e
    memory. */
 ALWAYS_INLINE void gemm2_pass(const void *p0, const void *p1, const float *s0, const float *s1,
                               const ct_dtype DT, const float *x, int xs, int k0, int k1, int fresh,
-                              const int NT, float *acc) {
+                              const int NT, const char *const *pn, float *acc) {
+    const int eb = DT == CT_DT_F32 ? 4 : DT == CT_DT_I8 ? 1 : DT == CT_DT_U8 ? 0 : 2;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
            a8 = a0, a9 = a0, a10 = a0, a11 = a0;
     if (!fresh) {
@@ -180,6 +234,13 @@ ALWAYS_INLINE void gemm2_pass(const void *p0, const void *p1, const float *s0, c
         if (NT > 5) a10 = _mm256_loadu_ps(acc + 80), a11 = _mm256_loadu_ps(acc + 88);
     }
     for (int k = k0; k < k1; k += 16) {
+        if (pn && ((k * eb) & 63) == 0) /* the next pairs' lines of this K block */
+            for (int b = 0; b < 16 * eb; b += 64) {
+                _mm_prefetch(pn[0] + (size_t)k * eb + b, _MM_HINT_T0);
+                _mm_prefetch(pn[1] + (size_t)k * eb + b, _MM_HINT_T0);
+                _mm_prefetch(pn[2] + (size_t)k * eb + b, _MM_HINT_T1);
+                _mm_prefetch(pn[3] + (size_t)k * eb + b, _MM_HINT_T1);
+            }
         __m256 w0 = load8(p0, DT, k, s0), w1 = load8(p1, DT, k, s1);
         G2_T(0, a0, a1)
         G2_T(1, a2, a3)
@@ -194,16 +255,22 @@ ALWAYS_INLINE void gemm2_pass(const void *p0, const void *p1, const float *s0, c
 
 /* K block [kb, ke) (multiples of 16, ke <= C16) of rows r, r1 (r1 = r for a one-row block) x NT
    tokens into the pair's accumulators acc[2] (fresh at kb = 0); at ke = C16 also the leftover
-   8 columns, the scalar tail and the sums: out[2 * t + i]. */
+   8 columns, the scalar tail and the sums: out[2 * t + i]. far: the first token block over
+   these rows (read from DRAM), whose even pass prefetches the K block of the rows ahead. */
 ALWAYS_INLINE void gemm2(const ct_mat *w, const ct_dtype DT, int r, int r1, const float *x, int xs,
-                         int kb, int ke, const int NT, float (*acc)[2 * G2T * 8], float *out) {
+                         int kb, int ke, const int NT, int far, float (*acc)[2 * G2T * 8], float *out) {
     const int C = w->cols, C16 = C & ~15;
     const void *p0 = ct_row_ptr(w, r), *p1 = ct_row_ptr(w, r1);
     const float *s0 = ct_row_sc(w, r), *s1 = ct_row_sc(w, r1);
-    gemm2_pass(p0, p1, s0, s1, DT, x, xs, kb, ke, kb == 0, NT, acc[0]);     /* even chunks */
-    gemm2_pass(p0, p1, s0, s1, DT, x, xs, kb + 8, ke, kb == 0, NT, acc[1]); /* odd chunks */
+    const char *pn[4]; /* far: the next pair's rows (into L1) and those G2_PF_PAIRS pairs on (into L2) */
+    for (int i = 0; far && i < 4; i++) {
+        const int rn = r + (i < 2 ? 2 : 2 * G2_PF_PAIRS) + (i & 1);
+        pn[i] = (const char *)ct_row_ptr(w, rn < w->rows ? rn : w->rows - 1);
+    }
+    gemm2_pass(p0, p1, s0, s1, DT, x, xs, kb, ke, kb == 0, NT, far ? pn : NULL, acc[0]); /* even chunks */
+    gemm2_pass(p0, p1, s0, s1, DT, x, xs, kb + 8, ke, kb == 0, NT, NULL, acc[1]);         /* odd chunks */
     if (ke < C16) return;
-    if (C16 + 8 <= C) gemm2_pass(p0, p1, s0, s1, DT, x, xs, C16, C16 + 1, C16 == 0, NT, acc[0]);
+    if (C16 + 8 <= C) gemm2_pass(p0, p1, s0, s1, DT, x, xs, C16, C16 + 1, C16 == 0, NT, NULL, acc[0]);
     const int kt = C16 + ((C & 15) >= 8 ? 8 : 0);
     for (int t = 0; t < NT; t++)
         for (int i = 0; i < 2; i++) {
@@ -239,6 +306,22 @@ ALWAYS_INLINE void gemm2_rows(const ct_mat *w, const ct_dtype DT, const float *b
                 xt = g2x;
             }
             const int xst = all || blk ? xs : C;
+            if (b == 0 && (size_t)nt * (size_t)C * sizeof(float) <= RS_XMAX) { /* rows from DRAM */
+                for (int r = rc; r < rce; r++) {
+                    float o[G2T];
+                    switch (nt) {
+                    case 1: row_stream(w, DT, r, xt, xst, 1, o); break;
+                    case 2: row_stream(w, DT, r, xt, xst, 2, o); break;
+                    case 3: row_stream(w, DT, r, xt, xst, 3, o); break;
+                    case 4: row_stream(w, DT, r, xt, xst, 4, o); break;
+                    case 5: row_stream(w, DT, r, xt, xst, 5, o); break;
+                    default: row_stream(w, DT, r, xt, xst, 6, o); break;
+                    }
+                    for (int tt = 0; tt < nt; tt++)
+                        yt[(size_t)tt * R + r] = ct_post_scale(w, r) * o[tt] + (bias ? bias[r] : 0.0f);
+                }
+                continue;
+            }
             for (int kb = 0; kb == 0 || kb < C16; kb += G2_KB) {
                 const int ke = kb + G2_KB < C16 ? kb + G2_KB : C16;
                 for (int r = rc; r < rce; r += 2) {
@@ -246,12 +329,12 @@ ALWAYS_INLINE void gemm2_rows(const ct_mat *w, const ct_dtype DT, const float *b
                     float (*acc)[2 * G2T * 8] = g2acc[(r - rc) / 2];
                     float o[2 * G2T];
                     switch (nt) {
-                    case 1: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 1, acc, o); break;
-                    case 2: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 2, acc, o); break;
-                    case 3: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 3, acc, o); break;
-                    case 4: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 4, acc, o); break;
-                    case 5: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 5, acc, o); break;
-                    default: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 6, acc, o); break;
+                    case 1: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 1, b == 0, acc, o); break;
+                    case 2: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 2, b == 0, acc, o); break;
+                    case 3: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 3, b == 0, acc, o); break;
+                    case 4: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 4, b == 0, acc, o); break;
+                    case 5: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 5, b == 0, acc, o); break;
+                    default: gemm2(w, DT, r, r + nr - 1, xt, xst, kb, ke, 6, b == 0, acc, o); break;
                     }
                     if (ke < C16) continue;
                     for (int tt = 0; tt < nt; tt++)

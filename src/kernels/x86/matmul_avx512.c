@@ -1,8 +1,9 @@
 /* AVX-512 matmul rows over BF16/F16/F32/INT8/INT4 weights with f32 activations and f32
    accumulation (weights are widened in registers; memory traffic stays at the stored width):
-   - n = 1: 4 rows x 1 token GEMV with software prefetch;
-   - n > 1: register-blocked GEMM, 4 rows x up to 4 tokens, rows walked in chunks that stay in
-     L2 while every token block passes over them, 16 accumulators reduced by one shuffle tree;
+   - n = 1, 2: 4 rows x 1-2 tokens GEMV with software prefetch;
+   - n >= 3: register-blocked GEMM, rows walked in 64-row chunks that stay in L2 while every
+     token block passes over them: the first block streams the chunk from DRAM 2 rows at a time
+     in one pass, the later ones take 4 rows x up to 5 tokens;
    - ct_matmul_rows_avx512bf16: INT8/INT4 matrices in the integer-dot mode go to the VNNI
      kernel for the calls ct_xq_active selects (every call without AMX, decode-sized ones
      with it); BF16 weights use AMX tiles (TDPBF16PS) on split
@@ -171,8 +172,8 @@ static _Thread_local float gx[GX_FLOATS]; /* the activations, rows C + 16 floats
 
 /* One column pass of gemm4 over 4 rows p[4] (dtype DT, a constant) and NT tokens x[NT][xs]:
    chunks k0, k0 + 32, ... below C32, then (tail) the ragged tail, into accumulators started at
-   zero and stored to acc[4 * t + i]; pf: the next rows, prefetched into L1; far: the first
-   token block over these rows (read from DRAM): their lines CT_PF_L2 bytes ahead into L2. The
+   zero and stored to acc[4 * t + i]; pf: the next rows, prefetched into L1 (the rows come from
+   L2: the chunk's first token block, gemm2_stream, read them from DRAM). The
    accumulators are named variables, not an array: GCC keeps an array of 20 vectors in memory. */
 #define G4_T(t, A0, A1, A2, A3)                                                                 \
     if (NT > t) {                                                                               \
@@ -193,7 +194,7 @@ static _Thread_local float gx[GX_FLOATS]; /* the activations, rows C + 16 floats
         G4_T(4, a16, a17, a18, a19)                                                             \
     }
 ALWAYS_INLINE void gemm4_pass(const void *const *p, const ct_dtype DT, const float *x, int C, int xs,
-                              int k0, int tail, const int NT, const char *const *pf, int far, float *acc) {
+                              int k0, int tail, const int NT, const char *const *pf, float *acc) {
     const int C32 = C & ~31, eb = DT == CT_DT_F32 ? 4 : DT == CT_DT_I8 ? 1 : 2;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
            a8 = a0, a9 = a0, a10 = a0, a11 = a0, a12 = a0, a13 = a0, a14 = a0, a15 = a0, a16 = a0,
@@ -203,10 +204,6 @@ ALWAYS_INLINE void gemm4_pass(const void *const *p, const ct_dtype DT, const flo
         if (pf) /* the next 4-row block's weights into L1 while this one computes */
             for (int i = 0; i < 4; i++)
                 for (int b = 0; b < 32 * eb; b += 64) _mm_prefetch(pf[i] + (size_t)k * eb + b, _MM_HINT_T0);
-        if (far && ((k * eb) & 63) == 0)
-            for (int i = 0; i < 4; i++)
-                for (int b = 0; b < 32 * eb; b += 64)
-                    _mm_prefetch((const char *)p[i] + (size_t)k * eb + b + CT_PF_L2, _MM_HINT_T1);
         G4_STEP
     }
     for (int k = C32; tail && k < C; k += 16) {
@@ -220,17 +217,71 @@ ALWAYS_INLINE void gemm4_pass(const void *const *p, const ct_dtype DT, const flo
 
 /* 4 rows p[4] of dtype DT (a constant) x NT tokens x[NT][xs]: out[4 * t + i]. */
 ALWAYS_INLINE void gemm4(const void *const *p, const ct_dtype DT, const float *x, int C, int xs,
-                         const int NT, const char *const *pf, int far, float *out) {
+                         const int NT, const char *const *pf, float *out) {
     float ea[4 * GT * 16], oa[4 * GT * 16];
-    gemm4_pass(p, DT, x, C, xs, 0, 1, NT, pf, far, ea);   /* even chunks and the tail */
-    gemm4_pass(p, DT, x, C, xs, 16, 0, NT, NULL, 0, oa); /* odd chunks */
+    gemm4_pass(p, DT, x, C, xs, 0, 1, NT, pf, ea);   /* even chunks and the tail */
+    gemm4_pass(p, DT, x, C, xs, 16, 0, NT, NULL, oa); /* odd chunks */
     for (int j = 0; j < 4 * NT; j++)
         out[j] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_loadu_ps(ea + 16 * j), _mm512_loadu_ps(oa + 16 * j)));
 }
 
+/* The first token block over a row chunk (its rows read from DRAM): 2 rows p[2] of dtype DT
+   x NT tokens in one pass over the columns, both accumulators of every (row, token) live (2 x
+   5 x 2 = 20), so the weights stream while the FMAs of all chunks run. Each accumulator sees
+   gemm4's (and blk4e's) FMAs in the same order and the final sum is the same expression:
+   out[2 * t + i] is bit for bit gemm4's row i, token t. */
+#define G2_T(t, E0, E1, O0, O1)                                                                 \
+    if (NT > t) {                                                                               \
+        const __m512 x0 = _mm512_loadu_ps(x + (size_t)t * xs + k);                              \
+        const __m512 x1 = _mm512_loadu_ps(x + (size_t)t * xs + k + 16);                         \
+        E0 = _mm512_fmadd_ps(w0e, x0, E0);                                                      \
+        E1 = _mm512_fmadd_ps(w1e, x0, E1);                                                      \
+        O0 = _mm512_fmadd_ps(w0o, x1, O0);                                                      \
+        O1 = _mm512_fmadd_ps(w1o, x1, O1);                                                      \
+    }
+#define G2_TAIL(t, E0, E1)                                                                      \
+    if (NT > t) {                                                                               \
+        const __m512 x0 = _mm512_maskz_loadu_ps(m, x + (size_t)t * xs + k);                    \
+        E0 = _mm512_fmadd_ps(w0e, x0, E0);                                                      \
+        E1 = _mm512_fmadd_ps(w1e, x0, E1);                                                      \
+    }
+ALWAYS_INLINE void gemm2_stream(const void *const *p, const ct_dtype DT, const float *x, int C, int xs,
+                                const int NT, float *out) {
+    const int C32 = C & ~31, eb = DT == CT_DT_F32 ? 4 : DT == CT_DT_I8 ? 1 : 2;
+    __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0, e6 = e0, e7 = e0,
+           e8 = e0, e9 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0, o6 = e0, o7 = e0,
+           o8 = e0, o9 = e0;
+    for (int k = 0; k < C32; k += 32) {
+        if (((k * eb) & 63) == 0) /* into L2 only: an L1 stream measured no better */
+            for (int i = 0; i < 2; i++)
+                for (int b = 0; b < 32 * eb; b += 64)
+                    _mm_prefetch((const char *)p[i] + (size_t)k * eb + b + CT_PF_L2, _MM_HINT_T1);
+        const __m512 w0e = load16(p[0], DT, k, 0xffff, NULL), w0o = load16(p[0], DT, k + 16, 0xffff, NULL);
+        const __m512 w1e = load16(p[1], DT, k, 0xffff, NULL), w1o = load16(p[1], DT, k + 16, 0xffff, NULL);
+        G2_T(0, e0, e1, o0, o1)
+        G2_T(1, e2, e3, o2, o3)
+        G2_T(2, e4, e5, o4, o5)
+        G2_T(3, e6, e7, o6, o7)
+        G2_T(4, e8, e9, o8, o9)
+    }
+    for (int k = C32; k < C; k += 16) {
+        const __mmask16 m = C - k >= 16 ? 0xffff : (__mmask16)((1u << (C - k)) - 1);
+        const __m512 w0e = load16(p[0], DT, k, m, NULL), w1e = load16(p[1], DT, k, m, NULL);
+        G2_TAIL(0, e0, e1)
+        G2_TAIL(1, e2, e3)
+        G2_TAIL(2, e4, e5)
+        G2_TAIL(3, e6, e7)
+        G2_TAIL(4, e8, e9)
+    }
+    const __m512 ev[2 * GT] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9};
+    const __m512 ov[2 * GT] = {o0, o1, o2, o3, o4, o5, o6, o7, o8, o9};
+    for (int j = 0; j < 2 * NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(ev[j], ov[j]));
+}
+
 /* INT4, 4 rows x NT tokens: q4_blk4's arithmetic (per group and token lo.x0 + hi.x1 times the
    group scale into one accumulator, the shared reduction tree), with every token's activations
-   of a group loaded once per group rather than once per row; far as gemm4_pass. out as
+   of a group loaded once per group rather than once per row; far (the first token block over
+   these rows, read from DRAM): the rows' lines CT_PF_L2 bytes ahead into L2. out as
    ct_reduce16: lane 4t + i. */
 ALWAYS_INLINE __m512 gemm4_q4(const uint8_t *const *p, const float *const *sc, const float *x,
                               int C, int xs, const int NT, int far) {
@@ -258,8 +309,10 @@ ALWAYS_INLINE __m512 gemm4_q4(const uint8_t *const *p, const float *const *sc, c
 }
 
 /* Rows [r0, r1) x n tokens through gemm4 / gemm4_q4 (dtype DT) in 64-row chunks (weights
-   L2-resident), each chunk token block by token block (the block's activations stay in L1),
-   4-row blocks inside, the next 4 rows prefetched into L1; token blocks as even as possible
+   L2-resident), each chunk token block by token block (the block's activations stay in L1):
+   the first block reads the chunk from DRAM 2 rows at a time in one pass (gemm2_stream; INT4
+   gemm4_q4 with far prefetch), the later ones find it in L2 and take 4-row blocks, the next 4
+   rows prefetched into L1; token blocks as even as possible
    (37 in blocks of at most 5: 5,5,5,5,5,4,4,4). */
 ALWAYS_INLINE void gemm_rows(const ct_mat *w, const ct_dtype DT, const float *bias, const float *x,
                              float *y, int n, int r0, int r1) {
@@ -285,6 +338,25 @@ ALWAYS_INLINE void gemm_rows(const ct_mat *w, const ct_dtype DT, const float *bi
                 xt = gx;
             }
             const int xst = all || blk ? xs : C;
+            if (DT != CT_DT_U8 && b == 0) { /* rows from DRAM: one streaming pass per 2 rows */
+                for (int r = rc; r < rce; r += 2) {
+                    const int nr = rce - r < 2 ? rce - r : 2;
+                    const void *p2[2] = {ct_row_ptr(w, r), ct_row_ptr(w, r + nr - 1)};
+                    float o[2 * GT];
+                    switch (nt) {
+                    case 1: gemm2_stream(p2, DT, xt, C, xst, 1, o); break;
+                    case 2: gemm2_stream(p2, DT, xt, C, xst, 2, o); break;
+                    case 3: gemm2_stream(p2, DT, xt, C, xst, 3, o); break;
+                    case 4: gemm2_stream(p2, DT, xt, C, xst, 4, o); break;
+                    default: gemm2_stream(p2, DT, xt, C, xst, 5, o); break;
+                    }
+                    for (int tt = 0; tt < nt; tt++)
+                        for (int i = 0; i < nr; i++)
+                            yt[(size_t)tt * R + r + i] =
+                                ct_post_scale(w, r + i) * o[2 * tt + i] + (bias ? bias[r + i] : 0.0f);
+                }
+                continue;
+            }
             for (int r = rc; r < rce; r += 4) {
                 const int nr = rce - r < 4 ? rce - r : 4;
                 const void *p[4];
@@ -309,11 +381,11 @@ ALWAYS_INLINE void gemm_rows(const ct_mat *w, const ct_dtype DT, const float *bi
                 }
                 float o[4 * GT];
                 switch (nt) {
-                case 1: gemm4(p, DT, xt, C, xst, 1, pf, b == 0, o); break;
-                case 2: gemm4(p, DT, xt, C, xst, 2, pf, b == 0, o); break;
-                case 3: gemm4(p, DT, xt, C, xst, 3, pf, b == 0, o); break;
-                case 4: gemm4(p, DT, xt, C, xst, 4, pf, b == 0, o); break;
-                default: gemm4(p, DT, xt, C, xst, 5, pf, b == 0, o); break;
+                case 1: gemm4(p, DT, xt, C, xst, 1, pf, o); break;
+                case 2: gemm4(p, DT, xt, C, xst, 2, pf, o); break;
+                case 3: gemm4(p, DT, xt, C, xst, 3, pf, o); break;
+                case 4: gemm4(p, DT, xt, C, xst, 4, pf, o); break;
+                default: gemm4(p, DT, xt, C, xst, 5, pf, o); break;
                 }
                 for (int tt = 0; tt < nt; tt++)
                     for (int i = 0; i < nr; i++)
