@@ -78,8 +78,18 @@ void ct_rope_apply(float *vec, const float *cosv, const float *sinv, int dim);
 /* cos/sin tables [dim/2] for one position, matching the reference's f32 arithmetic. */
 void ct_rope_angles(int pos, int dim, double theta, float *cosv, float *sinv);
 
-/* y = silu(a) * b, elementwise over n. */
+/* y = silu(a) * b = a / (1 + exp(-a)) * b, elementwise over n (y may equal a or b), through
+   the selected level's variant (ct_kernels()->swiglu). The scalar reference uses expf; the
+   AVX2 / AVX-512 variants a polynomial exp (x86/act_avx512.c) and stay within 1e-6 relative
+   + 1e-30 absolute of it (test_kernels). Element-wise in every variant (the tail takes the
+   same vector code under a mask), so how a range is split changes nothing. */
 void ct_swiglu(float *y, const float *a, const float *b, int n);
+typedef void (*ct_swiglu_fn)(float *y, const float *a, const float *b, int n);
+void ct_swiglu_scalar(float *y, const float *a, const float *b, int n);
+#if defined(__x86_64__)
+void ct_swiglu_avx2(float *y, const float *a, const float *b, int n);
+void ct_swiglu_avx512(float *y, const float *a, const float *b, int n);
+#endif
 
 /* x[n] -= max; exp; normalise. */
 void ct_softmax(float *x, int n);

@@ -389,6 +389,62 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
    (sum_t p_t |v_t| + 1e-30) per output) for head sizes with and without SIMD tails, 1..300
    positions and 1..9 grouped query heads (past one 8-head pass), outputs of a row of equal
    scores = the mean of V, and a one-position cache returning V exactly. */
+/* SwiGLU variants against the scalar reference (expf) within 1e-6 relative + 1e-30 absolute
+   over gates spanning the exp range, the -88 cut and the tails; any split of the range, and
+   in place, give the same bits; a NaN gate stays NaN, +inf stays inf. */
+static void check_swiglu(ct_rng *rng, const ct_cpu_features *f) {
+    enum { N = 3100 };
+    float *a = malloc(sizeof(float) * N), *b = malloc(sizeof(float) * N), *ref = malloc(sizeof(float) * N),
+          *y = malloc(sizeof(float) * N), *y2 = malloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) {
+        const float u = urand(rng);
+        a[i] = i % 3 == 0 ? 4.0f * u : i % 3 == 1 ? 30.0f * u : 100.0f * u;
+        b[i] = urand(rng) * 3.0f;
+    }
+    static const float special[] = {0.0f, -0.0f, -88.0f, -87.9f, -88.1f, 88.0f, 89.0f, -1e30f, 1e30f, 1e-30f, -1e-30f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) a[i] = special[i];
+    ct_swiglu_scalar(ref, a, b, N);
+    int tested = 0;
+    for (int isa = 1; isa < CT_ISA_COUNT; isa++) {
+        ct_swiglu_fn fn = ct_swiglu_for((ct_isa)isa);
+        if (!fn || !ct_isa_supported((ct_isa)isa, f)) continue;
+        tested++;
+        const char *name = ct_isa_name((ct_isa)isa);
+        int bad = 0;
+        double worst = 0;
+        fn(y, a, b, N);
+        for (int i = 0; i < N; i++) {
+            const double d = fabs((double)y[i] - (double)ref[i]);
+            const double rel = d / (fabs((double)ref[i]) + 1e-30);
+            if (fabs((double)ref[i]) > 1e-30 && rel > worst) worst = rel;
+            if (!(d <= 1e-6 * fabs((double)ref[i]) + 1e-30)) bad++;
+        }
+        CHECKF(bad == 0, "swiglu %s: %d elements off the reference (worst relative %g)", name, bad, worst);
+        printf("swiglu %s: worst relative difference vs expf %.2e\n", name, worst);
+        memset(y2, 0, sizeof(float) * N);
+        for (int lo = 0; lo < N;) {
+            int hi = lo + 1 + (int)(ct_rng_uniform(rng) * 37.0);
+            if (hi > N) hi = N;
+            fn(y2 + lo, a + lo, b + lo, hi - lo);
+            lo = hi;
+        }
+        CHECKF(memcmp(y, y2, sizeof(float) * N) == 0, "swiglu %s: a split range differs", name);
+        for (int n = 1; n <= 40; n++) { /* every tail length: the same bits, nothing past n written */
+            for (int i = 0; i <= n; i++) y2[i] = -1234.5f;
+            fn(y2, a, b, n);
+            CHECKF(memcmp(y, y2, sizeof(float) * (size_t)n) == 0 && y2[n] == -1234.5f, "swiglu %s: n = %d", name, n);
+        }
+        memcpy(y2, a, sizeof(float) * N);
+        fn(y2, y2, b, N);
+        CHECKF(memcmp(y, y2, sizeof(float) * N) == 0, "swiglu %s: in place differs", name);
+        float an[3] = {NAN, INFINITY, 1.0f}, bn[3] = {1.0f, 1.0f, 1.0f}, yn[3];
+        fn(yn, an, bn, 3);
+        CHECKF(isnan(yn[0]) && yn[1] == INFINITY, "swiglu %s: non-finite handling", name);
+    }
+    printf("swiglu: %d SIMD variant(s) tested\n", tested);
+    free(a), free(b), free(ref), free(y), free(y2);
+}
+
 static void check_attention(ct_rng *rng) {
     enum { MP = 300, MH = 160, MG = 9 };
     float *K = malloc(sizeof(float) * MP * MH), *V = malloc(sizeof(float) * MP * MH);
@@ -470,6 +526,7 @@ int main(void) {
     check_batch_invariance();
     check_xq(&rng, &f);
     check_attention(&rng);
+    check_swiglu(&rng, &f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
     const int rows[] = {1, 3, 4, 5, 9, 70};
     const int toks[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 37};

@@ -244,7 +244,9 @@ void ct_rope_apply(float *v, const float *cosv, const float *sinv, int dim) {
     }
 }
 
-void ct_swiglu(float *y, const float *a, const float *b, int n) {
+void ct_swiglu(float *y, const float *a, const float *b, int n) { ct_kernels()->swiglu(y, a, b, n); }
+
+void ct_swiglu_scalar(float *y, const float *a, const float *b, int n) {
     for (int i = 0; i < n; i++) {
         float s = a[i] / (1.0f + expf(-a[i]));
         y[i] = s * b[i];
