@@ -159,6 +159,18 @@ ct_swiglu_fn ct_swiglu_for(ct_isa isa) {
     }
 }
 
+ct_rmsnorm_fn ct_rmsnorm_for(ct_isa isa) {
+    switch (isa) {
+    case CT_ISA_SCALAR: return ct_rmsnorm_scalar;
+#if defined(__x86_64__)
+    case CT_ISA_AVX2: return ct_rmsnorm_avx2;
+    case CT_ISA_AVX512:
+    case CT_ISA_AVX512BF16: return ct_rmsnorm_avx512;
+#endif
+    default: return NULL;
+    }
+}
+
 ct_isa ct_isa_best(const ct_cpu_features *f) {
     for (int i = CT_ISA_COUNT - 1; i > 0; i--)
         if (ct_isa_supported((ct_isa)i, f) && ct_matmul_rows_for((ct_isa)i)) return (ct_isa)i;
@@ -225,6 +237,8 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         if (!table.cv_elu) table.cv_elu = ct_cv_elu_scalar;
         table.swiglu = ct_swiglu_for(isa);
         if (!table.swiglu) table.swiglu = ct_swiglu_scalar;
+        table.rmsnorm = ct_rmsnorm_for(isa);
+        if (!table.rmsnorm) table.rmsnorm = ct_rmsnorm_scalar;
 #if defined(__x86_64__)
         if (isa == CT_ISA_AVX2) table.attend_head = ct_attend_head_avx2;
         if (isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16) table.attend_head = ct_attend_head_avx512;

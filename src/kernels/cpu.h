@@ -77,6 +77,7 @@ typedef struct {
     ct_cv_snake_fn cv_snake; /* codec-decoder SnakeBeta */
     ct_cv_elu_fn cv_elu;     /* speech-encoder ELU */
     ct_swiglu_fn swiglu;     /* the transformer MLPs' SiLU gate (kernels/ops.h) */
+    ct_rmsnorm_fn rmsnorm;   /* the transformers' RMSNorm (kernels/ops.h) */
 } ct_kernel_table;
 
 /* Selects the kernel table once per process: force (or, when NULL, the CODECTALK_ISA
@@ -152,5 +153,7 @@ ct_cv_elu_fn ct_cv_elu_for(ct_isa isa);
 /* The SwiGLU variant of an ISA level (avx512bf16 uses the AVX-512 one), or NULL when this
    build has none (the kernel table then holds the scalar reference). */
 ct_swiglu_fn ct_swiglu_for(ct_isa isa);
+/* The RMSNorm variant of an ISA level, likewise. */
+ct_rmsnorm_fn ct_rmsnorm_for(ct_isa isa);
 
 #endif

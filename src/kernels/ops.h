@@ -69,8 +69,18 @@ void ct_mat_row(const ct_mat *w, int r, float *dst);
 /* y[n][rows] = x[n][cols] . W^T (+ bias[rows] if non-NULL). x and y must not alias. */
 void ct_matmul(const ct_mat *w, const float *bias, const float *x, float *y, int n);
 
-/* out[n] = x / rms(x) * w, computed in f32 (out may equal x). */
+/* out[n] = w * (x * (1 / sqrt(sum(x^2) / n + eps))) in f32 (out may equal x), through the
+   selected level's variant (ct_kernels()->rmsnorm): the scalar reference sums the squares in
+   order (neon uses it), the AVX2 / AVX-512 variants in four vector accumulators (x86/norm_*.c),
+   within 2e-6 relative of it (test_kernels). A fixed order per n: the result depends on
+   nothing else. */
 void ct_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
+typedef void (*ct_rmsnorm_fn)(float *out, const float *x, const float *w, int n, float eps);
+void ct_rmsnorm_scalar(float *out, const float *x, const float *w, int n, float eps);
+#if defined(__x86_64__)
+void ct_rmsnorm_avx2(float *out, const float *x, const float *w, int n, float eps);
+void ct_rmsnorm_avx512(float *out, const float *x, const float *w, int n, float eps);
+#endif
 
 /* In-place NeoX (rotate-half) RoPE on one head vec[dim] given cos/sin[dim/2]. */
 void ct_rope_apply(float *vec, const float *cosv, const float *sinv, int dim);

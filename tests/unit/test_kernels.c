@@ -445,6 +445,47 @@ static void check_swiglu(ct_rng *rng, const ct_cpu_features *f) {
     free(a), free(b), free(ref), free(y), free(y2);
 }
 
+/* RMSNorm variants against the scalar reference within 2e-6 relative + 1e-30 absolute for
+   every length 1..70 and the model's 128, 512, 1024 (and 1031), in place the same bits. */
+static void check_rmsnorm(ct_rng *rng, const ct_cpu_features *f) {
+    enum { N = 1031 };
+    float *x = malloc(sizeof(float) * N), *w = malloc(sizeof(float) * N), *ref = malloc(sizeof(float) * N),
+          *y = malloc(sizeof(float) * N), *y2 = malloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) {
+        x[i] = urand(rng) * (i % 53 == 0 ? 40.0f : 1.0f);
+        w[i] = 1.0f + urand(rng) * 0.5f;
+    }
+    int tested = 0;
+    for (int isa = 1; isa < CT_ISA_COUNT; isa++) {
+        ct_rmsnorm_fn fn = ct_rmsnorm_for((ct_isa)isa);
+        if (!fn || !ct_isa_supported((ct_isa)isa, f)) continue;
+        tested++;
+        const char *name = ct_isa_name((ct_isa)isa);
+        int bad = 0, cases = 0;
+        double worst = 0;
+        for (int n = 1; n <= N; n = n < 70 ? n + 1 : n == 70 ? 128 : n == 128 ? 512 : n == 512 ? 1024 : n + 7) {
+            cases++;
+            ct_rmsnorm_scalar(ref, x, w, n, 1e-6f);
+            for (int i = 0; i <= n && i < N; i++) y[i] = -1234.5f;
+            fn(y, x, w, n, 1e-6f);
+            if (n < N && y[n] != -1234.5f) bad++; /* nothing past n written */
+            for (int i = 0; i < n; i++) {
+                const double d = fabs((double)y[i] - (double)ref[i]), rel = d / (fabs((double)ref[i]) + 1e-30);
+                if (rel > worst && fabs((double)ref[i]) > 1e-30) worst = rel;
+                if (!(d <= 2e-6 * fabs((double)ref[i]) + 1e-30)) bad++;
+            }
+            memcpy(y2, x, sizeof(float) * (size_t)n);
+            fn(y2, y2, w, n, 1e-6f);
+            if (memcmp(y, y2, sizeof(float) * (size_t)n) != 0) bad++;
+        }
+        CHECKF(bad == 0, "rmsnorm %s: %d elements off the reference over %d lengths (worst relative %g)", name, bad,
+               cases, worst);
+        printf("rmsnorm %s: worst relative difference vs the in-order sum %.2e (%d lengths)\n", name, worst, cases);
+    }
+    printf("rmsnorm: %d SIMD variant(s) tested\n", tested);
+    free(x), free(w), free(ref), free(y), free(y2);
+}
+
 static void check_attention(ct_rng *rng) {
     enum { MP = 300, MH = 160, MG = 9 };
     float *K = malloc(sizeof(float) * MP * MH), *V = malloc(sizeof(float) * MP * MH);
@@ -527,6 +568,7 @@ int main(void) {
     check_xq(&rng, &f);
     check_attention(&rng);
     check_swiglu(&rng, &f);
+    check_rmsnorm(&rng, &f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
     const int rows[] = {1, 3, 4, 5, 9, 70};
     const int toks[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 37};

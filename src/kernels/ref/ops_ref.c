@@ -218,6 +218,10 @@ void ct_matmul(const ct_mat *w, const float *bias, const float *x, float *y, int
 }
 
 void ct_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    ct_kernels()->rmsnorm(out, x, w, n, eps);
+}
+
+void ct_rmsnorm_scalar(float *out, const float *x, const float *w, int n, float eps) {
     float ss = 0.0f;
     for (int i = 0; i < n; i++) ss += x[i] * x[i];
     float inv = 1.0f / sqrtf(ss / (float)n + eps);
