@@ -71,7 +71,7 @@ void ct_matmul(const ct_mat *w, const float *bias, const float *x, float *y, int
 
 /* out[n] = w * (x * (1 / sqrt(sum(x^2) / n + eps))) in f32 (out may equal x), through the
    selected level's variant (ct_kernels()->rmsnorm): the scalar reference sums the squares in
-   order (neon uses it), the AVX2 / AVX-512 variants in four vector accumulators (x86/norm_*.c),
+   order (neon uses it), the AVX2 / AVX-512 variants in four vector accumulators (x86/vecops_body.h),
    within 2e-6 relative of it (test_kernels). A fixed order per n: the result depends on
    nothing else. */
 void ct_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
@@ -90,7 +90,7 @@ void ct_rope_angles(int pos, int dim, double theta, float *cosv, float *sinv);
 
 /* y = silu(a) * b = a / (1 + exp(-a)) * b, elementwise over n (y may equal a or b), through
    the selected level's variant (ct_kernels()->swiglu). The scalar reference uses expf; the
-   AVX2 / AVX-512 variants a polynomial exp (x86/act_avx512.c) and stay within 1e-6 relative
+   AVX2 / AVX-512 variants a polynomial exp (x86/vecops_body.h) and stay within 1e-6 relative
    + 1e-30 absolute of it (test_kernels). Element-wise in every variant (the tail takes the
    same vector code under a mask), so how a range is split changes nothing. */
 void ct_swiglu(float *y, const float *a, const float *b, int n);
