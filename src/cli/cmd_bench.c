@@ -178,56 +178,74 @@ static int measure_model(ct_session *s, const ct_codec *codec, const ct_gen_para
 }
 
 /* Batched decode (ct_batch_step: talker + code predictor, no codec) of B = 1, 2, 4, ... up to
-   max_streams sessions, each running `frames` steps after one warm-up step: ms per step and
-   aggregate frames/s per B into ms[] / fps[] (index k for B = 1 << k), how many B values in
-   *nb. 0, or -1 with the error printed. */
+   max_streams sessions, each running `frames` steps after one warm-up step, in `rounds`
+   interleaved rounds (each round times every B once, so a host whose speed drifts moves all B
+   alike): best ms per step and aggregate frames/s per B into ms[] / fps[] (index k for B =
+   1 << k), and the smallest and largest per-round "vs 1 stream" ratio (B x round's 1-stream ms
+   / round's B ms) into vmin[] / vmax[]; how many B values in *nb. 0, or -1 with the error
+   printed. */
 #define BATCH_MAXB 6 /* B up to 32 */
-static int measure_batched(const ct_model *m, const ct_gen_params *g0, int threads, int frames, int max_streams,
-                           double *ms, double *fps, int *nb) {
-    char err[1024];
-    *nb = 0;
-    for (int k = 0; k < BATCH_MAXB && (1 << k) <= max_streams; k++) {
-        const int B = 1 << k;
-        ct_batch *b = NULL;
-        ct_session *ss[1 << (BATCH_MAXB - 1)] = {0};
-        int32_t codes[(1 << (BATCH_MAXB - 1)) * CT_MAX_GROUPS];
-        int got[1 << (BATCH_MAXB - 1)], ok = 1, done = 0;
-        ct_session_params sp = ct_session_params_default();
-        sp.max_context = 256 + frames;
-        ok = ct_batch_create(m, B, sp.max_context, threads, &b, err, sizeof err) == CT_OK;
-        for (int i = 0; ok && i < B; i++) {
-            ct_gen_params g = *g0;
-            g.seed = (uint64_t)i + 1;
-            g.max_frames = g.min_new_tokens = frames + 1;
-            ok = ct_session_create(m, &sp, &ss[i], err, sizeof err) == CT_OK;
-            if (ok && ct_session_start(ss[i], &g) != CT_OK) {
-                snprintf(err, sizeof err, "%s", ct_session_errmsg(ss[i]));
-                ok = 0;
-            }
-        }
-        if (ok) ok = ct_batch_step(b, ss, B, codes, got) == CT_OK; /* warm-up step */
-        double t0 = ct_now_ms();
-        for (int f = 0; ok && f < frames; f++) {
-            ok = ct_batch_step(b, ss, B, codes, got) == CT_OK;
-            for (int i = 0; ok && i < B; i++) done += got[i];
-        }
-        const double el = ct_now_ms() - t0;
-        if (ok && done != B * frames) {
-            snprintf(err, sizeof err, "batched decode of %d streams made %d of %d frames", B, done, B * frames);
+static int batched_run(const ct_model *m, const ct_gen_params *g0, int threads, int frames, int B, double *ms) {
+    char err[1024] = "";
+    ct_batch *b = NULL;
+    ct_session *ss[1 << (BATCH_MAXB - 1)] = {0};
+    int32_t codes[(1 << (BATCH_MAXB - 1)) * CT_MAX_GROUPS];
+    int got[1 << (BATCH_MAXB - 1)], ok = 1, done = 0;
+    ct_session_params sp = ct_session_params_default();
+    sp.max_context = 256 + frames;
+    ok = ct_batch_create(m, B, sp.max_context, threads, &b, err, sizeof err) == CT_OK;
+    for (int i = 0; ok && i < B; i++) {
+        ct_gen_params g = *g0;
+        g.seed = (uint64_t)i + 1;
+        g.max_frames = g.min_new_tokens = frames + 1;
+        ok = ct_session_create(m, &sp, &ss[i], err, sizeof err) == CT_OK;
+        if (ok && ct_session_start(ss[i], &g) != CT_OK) {
+            snprintf(err, sizeof err, "%s", ct_session_errmsg(ss[i]));
             ok = 0;
-        } else if (!ok && b && !err[0]) {
-            snprintf(err, sizeof err, "%s", ct_batch_errmsg(b));
         }
-        for (int i = 0; i < B; i++) ct_session_free(ss[i]);
-        ct_batch_free(b);
-        if (!ok) {
-            fprintf(stderr, "error: %s\n", err);
-            return -1;
-        }
-        ms[k] = el / frames;
-        fps[k] = B * 1e3 / ms[k];
-        *nb = k + 1;
     }
+    if (ok) ok = ct_batch_step(b, ss, B, codes, got) == CT_OK; /* warm-up step */
+    double t0 = ct_now_ms();
+    for (int f = 0; ok && f < frames; f++) {
+        ok = ct_batch_step(b, ss, B, codes, got) == CT_OK;
+        for (int i = 0; ok && i < B; i++) done += got[i];
+    }
+    const double el = ct_now_ms() - t0;
+    if (ok && done != B * frames) {
+        snprintf(err, sizeof err, "batched decode of %d streams made %d of %d frames", B, done, B * frames);
+        ok = 0;
+    } else if (!ok && b && !err[0]) {
+        snprintf(err, sizeof err, "%s", ct_batch_errmsg(b));
+    }
+    for (int i = 0; i < B; i++) ct_session_free(ss[i]);
+    ct_batch_free(b);
+    if (!ok) {
+        fprintf(stderr, "error: %s\n", err);
+        return -1;
+    }
+    *ms = el / frames;
+    return 0;
+}
+
+static int measure_batched(const ct_model *m, const ct_gen_params *g0, int threads, int frames, int max_streams,
+                           int rounds, double *ms, double *fps, double *vmin, double *vmax, int *nb) {
+    int n = 0;
+    while (n < BATCH_MAXB && (1 << n) <= max_streams) n++;
+    for (int k = 0; k < n; k++) ms[k] = vmin[k] = vmax[k] = 0;
+    for (int r = 0; r < rounds; r++) {
+        double one = 0;
+        for (int k = 0; k < n; k++) {
+            double t;
+            if (batched_run(m, g0, threads, frames, 1 << k, &t) != 0) return -1;
+            if (k == 0) one = t;
+            const double v = (1 << k) * one / t;
+            if (r == 0 || t < ms[k]) ms[k] = t;
+            if (r == 0 || v < vmin[k]) vmin[k] = v;
+            if (r == 0 || v > vmax[k]) vmax[k] = v;
+        }
+    }
+    for (int k = 0; k < n; k++) fps[k] = (1 << k) * 1e3 / ms[k];
+    *nb = n;
     return 0;
 }
 
@@ -271,7 +289,8 @@ static int cmd_model(int argc, char **argv) {
         {"compete", 0, CT_OPT_INT, &compete, "N",
          "measure again with N busy-loop processes running and print the throughput kept"},
         {"streams", 0, CT_OPT_INT, &streams, "N",
-         "also time batched decode (talker + predictor) of 1, 2, 4, ... up to N streams: aggregate frames/s"},
+         "also time batched decode (talker + predictor) of 1, 2, 4, ... up to N streams, --repeat "
+         "interleaved rounds: aggregate frames/s"},
         {"json", 0, CT_OPT_STR, &json_out, "FILE", "also write the results as JSON"},
         {NULL, 0, 0, NULL, NULL, NULL}};
     int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench model -m DIR [--weights FMT] [--threads N] [--frames N] [--compete N]\n"
@@ -343,9 +362,10 @@ static int cmd_model(int argc, char **argv) {
     pid_t pids[COMPETE_MAX];
     if (!codes) fprintf(stderr, "error: out of memory\n");
     int rc = !codes || measure_model(s, codec, &g, frames, reps, codes, &mt) != 0;
-    double b_ms[BATCH_MAXB], b_fps[BATCH_MAXB];
+    double b_ms[BATCH_MAXB], b_fps[BATCH_MAXB], b_vmin[BATCH_MAXB], b_vmax[BATCH_MAXB];
     int nb = 0;
-    if (!rc && streams > 0) rc = measure_batched(m, &g, threads, frames, streams, b_ms, b_fps, &nb) != 0;
+    if (!rc && streams > 0)
+        rc = measure_batched(m, &g, threads, frames, streams, reps, b_ms, b_fps, b_vmin, b_vmax, &nb) != 0;
     if (!rc && compete > 0) {
         int started = compete_start(compete, pids);
         printf("compete: %d busy-loop process(es) started, pids", started);
@@ -427,10 +447,12 @@ static int cmd_model(int argc, char **argv) {
                total_exact / 80);
     }
     if (nb) {
-        printf("\n| batched decode (talker + predictor), %d threads | ms per step | aggregate frames/s | vs 1 stream |\n"
-               "|---|---|---|---|\n", threads);
+        printf("\n| batched decode (talker + predictor), %d threads | ms per step | aggregate frames/s | vs 1 stream "
+               "| vs 1 stream per round, %d round%s |\n|---|---|---|---|---|\n",
+               threads, reps, reps > 1 ? "s" : "");
         for (int k = 0; k < nb; k++)
-            printf("| %d stream%s | %.2f | %.2f | %.2fx |\n", 1 << k, k ? "s" : "", b_ms[k], b_fps[k], b_fps[k] / b_fps[0]);
+            printf("| %d stream%s | %.2f | %.2f | %.2fx | %.2f-%.2fx |\n", 1 << k, k ? "s" : "", b_ms[k], b_fps[k],
+                   b_fps[k] / b_fps[0], b_vmin[k], b_vmax[k]);
     }
     /* throughput kept under the competing load: uncontended ms / contended ms, per stage */
     const double c_total = ct.talk + ct.pred + (codec ? ct.codec[1] : 0);
@@ -483,8 +505,10 @@ static int cmd_model(int argc, char **argv) {
         if (j && nb) {
             json_t *a = json_array();
             for (int k = 0; k < nb; k++)
-                json_array_append_new(a, json_pack("{s:i,s:f,s:f,s:f}", "streams", 1 << k, "ms_per_step", b_ms[k],
-                                                   "frames_per_s", b_fps[k], "vs_1_stream", b_fps[k] / b_fps[0]));
+                json_array_append_new(a, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f}", "streams", 1 << k, "ms_per_step",
+                                                   b_ms[k], "frames_per_s", b_fps[k], "vs_1_stream",
+                                                   b_fps[k] / b_fps[0], "vs_1_stream_round_min", b_vmin[k],
+                                                   "vs_1_stream_round_max", b_vmax[k]));
             json_object_set_new(j, "batched_decode", a);
         }
         if (j && compete > 0) {

@@ -76,10 +76,11 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["codec_ste
 expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 1 --no-codec --json "$WORK/n.json"
 if grep -q "competing" "$WORK/out"; then bad "contended table without --compete"; else ok; fi
 if grep -q "batched decode" "$WORK/out"; then bad "batched table without --streams"; else ok; fi
-# --streams N: batched decode (ct_batch_step) of 1, 2, 4 streams, each step making every stream's frame
+# --streams N: batched decode (ct_batch_step) of 1, 2, 4 streams, each step making every stream's frame;
+# --repeat rounds interleave the stream counts: best ms per B, and the per-round ratio's range
 expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 1 --no-codec --streams 5 --json "$WORK/s.json"
-has "| batched decode (talker + predictor), 2 threads | ms per step | aggregate frames/s | vs 1 stream |" "$WORK/out"
-has "| 1 stream | .* | 1.00x |" "$WORK/out"; has "| 4 streams | " "$WORK/out"
+has "| batched decode (talker + predictor), 2 threads | ms per step | aggregate frames/s | vs 1 stream | vs 1 stream per round, 1 round |" "$WORK/out"
+has "| 1 stream | .* | 1.00x | 1.00-1.00x |" "$WORK/out"; has "| 4 streams | " "$WORK/out"
 if grep -q "| 8 streams |" "$WORK/out"; then bad "8 streams past --streams 5"; else ok; fi
 python3 - "$WORK/s.json" <<'PY' && ok || bad "batched decode JSON"
 import json, sys
@@ -88,6 +89,17 @@ assert [e["streams"] for e in b] == [1, 2, 4]
 for e in b:
     assert e["ms_per_step"] > 0 and abs(e["frames_per_s"] - e["streams"] * 1e3 / e["ms_per_step"]) < 1e-6 * e["frames_per_s"]
     assert abs(e["vs_1_stream"] - e["frames_per_s"] / b[0]["frames_per_s"]) < 1e-9
+    # one round: its ratio is the ratio of the bests
+    assert abs(e["vs_1_stream_round_min"] - e["vs_1_stream"]) < 1e-9 and abs(e["vs_1_stream_round_max"] - e["vs_1_stream"]) < 1e-9
+PY
+expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 3 --no-codec --streams 2 --json "$WORK/s3.json"
+has "| vs 1 stream per round, 3 rounds |" "$WORK/out"; has "| 1 stream | .* | 1.00x | 1.00-1.00x |" "$WORK/out"
+python3 - "$WORK/s3.json" <<'PY' && ok || bad "batched decode rounds JSON"
+import json, sys
+b = json.load(open(sys.argv[1]))["batched_decode"]
+assert [e["streams"] for e in b] == [1, 2]
+assert b[0]["vs_1_stream_round_min"] == b[0]["vs_1_stream_round_max"] == 1.0
+assert 0 < b[1]["vs_1_stream_round_min"] <= b[1]["vs_1_stream_round_max"]
 PY
 expect_rc 2 "$BIN" bench model -m "$M" --streams 33; has "streams must be in \[0, 32\]" "$WORK/err"
 python3 -c 'import json,sys; assert "compete" not in json.load(open(sys.argv[1]))' "$WORK/n.json" && ok \
