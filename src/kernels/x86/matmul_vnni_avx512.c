@@ -6,13 +6,16 @@
    are summed in integers before any scale is applied, and each (row, token) keeps fixed
    phase accumulators (INT8: even and odd groups; INT4: the four groups of a 128-column
    step) summed in a fixed order, so results do not depend on the batch size, the thread
-   count or which of the two kernels ran:
+   count or which of the kernels ran:
    - decode-sized calls: 4 rows x up to 4 tokens per block, the rows' lanes summed by a 4x4
      transpose-add. INT8 steps 64 columns (two groups); INT4 steps 128 columns (four groups)
      per 64-byte load, its low and high nibbles two VPDPBUSD operands whose lane j lies in
      the same group j / 4. INT4 activations are stored in the order the nibbles unpack to:
      per 128 columns, [g0..g3 columns 0-15 | g0..g3 columns 16-31] (a last 64-column step
-     holds g0, g1 and zeros), and each step's four group scales spread over 16 lanes;
+     holds g0, g1 and zeros), and each step's four group scales spread over 16 lanes. INT8
+     calls of 2-4 tokens of up to XQ_RL1 / (4 n) columns transpose the four rows' bytes
+     instead, once per step, against activations with each dword repeated over its 128-bit
+     block, which leaves the same integer sums without a per-token transpose;
    - prompt-sized calls: 16-row panels packed dword-interleaved per thread, each token's
      activation dwords broadcast, one integer accumulator per (16 rows, token, group). */
 #include <immintrin.h>
@@ -34,6 +37,11 @@
 #define XQ_TOK      16  /* tokens quantized per pass */
 #define XQ_RCHUNK   256 /* rows per pass when the tokens do not fit one pass */
 #define XQ_RBLOCK   64  /* rows that stay in L2 while every 4-token block passes over them */
+/* INT8 calls of 2-4 tokens whose repeated activations (4 bytes per column and token) fit
+   XQ_RL1 bytes of L1 take the transposed-row block (xq_blk4_i8t; 32 KiB measured slower at
+   4 tokens of 2048 columns, docs/BENCH.md) */
+#define XQ_RL1   16384
+#define XQ_RMAXC (XQ_RL1 / 8) /* widest such call (2 tokens) */
 /* Calls of at least XQ_PMIN8 (INT8) / XQ_PMIN4 (INT4) tokens and at most
    XQ_PMAXC columns run on 16-row panels, XQ_PTOK tokens per pass (below that,
    packing costs more than it saves: docs/KERNELS.md "Integer-dot panels") */
@@ -57,6 +65,9 @@ typedef struct {
     float s[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP + 4]; /* group scales (INT4: zero past the last group) */
     float s4[XQ_TOK][CT_XQ_MAXC / 8 + 16];         /* INT4: per 128-column step its four group
                                                       scales over 16 lanes (lane j: group j / 4) */
+    _Alignas(64) int8_t r[4][4 * XQ_RMAXC];        /* INT8 calls of 2-4 tokens (xq_rep): q with
+                                                      each dword repeated over its 128-bit block */
+    int32_t c4[4][XQ_RMAXC / 4];                   /* their corr summed per 128-bit block */
 } xq_dbuf;
 
 /* Panel calls: XQ_PTOK tokens of up to XQ_PMAXC columns, in the same layouts. */
@@ -144,6 +155,35 @@ VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int8_t *q
     }
 }
 
+/* An INT8 slot's activations q[C] (C <= XQ_RMAXC) laid out for xq_blk4_i8t: each 64-byte
+   vector v of q becomes four, r[4 j + m] = v with dword m of every 128-bit block repeated over
+   its block, and c4 holds corr's 128-bit block sums in every lane of the block. */
+VNNI_TARGET static void xq_rep(const int8_t *q, const int32_t *corr, int C, int8_t *r, int32_t *c4) {
+    for (int j = 0; j < C / 64; j++) {
+        const __m512i v = _mm512_loadu_si512((const void *)(q + 64 * j));
+        __m512i *o = (__m512i *)(r + 256 * j);
+        _mm512_store_si512((void *)o, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x00));
+        _mm512_store_si512((void *)(o + 1), _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x55));
+        _mm512_store_si512((void *)(o + 2), _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xaa));
+        _mm512_store_si512((void *)(o + 3), _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xff));
+        __m512i c = _mm512_loadu_si512((const void *)(corr + 16 * j));
+        c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, _MM_PERM_CDAB));
+        c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, _MM_PERM_BADC));
+        _mm512_storeu_si512((void *)(c4 + 16 * j), c);
+    }
+}
+
+/* The four rows' 64-byte vectors v[0..3] transposed per 128-bit block: out[m] lane 4 b + i =
+   row i's dword m of block b. */
+VNNI_TARGET ALWAYS_INLINE void xq_tr4(const __m512i *v, __m512i *out) {
+    const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+    out[0] = _mm512_unpacklo_epi64(t0, t2);
+    out[1] = _mm512_unpackhi_epi64(t0, t2);
+    out[2] = _mm512_unpacklo_epi64(t1, t3);
+    out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
 /* Two consecutive group scales p[0], p[1] spread over the 16 lanes by idx. */
 VNNI_TARGET ALWAYS_INLINE __m512 spread2(const float *p, __m512i idx) {
     return _mm512_permutexvar_ps(
@@ -216,6 +256,43 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int 
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) d[i] = _mm512_dpbusd_epi32(cv, wv[i], xv);
             const __m512i g = xq_tadd4(d); /* blocks: quarters 0-3 (groups 0, 0, 1, 1) */
+            acc[t] = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(_mm512_add_epi32(g, _mm512_shuffle_i32x4(g, g, _MM_SHUFFLE(2, 3, 0, 1)))),
+                spread2(xb.d.s[t0 + t] + k / 32, idx), acc[t]);
+        }
+    }
+    return xq_fold2(acc);
+}
+
+/* INT8, 2-4 tokens: xq_blk4_i8 with the four rows' bytes transposed per 128-bit block
+   (xq_tr4, once per step) instead of each token's integer lanes (xq_tadd4, once per token):
+   VPDPBUSD against the repeated activations (xq_rep) leaves row i's sum over block b in lane
+   4 b + i, from the block's correction, the integers xq_tadd4 forms; the same scaling and
+   accumulation follow, so the result is bit for bit xq_blk4_i8's. */
+VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8t(const ct_mat *w, int r, int nr, int t0, const int NT) {
+    const int C = w->cols;
+    const uint8_t *p[4];
+    for (int i = 0; i < 4; i++) p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
+    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1); /* lane -> group */
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512 acc[4];
+    for (int i = 0; i < 4; i++) acc[i] = _mm512_setzero_ps();
+    for (int k = 0; k < C; k += 64) {
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            _mm_prefetch((const char *)p[i] + k + XQ_PFB, _MM_HINT_T0);
+            _mm_prefetch((const char *)p[i] + k + XQ_PFB2, _MM_HINT_T1);
+        }
+        __m512i v[4], wt[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) v[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + k)), flip);
+        xq_tr4(v, wt);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            const __m512i *xr = (const __m512i *)(xb.d.r[t0 + t] + 4 * k);
+            __m512i g = _mm512_loadu_si512((const void *)(xb.d.c4[t0 + t] + k / 4));
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) g = _mm512_dpbusd_epi32(g, wt[j], _mm512_load_si512((const void *)(xr + j)));
             acc[t] = _mm512_fmadd_ps(
                 _mm512_cvtepi32_ps(_mm512_add_epi32(g, _mm512_shuffle_i32x4(g, g, _MM_SHUFFLE(2, 3, 0, 1)))),
                 spread2(xb.d.s[t0 + t] + k / 32, idx), acc[t]);
@@ -527,8 +604,9 @@ VNNI_TARGET XQ_NOIPA static void xq_panels(const xq_pbuf *B, xq_panel *P, xq_pan
     }
 }
 
+/* rep: INT8 slots also hold xq_rep's layout (2-4 tokens run xq_blk4_i8t) */
 VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
-                                int r1) {
+                                int r1, int rep) {
     const int R = w->rows, q4 = w->dtype == CT_DT_U8;
     for (int rb = r0; rb < r1; rb += XQ_RBLOCK) {
         const int rbe = rb + XQ_RBLOCK < r1 ? rb + XQ_RBLOCK : r1;
@@ -544,6 +622,12 @@ VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, in
                     case 2: red = xq_blk4_q4(w, r, nr, t, 2); break;
                     case 3: red = xq_blk4_q4(w, r, nr, t, 3); break;
                     default: red = xq_blk4_q4(w, r, nr, t, 4); break;
+                    }
+                } else if (rep && n4 > 1) {
+                    switch (n4) {
+                    case 2: red = xq_blk4_i8t(w, r, nr, t, 2); break;
+                    case 3: red = xq_blk4_i8t(w, r, nr, t, 3); break;
+                    default: red = xq_blk4_i8t(w, r, nr, t, 4); break;
                     }
                 } else {
                     switch (n4) {
@@ -589,17 +673,22 @@ VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const f
      XQ_RCHUNK rows, each re-quantizing its token blocks (rows still start at
      multiples of 4 from r0) */
     const int rstep = n <= XQ_TOK ? r1 - r0 : XQ_RCHUNK;
+    /* INT8 calls of 2-4 tokens narrow enough for XQ_RL1 take xq_blk4_i8t (n and C are part of
+       the reuse key, so a reused quantization always has its xq_rep layout) */
+    const int rep = !q4 && n >= 2 && n <= 4 && 4 * C * n <= XQ_RL1;
     for (int rc = r0; rc < r1; rc += rstep) {
         const int rce = r1 - rc < rstep ? r1 : rc + rstep;
         for (int t0 = 0; t0 < n; t0 += XQ_TOK) {
             const int nt = n - t0 < XQ_TOK ? n - t0 : XQ_TOK;
             if (n > XQ_TOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != q4) {
-                for (int t = 0; t < nt; t++)
+                for (int t = 0; t < nt; t++) {
                     xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, xb.d.q[t], xb.d.s[t], xb.d.corr[t],
                                     xb.d.s4[t]);
+                    if (rep) xq_rep(xb.d.q[t], xb.d.corr[t], C, xb.d.r[t], xb.d.c4[t]);
+                }
                 if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, q4};
             }
-            xq_rows(w, bias, y, t0, nt, rc, rce);
+            xq_rows(w, bias, y, t0, nt, rc, rce, rep);
         }
     }
 }
