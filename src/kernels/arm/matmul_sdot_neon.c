@@ -34,7 +34,7 @@ typedef struct {
     int32_t c8[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP]; /* 8 * sum of each group's bytes (INT4 offset) */
 } xq_buf;
 
-static _Thread_local xq_buf xb;
+static _Thread_local _Alignas(64) xq_buf xb;
 
 SDOT_INLINE int32x4_t sdot(int32x4_t acc, int8x16_t a, int8x16_t b) {
 #if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)

@@ -202,12 +202,12 @@ ALWAYS_INLINE void row_stream(const ct_mat *w, const ct_dtype DT, int r, const f
    whatever n, and the thread count changes nothing (test_kernels checks it bit for bit). */
 #define G2T G2T_MAX    /* most tokens per block (2 rows x 6 tokens = 12 accumulators) */
 #define G2X_FLOATS (64 * (3072 + 16)) /* g2x: 64 tokens of 3072 columns, 772 KiB per thread */
-static _Thread_local float g2x[G2X_FLOATS]; /* the activations, rows C + 16 floats apart */
+static _Thread_local _Alignas(64) float g2x[G2X_FLOATS]; /* the activations, rows C + 16 floats apart */
 
 #define G2_KB 512   /* columns per K block: a 6-token block's activations (12 KiB) stay in L1 */
 #define G2_PF_PAIRS 4 /* the first token block (rows from DRAM): row pairs ahead prefetched into L2 */
 #define G2_RCHUNK 32 /* rows per chunk: their accumulators between K blocks take 12 KiB */
-static _Thread_local float g2acc[G2_RCHUNK / 2][2][2 * G2T * 8]; /* [row pair][even/odd][2t+i] */
+static _Thread_local _Alignas(64) float g2acc[G2_RCHUNK / 2][2][2 * G2T * 8]; /* [row pair][even/odd][2t+i] */
 
 #define G2_T(t, A0, A1)                                                                         \
     if (NT > t) {                                                                               \

@@ -168,7 +168,7 @@ ALWAYS_INLINE __m512 q4_blk4(const ct_mat *w, const float *x, int r, int nr, con
 #define GT 5               /* most tokens per block (4 rows x 5 tokens = 20 accumulators) */
 #define GEMM_MIN_TOKENS 3  /* below: blk4e (the one- and two-token blocks, with prefetch) */
 #define GX_FLOATS (64 * (3072 + 16)) /* gx: 64 tokens of 3072 columns, 772 KiB per thread */
-static _Thread_local float gx[GX_FLOATS]; /* the activations, rows C + 16 floats apart */
+static _Thread_local _Alignas(64) float gx[GX_FLOATS]; /* the activations, rows C + 16 floats apart */
 
 /* One column pass of gemm4 over 4 rows p[4] (dtype DT, a constant) and NT tokens x[NT][xs]:
    chunks k0, k0 + 32, ... below C32, then (tail) the ragged tail, into accumulators started at
@@ -488,7 +488,7 @@ void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, f
 
 #define DP_T 6 /* most tokens per block (4 rows x 6 tokens = 24 accumulators) */
 #define DP_XELEMS (64 * (3072 + 32)) /* dp_xb: 64 tokens of 3072 columns, 388 KiB per thread */
-static _Thread_local uint16_t dp_xb[DP_XELEMS]; /* bf16 activations, zero-padded rows */
+static _Thread_local _Alignas(64) uint16_t dp_xb[DP_XELEMS]; /* bf16 activations, zero-padded rows */
 
 /* Rounds nt tokens of x[.][C] to bf16 into d, rows xs apart, zero-padded to cp (C rounded up to
    32) columns. */
@@ -616,9 +616,9 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
                           64-128 rows ahead measured 12-45% slower on the talker) */
 #endif
 
-static _Thread_local uint32_t amx_hi[AMX_PAIRS], amx_lo[AMX_PAIRS];
+static _Thread_local _Alignas(64) uint32_t amx_hi[AMX_PAIRS], amx_lo[AMX_PAIRS];
 #define AMX_WMAXC 6144 /* widest INT8/INT4 row dequantized to bf16 for the tiles */
-static _Thread_local uint16_t amx_w[32 * AMX_WMAXC]; /* 32 dequantized rows */
+static _Thread_local _Alignas(64) uint16_t amx_w[32 * AMX_WMAXC]; /* 32 dequantized rows */
 
 /* Rows [r, r + nr) of an INT8 (q exactly, row scale applied at the store) or INT4
    (bf16(scale * q)) matrix as bf16 into amx_w. */

@@ -96,8 +96,8 @@ typedef struct {
     _Alignas(64) float sc[XQ_PMAXC / CT_Q4_GROUP][16];
 } xq_panel;
 
-static _Thread_local xq_buf xb;
-static _Thread_local xq_panel xp, xp2;
+static _Thread_local _Alignas(64) xq_buf xb;
+static _Thread_local _Alignas(64) xq_panel xp, xp2;
 
 /* Quantizes one token x[C] into slot t: q4 selects the INT4 layout and offset
    8, else natural order and offset 128. */
