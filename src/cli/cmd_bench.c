@@ -408,9 +408,12 @@ static int cmd_model(int argc, char **argv) {
     double total_exact = best_talk + best_pred + (codec ? best_codec[0] : 0);
     const double c_floor = codec ? 2 * macs / (mc.fma_nt * 1e9) * 1e3 : 0;
     const double floor_ms = t_floor + p_floor + c_floor;
+    /* the formats the matrices were loaded in (a quantize output is int8/int4 with no --weights) */
+    char wfmt[64];
+    snprintf(wfmt, sizeof wfmt, "%s/%s", minfo.talker_weights, minfo.predictor_weights);
     printf("model %s (%s %s), weights %s, %d threads, kernels %s%s, %d frames x %d (best), prompt %d "
            "positions, load %.0f ms (%.0f ms CPU; %s: %s, %d matrices converted)\n", model, minfo.kind,
-           m->cfg.size_tag, weights ? weights : "bf16", threads, ct_isa_name(ct_kernels()->isa),
+           m->cfg.size_tag, wfmt, threads, ct_isa_name(ct_kernels()->isa),
            ct_kernels()->amx ? "+amx" : "", nf, reps, prompt_len, load_ms, load_cpu_ms, minfo.weights_source,
            minfo.weights_file, minfo.converted);
     printf("roofline (%d threads): read", threads);
@@ -469,7 +472,7 @@ static int cmd_model(int argc, char **argv) {
     if (json_out) {
         json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
                               "model", model, "kind", ct_model_get_info(m).kind,
-                              "weights", weights ? weights : "bf16", "threads", threads,
+                              "weights", wfmt, "threads", threads,
                               "isa", ct_isa_name(ct_kernels()->isa), "frames", nf, "prompt_len", prompt_len,
                               "prefill_ms", best_prefill, "talker_ms", best_talk, "predictor_ms", best_pred,
                               "codec_ms", codec ? best_codec[1] : 0.0, "talker_bytes", (double)tb,

@@ -59,7 +59,7 @@ for st, b in (("talker", "talker_bytes"), ("predictor", "predictor_bytes")):
     assert close(d[st + "_floor_gbs"], want), st
     assert close(d[st + "_floor_ms"], d[b] / (d[st + "_floor_gbs"] * 1e9) * 1e3), st
 assert d["predictor_working_set_bytes"] < d["predictor_bytes"]  # 15 passes over the same weights
-assert d["weights_source"] == "stored" and d["converted"] == 0 and d["load_ms"] > 0 and d["load_cpu_ms"] > 0
+assert d["weights_source"] == "stored" and d["weights"] == "bf16/bf16" and d["converted"] == 0 and d["load_ms"] > 0 and d["load_cpu_ms"] > 0
 # the prompt: its CPU time and its floor, the talker's matmuls at the FMA peak
 assert d["prefill_cpu_ms"] > 0 and d["prefill_floor_ms"] > 0
 assert close(d["prefill_ratio"], d["prefill_ms"] / d["prefill_floor_ms"])
@@ -92,8 +92,15 @@ for e in b:
     # one round: its ratio is the ratio of the bests
     assert abs(e["vs_1_stream_round_min"] - e["vs_1_stream"]) < 1e-9 and abs(e["vs_1_stream_round_max"] - e["vs_1_stream"]) < 1e-9
 PY
-expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 3 --no-codec --streams 2 --json "$WORK/s3.json"
+# (on a quantize output: the header and the JSON name the formats loaded, not the --weights default)
+Q="$WORK/q8"; mkdir -p "$Q"
+for f in "$M"/*; do [ "$(basename "$f")" = model.safetensors ] || ln -s "$f" "$Q/"; done
+expect_rc 0 "$BIN" quantize -m "$M" --weights int8 -o "$Q/model.safetensors"
+expect_rc 0 "$BIN" bench model -m "$Q" --threads 2 --frames 4 --repeat 3 --no-codec --streams 2 --json "$WORK/s3.json"
 has "| vs 1 stream per round, 3 rounds |" "$WORK/out"; has "| 1 stream | .* | 1.00x | 1.00-1.00x |" "$WORK/out"
+has "^model .*, weights int8/int8, 2 threads, .*quantized: " "$WORK/out"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["weights"] == "int8/int8"' "$WORK/s3.json" \
+  && ok || bad "bench model JSON weights of a quantize output"
 python3 - "$WORK/s3.json" <<'PY' && ok || bad "batched decode rounds JSON"
 import json, sys
 b = json.load(open(sys.argv[1]))["batched_decode"]
