@@ -71,7 +71,8 @@ typedef struct {
     int bf16act; /* 1: bf16-activation mode (CODECTALK_BF16_ACT=1) */
     ct_attend_head_fn attend_head; /* attention over one KV head (kernels/attn.h) */
     int xq;      /* 1: INT8/INT4 weights load in the integer-dot mode (ct_mat.xq): the level has
-                    integer-dot kernels for it (avx512bf16: VNNI, neon-dotprod: SDOT) and
+                    integer-dot kernels for it (avx512bf16: VNNI; avx2, avx512: VPMADDUBSW;
+                    neon-dotprod: SDOT) and
                     CODECTALK_INT8_ACT is not 0 */
     ct_cv_gemm_fn cv_gemm;   /* codec-decoder multi-tap GEMM (kernels/conv.h) */
     ct_cv_snake_fn cv_snake; /* codec-decoder SnakeBeta */
@@ -106,9 +107,13 @@ void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *
 #endif
 /* Integer-dot mode (ct_mat.xq) with VPDPBUSD, for any token count when called directly; the
    avx512bf16 variant routes calls with ct_xq_active here (neon-dotprod: ct_matmul_rows_sdot),
-   the other variants compute those with the scalar reference. */
+   the avx2 and avx512 variants to ct_matmul_rows_dot_avx2, the scalar one computes them. */
 void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1);
+/* Integer-dot mode with VPMADDUBSW (AVX2), for any token count; computes the scalar
+   reference's function in its order per output (bit for bit). */
+void ct_matmul_rows_dot_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                             int r0, int r1);
 #define CT_DP_MIN_TOKENS 8
 #define CT_AMX_MIN_TOKENS 16
 /* Calls of fewer tokens than this run xq matrices in the integer-dot mode: CT_AMX_MIN_TOKENS

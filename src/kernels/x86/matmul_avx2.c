@@ -364,8 +364,8 @@ static void gemm2_q4(const ct_mat *w, const float *b, const float *x, float *y, 
 
 void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1) {
-    if (ct_xq_active(w, n)) { /* the integer-dot mode has no AVX2 kernel: the reference computes it */
-        ct_matmul_rows_scalar(w, bias, x, y, n, r0, r1);
+    if (ct_xq_active(w, n)) { /* the integer-dot mode: VPMADDUBSW (x86/matmul_dot_avx2.c) */
+        ct_matmul_rows_dot_avx2(w, bias, x, y, n, r0, r1);
         return;
     }
     float o[8];

@@ -471,8 +471,8 @@ static void f32_rows(const ct_mat *w, const float *bias, const float *x, float *
 
 void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1) {
-    if (ct_xq_active(w, n)) { /* integer-dot mode without VNNI: the reference computes it */
-        ct_matmul_rows_scalar(w, bias, x, y, n, r0, r1);
+    if (ct_xq_active(w, n)) { /* integer-dot mode without VNNI: VPMADDUBSW (x86/matmul_dot_avx2.c) */
+        ct_matmul_rows_dot_avx2(w, bias, x, y, n, r0, r1);
         return;
     }
     /* A token's arithmetic (the same accumulators per row and token, the same reduction tree)
