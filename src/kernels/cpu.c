@@ -254,10 +254,10 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         ct_matmul_bf16act_enable(table.bf16act);
 #endif
         /* the levels with integer-dot kernels: VNNI (avx512bf16), VPMADDUBSW (avx2, avx512),
-           SDOT (neon-dotprod) */
+           SMULL (neon), SDOT (neon-dotprod) */
         const char *xa = getenv("CODECTALK_INT8_ACT");
         table.xq = (isa == CT_ISA_AVX2 || isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16 ||
-                    isa == CT_ISA_NEON_DOTPROD) &&
+                    isa == CT_ISA_NEON || isa == CT_ISA_NEON_DOTPROD) &&
                    !(xa && strcmp(xa, "0") == 0);
         __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);
     } else if (table.isa != isa) {

@@ -72,7 +72,7 @@ typedef struct {
     ct_attend_head_fn attend_head; /* attention over one KV head (kernels/attn.h) */
     int xq;      /* 1: INT8/INT4 weights load in the integer-dot mode (ct_mat.xq): the level has
                     integer-dot kernels for it (avx512bf16: VNNI; avx2, avx512: VPMADDUBSW;
-                    neon-dotprod: SDOT) and
+                    neon: SMULL; neon-dotprod: SDOT) and
                     CODECTALK_INT8_ACT is not 0 */
     ct_cv_gemm_fn cv_gemm;   /* codec-decoder multi-tap GEMM (kernels/conv.h) */
     ct_cv_snake_fn cv_snake; /* codec-decoder SnakeBeta */
@@ -131,7 +131,7 @@ int ct_amx_available(void);
    result per matmul; off by default. Returns the new state. */
 int ct_matmul_bf16act_enable(int on);
 #if defined(__aarch64__)
-/* NEON with f32 activations; the integer-dot mode falls back to the scalar reference. */
+/* NEON with f32 activations; the integer-dot mode runs ct_matmul_rows_smull. */
 void ct_matmul_rows_neon(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1);
 /* As neon, but calls with ct_xq_active run ct_matmul_rows_sdot (needs the dot-product
@@ -142,6 +142,9 @@ void ct_matmul_rows_neon_dotprod(const ct_mat *w, const float *bias, const float
    the scalar reference's function in its order per output. */
 void ct_matmul_rows_sdot(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1);
+/* The same function with SMULL/SMLAL2 and SADALP (plain ASIMD, no dot-product extension). */
+void ct_matmul_rows_smull(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                          int r0, int r1);
 #endif
 
 /* The variant for an ISA level, or NULL when this build lacks it. */

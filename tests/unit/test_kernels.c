@@ -296,22 +296,23 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         ct_xq_tok_max = tok_max;
     }
     CHECK(variants > 0);
-    /* the integer-dot kernels (VNNI, VPMADDUBSW, SDOT) called directly past one quantization
+    /* the integer-dot kernels (VNNI, VPMADDUBSW, SDOT, SMULL) called directly past one quantization
        pass (37 tokens, 300 rows, with a bias): each token bit-for-bit its solo result, and within
        the bound of the reference; the outputs that differ from it in any bit are counted and
        printed, and must be none for the kernels that do the reference's arithmetic (VPMADDUBSW,
-       SDOT) */
+       SDOT, SMULL) */
     struct {
         ct_matmul_rows_fn fn;
         const char *name;
         int exact;
-    } dk[2];
+    } dk[3];
     int ndk = 0;
 #if defined(__x86_64__)
     if (ct_isa_supported(CT_ISA_AVX512BF16, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_vnni, "VNNI", 0};
     if (ct_isa_supported(CT_ISA_AVX2, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_dot_avx2, "VPMADDUBSW", 1};
 #elif defined(__aarch64__)
     if (ct_isa_supported(CT_ISA_NEON_DOTPROD, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_sdot, "SDOT", 1};
+    if (ct_isa_supported(CT_ISA_NEON, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_smull, "SMULL", 1};
 #endif
     for (int di = 0; di < ndk; di++) {
         const ct_matmul_rows_fn direct = dk[di].fn;
