@@ -38,7 +38,7 @@
 #define XQ_RCHUNK   256 /* rows per pass when the tokens do not fit one pass */
 #define XQ_RBLOCK   64  /* rows that stay in L2 while every 4-token block passes over them */
 /* INT8 calls of 2-4 tokens whose repeated activations (4 bytes per column and token) fit
-   XQ_RL1 bytes of L1 take the transposed-row block (xq_blk4_i8t; 32 KiB measured slower at
+   XQ_RL1 bytes of L1 take the transposed-row block (xq_blk4_i8 with TR; 32 KiB measured slower at
    4 tokens of 2048 columns, docs/BENCH.md) */
 #define XQ_RL1   16384
 #define XQ_RMAXC (XQ_RL1 / 8) /* widest such call (2 tokens) */
@@ -155,7 +155,7 @@ VNNI_TARGET static void xq_quantize_tok(const float *x, int C, int q4, int8_t *q
     }
 }
 
-/* An INT8 slot's activations q[C] (C <= XQ_RMAXC) laid out for xq_blk4_i8t: each 64-byte
+/* An INT8 slot's activations q[C] (C <= XQ_RMAXC) laid out for xq_blk4_i8 with TR: each 64-byte
    vector v of q becomes four, r[4 j + m] = v with dword m of every 128-bit block repeated over
    its block, and c4 holds corr's 128-bit block sums in every lane of the block. */
 VNNI_TARGET static void xq_rep(const int8_t *q, const int32_t *corr, int C, int8_t *r, int32_t *c4) {
@@ -229,8 +229,14 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_fold2(const __m512 *acc) {
    t0..: per 64-column step each row's two group sums are formed in integers
    (xq_tadd4, then the quarters of a group added) and accumulated as acc[t] lane
    4 b + i += q * s_group (blocks 0 and 1 the even group, 2 and 3 the odd one:
-   one convert and one FMA per token and step). */
-VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int t0, const int NT) {
+   one convert and one FMA per token and step).
+   TR (2-4 tokens): the four rows' bytes transposed per 128-bit block (xq_tr4, once per step)
+   instead of each token's integer lanes (xq_tadd4, once per token): VPDPBUSD against the
+   repeated activations (xq_rep) leaves row i's sum over block b in lane 4 b + i, from the
+   block's correction, the integers xq_tadd4 forms; the same scaling and accumulation follow,
+   so the result is bit for bit the same. */
+VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int t0, const int NT,
+                                           const int TR) {
     const int C = w->cols;
     const uint8_t *p[4];
     for (int i = 0; i < 4; i++) p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
@@ -244,55 +250,27 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int 
             _mm_prefetch((const char *)p[i] + k + XQ_PFB, _MM_HINT_T0);
             _mm_prefetch((const char *)p[i] + k + XQ_PFB2, _MM_HINT_T1);
         }
-        __m512i wv[4];
+        __m512i wv[4], wt[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++)
             wv[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + k)), flip);
+        if (TR) xq_tr4(wv, wt);
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
-            const __m512i xv = _mm512_loadu_si512((const void *)(xb.d.q[t0 + t] + k));
-            const __m512i cv = _mm512_loadu_si512((const void *)(xb.d.corr[t0 + t] + k / 4));
-            __m512i d[4];
+            __m512i g; /* blocks: quarters 0-3 (groups 0, 0, 1, 1) */
+            if (TR) {
+                const __m512i *xr = (const __m512i *)(xb.d.r[t0 + t] + 4 * k);
+                g = _mm512_loadu_si512((const void *)(xb.d.c4[t0 + t] + k / 4));
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) d[i] = _mm512_dpbusd_epi32(cv, wv[i], xv);
-            const __m512i g = xq_tadd4(d); /* blocks: quarters 0-3 (groups 0, 0, 1, 1) */
-            acc[t] = _mm512_fmadd_ps(
-                _mm512_cvtepi32_ps(_mm512_add_epi32(g, _mm512_shuffle_i32x4(g, g, _MM_SHUFFLE(2, 3, 0, 1)))),
-                spread2(xb.d.s[t0 + t] + k / 32, idx), acc[t]);
-        }
-    }
-    return xq_fold2(acc);
-}
-
-/* INT8, 2-4 tokens: xq_blk4_i8 with the four rows' bytes transposed per 128-bit block
-   (xq_tr4, once per step) instead of each token's integer lanes (xq_tadd4, once per token):
-   VPDPBUSD against the repeated activations (xq_rep) leaves row i's sum over block b in lane
-   4 b + i, from the block's correction, the integers xq_tadd4 forms; the same scaling and
-   accumulation follow, so the result is bit for bit xq_blk4_i8's. */
-VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8t(const ct_mat *w, int r, int nr, int t0, const int NT) {
-    const int C = w->cols;
-    const uint8_t *p[4];
-    for (int i = 0; i < 4; i++) p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
-    const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1); /* lane -> group */
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
-    __m512 acc[4];
-    for (int i = 0; i < 4; i++) acc[i] = _mm512_setzero_ps();
-    for (int k = 0; k < C; k += 64) {
+                for (int j = 0; j < 4; j++) g = _mm512_dpbusd_epi32(g, wt[j], _mm512_load_si512((const void *)(xr + j)));
+            } else {
+                const __m512i xv = _mm512_loadu_si512((const void *)(xb.d.q[t0 + t] + k));
+                const __m512i cv = _mm512_loadu_si512((const void *)(xb.d.corr[t0 + t] + k / 4));
+                __m512i d[4];
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            _mm_prefetch((const char *)p[i] + k + XQ_PFB, _MM_HINT_T0);
-            _mm_prefetch((const char *)p[i] + k + XQ_PFB2, _MM_HINT_T1);
-        }
-        __m512i v[4], wt[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) v[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + k)), flip);
-        xq_tr4(v, wt);
-#pragma GCC unroll 4
-        for (int t = 0; t < NT; t++) {
-            const __m512i *xr = (const __m512i *)(xb.d.r[t0 + t] + 4 * k);
-            __m512i g = _mm512_loadu_si512((const void *)(xb.d.c4[t0 + t] + k / 4));
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) g = _mm512_dpbusd_epi32(g, wt[j], _mm512_load_si512((const void *)(xr + j)));
+                for (int i = 0; i < 4; i++) d[i] = _mm512_dpbusd_epi32(cv, wv[i], xv);
+                g = xq_tadd4(d);
+            }
             acc[t] = _mm512_fmadd_ps(
                 _mm512_cvtepi32_ps(_mm512_add_epi32(g, _mm512_shuffle_i32x4(g, g, _MM_SHUFFLE(2, 3, 0, 1)))),
                 spread2(xb.d.s[t0 + t] + k / 32, idx), acc[t]);
@@ -604,7 +582,7 @@ VNNI_TARGET XQ_NOIPA static void xq_panels(const xq_pbuf *B, xq_panel *P, xq_pan
     }
 }
 
-/* rep: INT8 slots also hold xq_rep's layout (2-4 tokens run xq_blk4_i8t) */
+/* rep: INT8 slots also hold xq_rep's layout (2-4 tokens run xq_blk4_i8 with TR) */
 VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
                                 int r1, int rep) {
     const int R = w->rows, q4 = w->dtype == CT_DT_U8;
@@ -625,16 +603,16 @@ VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, in
                     }
                 } else if (rep && n4 > 1) {
                     switch (n4) {
-                    case 2: red = xq_blk4_i8t(w, r, nr, t, 2); break;
-                    case 3: red = xq_blk4_i8t(w, r, nr, t, 3); break;
-                    default: red = xq_blk4_i8t(w, r, nr, t, 4); break;
+                    case 2: red = xq_blk4_i8(w, r, nr, t, 2, 1); break;
+                    case 3: red = xq_blk4_i8(w, r, nr, t, 3, 1); break;
+                    default: red = xq_blk4_i8(w, r, nr, t, 4, 1); break;
                     }
                 } else {
                     switch (n4) {
-                    case 1: red = xq_blk4_i8(w, r, nr, t, 1); break;
-                    case 2: red = xq_blk4_i8(w, r, nr, t, 2); break;
-                    case 3: red = xq_blk4_i8(w, r, nr, t, 3); break;
-                    default: red = xq_blk4_i8(w, r, nr, t, 4); break;
+                    case 1: red = xq_blk4_i8(w, r, nr, t, 1, 0); break;
+                    case 2: red = xq_blk4_i8(w, r, nr, t, 2, 0); break;
+                    case 3: red = xq_blk4_i8(w, r, nr, t, 3, 0); break;
+                    default: red = xq_blk4_i8(w, r, nr, t, 4, 0); break;
                     }
                 }
                 ct_store_block(w, bias, red, yt, R, r, nr, n4);
@@ -673,7 +651,7 @@ VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const f
      XQ_RCHUNK rows, each re-quantizing its token blocks (rows still start at
      multiples of 4 from r0) */
     const int rstep = n <= XQ_TOK ? r1 - r0 : XQ_RCHUNK;
-    /* INT8 calls of 2-4 tokens narrow enough for XQ_RL1 take xq_blk4_i8t (n and C are part of
+    /* INT8 calls of 2-4 tokens narrow enough for XQ_RL1 take xq_blk4_i8 with TR (n and C are part of
        the reuse key, so a reused quantization always has its xq_rep layout) */
     const int rep = !q4 && n >= 2 && n <= 4 && 4 * C * n <= XQ_RL1;
     for (int rc = r0; rc < r1; rc += rstep) {
