@@ -204,6 +204,10 @@ int ct_amx_available(void) {
     return amx_ok;
 }
 
+int ct_isa_uses_vnni(ct_isa isa, const ct_cpu_features *f) {
+    return (isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16) && f->avx512vnni;
+}
+
 static pthread_mutex_t sel_lock = PTHREAD_MUTEX_INITIALIZER;
 static ct_kernel_table table;
 static int selected; /* guarded by sel_lock; table is read-only afterwards */
@@ -247,14 +251,15 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         if (isa == CT_ISA_NEON || isa == CT_ISA_NEON_DOTPROD) table.attend_head = ct_attend_head_neon;
 #endif
 #if defined(__x86_64__)
+        ct_matmul_vnni_enable(ct_isa_uses_vnni(isa, &f));
         table.amx = isa == CT_ISA_AVX512BF16 && ct_amx_available();
         ct_matmul_amx_enable(table.amx);
         const char *ba = getenv("CODECTALK_BF16_ACT");
         table.bf16act = isa == CT_ISA_AVX512BF16 && ba && strcmp(ba, "1") == 0;
         ct_matmul_bf16act_enable(table.bf16act);
 #endif
-        /* the levels with integer-dot kernels: VNNI (avx512bf16), VPMADDUBSW (avx2, avx512),
-           SMULL (neon), SDOT (neon-dotprod) */
+        /* the levels with integer-dot kernels: VNNI (avx512bf16; avx512 where the CPU has it),
+           VPMADDUBSW (avx2; avx512 without VNNI), SMULL (neon), SDOT (neon-dotprod) */
         const char *xa = getenv("CODECTALK_INT8_ACT");
         table.xq = (isa == CT_ISA_AVX2 || isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16 ||
                     isa == CT_ISA_NEON || isa == CT_ISA_NEON_DOTPROD) &&

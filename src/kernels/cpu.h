@@ -32,6 +32,10 @@ const char *ct_isa_name(ct_isa isa);
 /* Parses "scalar", "avx2", "avx512", "avx512bf16", "neon", "neon-dotprod". */
 ct_status ct_isa_parse(const char *name, ct_isa *out);
 int ct_isa_supported(ct_isa isa, const ct_cpu_features *f);
+/* 1 where level isa runs the integer-dot mode with VPDPBUSD on a CPU with features f:
+   avx512bf16, and avx512 where the CPU has AVX-512 VNNI (ct_matmul_vnni_enable is set so at
+   selection). */
+int ct_isa_uses_vnni(ct_isa isa, const ct_cpu_features *f);
 /* Highest level this CPU runs and this build has kernels for. */
 ct_isa ct_isa_best(const ct_cpu_features *f);
 
@@ -106,8 +110,9 @@ void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *
                                int n, int r0, int r1);
 #endif
 /* Integer-dot mode (ct_mat.xq) with VPDPBUSD, for any token count when called directly; the
-   avx512bf16 variant routes calls with ct_xq_active here (neon-dotprod: ct_matmul_rows_sdot),
-   the avx2 and avx512 variants to ct_matmul_rows_dot_avx2, the scalar one computes them. */
+   avx512bf16 variant routes calls with ct_xq_active here, so does avx512 where the CPU has
+   VNNI (ct_matmul_vnni_enable); avx2 and avx512 without VNNI go to ct_matmul_rows_dot_avx2,
+   neon-dotprod to ct_matmul_rows_sdot, neon to ct_matmul_rows_smull, scalar computes them. */
 void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1);
 /* Integer-dot mode with VPMADDUBSW (AVX2), for any token count; computes the scalar
@@ -120,6 +125,9 @@ void ct_matmul_rows_dot_avx2(const ct_mat *w, const float *bias, const float *x,
    while AMX takes INT8/INT4 prefill (set by ct_matmul_amx_enable), else INT_MAX (every call:
    without AMX the integer-dot kernels are also the fastest prefill, docs/KERNELS.md). */
 extern int ct_xq_tok_max;
+/* Lets the avx512 variant run the integer-dot mode with VPDPBUSD (ct_matmul_rows_vnni) instead
+   of VPMADDUBSW: set at selection where the CPU has AVX-512 VNNI. Returns the new state. */
+int ct_matmul_vnni_enable(int on);
 /* Turns the AMX-BF16 prefill path of the avx512bf16 variant on or off (the caller must have
    obtained the OS permission for tile data); returns the new state. */
 int ct_matmul_amx_enable(int on);

@@ -296,6 +296,39 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         ct_xq_tok_max = tok_max;
     }
     CHECK(variants > 0);
+#if defined(__x86_64__)
+    /* the avx512 variant runs the integer-dot mode with VNNI when ct_matmul_vnni_enable says so
+       (set at selection where the CPU has VNNI: Ice Lake class), else with VPMADDUBSW: bit for
+       bit that kernel's results, both settings where the CPU allows */
+    if (ct_isa_supported(CT_ISA_AVX512, f)) {
+        const int R = 70, C = 1024, n = 3;
+        for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
+        for (int i = 0; i < n * C; i++) x[i] = urand(rng);
+        for (int vnni = 0; vnni <= f->avx512vnni; vnni++) {
+            const ct_matmul_rows_fn want = vnni ? ct_matmul_rows_vnni : ct_matmul_rows_dot_avx2;
+            int same = 1;
+            ct_matmul_vnni_enable(vnni);
+            for (int fmt = 0; fmt < 2; fmt++) {
+                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+                else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
+                ct_matmul_rows_avx512(&w, NULL, x, y0, n, 0, R);
+                want(&w, NULL, x, y1, n, 0, R);
+                same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
+            }
+            CHECKF(same, "avx512: the integer-dot mode is not the %s kernel's", vnni ? "VNNI" : "VPMADDUBSW");
+        }
+        ct_matmul_vnni_enable(0); /* the default: this binary selects no level before its end */
+    }
+    { /* the selection rule: VNNI at the AVX-512 levels where the CPU has it */
+        ct_cpu_features v = *f;
+        v.avx512vnni = 1;
+        CHECK(ct_isa_uses_vnni(CT_ISA_AVX512, &v) && ct_isa_uses_vnni(CT_ISA_AVX512BF16, &v));
+        CHECK(!ct_isa_uses_vnni(CT_ISA_AVX2, &v) && !ct_isa_uses_vnni(CT_ISA_SCALAR, &v));
+        v.avx512vnni = 0;
+        CHECK(!ct_isa_uses_vnni(CT_ISA_AVX512, &v));
+    }
+#endif
     /* the integer-dot kernels (VNNI, VPMADDUBSW, SDOT, SMULL) called directly past one quantization
        pass (37 tokens, 300 rows, with a bias): each token bit-for-bit its solo result, and within
        the bound of the reference; the outputs that differ from it in any bit are counted and

@@ -469,10 +469,19 @@ static void f32_rows(const ct_mat *w, const float *bias, const float *x, float *
     }
 }
 
+static int vnni_on; /* set by ct_matmul_vnni_enable */
+
+int ct_matmul_vnni_enable(int on) {
+    vnni_on = on;
+    return vnni_on;
+}
+
 void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1) {
-    if (ct_xq_active(w, n)) { /* integer-dot mode without VNNI: VPMADDUBSW (x86/matmul_dot_avx2.c) */
-        ct_matmul_rows_dot_avx2(w, bias, x, y, n, r0, r1);
+    if (ct_xq_active(w, n)) { /* integer-dot mode: VPDPBUSD where the CPU has AVX-512 VNNI (it
+                                 lacks BF16: Cascade Lake, Ice Lake, Tiger Lake), else VPMADDUBSW */
+        if (vnni_on) ct_matmul_rows_vnni(w, bias, x, y, n, r0, r1);
+        else ct_matmul_rows_dot_avx2(w, bias, x, y, n, r0, r1);
         return;
     }
     /* A token's arithmetic (the same accumulators per row and token, the same reduction tree)
