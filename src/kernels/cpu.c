@@ -205,7 +205,9 @@ int ct_amx_available(void) {
 }
 
 int ct_isa_uses_vnni(ct_isa isa, const ct_cpu_features *f) {
-    return (isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16) && f->avx512vnni;
+    if (isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16) return f->avx512vnni ? CT_VNNI_512 : CT_VNNI_NONE;
+    if (isa != CT_ISA_AVX2) return CT_VNNI_NONE;
+    return f->avx_vnni ? CT_VNNI_AVX : f->avx512vnni && f->avx512vl ? CT_VNNI_256 : CT_VNNI_NONE;
 }
 
 static pthread_mutex_t sel_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -251,7 +253,8 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         if (isa == CT_ISA_NEON || isa == CT_ISA_NEON_DOTPROD) table.attend_head = ct_attend_head_neon;
 #endif
 #if defined(__x86_64__)
-        ct_matmul_vnni_enable(ct_isa_uses_vnni(isa, &f));
+        ct_matmul_vnni_enable(ct_isa_uses_vnni(isa, &f) == CT_VNNI_512);
+        ct_matmul_avx2_dot_select(ct_isa_uses_vnni(isa, &f));
         table.amx = isa == CT_ISA_AVX512BF16 && ct_amx_available();
         ct_matmul_amx_enable(table.amx);
         const char *ba = getenv("CODECTALK_BF16_ACT");
@@ -259,11 +262,18 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         ct_matmul_bf16act_enable(table.bf16act);
 #endif
         /* the levels with integer-dot kernels: VNNI (avx512bf16; avx512 where the CPU has it),
-           VPMADDUBSW (avx2; avx512 without VNNI), SMULL (neon), SDOT (neon-dotprod) */
+           256-bit VNNI (avx2 where the CPU has AVX-VNNI or AVX-512 VNNI), VPMADDUBSW (avx2,
+           avx512 without them), SMULL (neon), SDOT (neon-dotprod) */
         const char *xa = getenv("CODECTALK_INT8_ACT");
         table.xq = (isa == CT_ISA_AVX2 || isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16 ||
                     isa == CT_ISA_NEON || isa == CT_ISA_NEON_DOTPROD) &&
                    !(xa && strcmp(xa, "0") == 0);
+        static const char *vnni_names[] = {"VPMADDUBSW", "VPDPBUSD (AVX-512 VNNI)", "VPDPBUSD (AVX-VNNI)",
+                                           "VPDPBUSD (AVX-512 VNNI, 256-bit)"};
+        table.dot = isa == CT_ISA_NEON_DOTPROD ? "SDOT"
+                    : isa == CT_ISA_NEON       ? "SMULL"
+                    : isa == CT_ISA_SCALAR     ? "none"
+                                               : vnni_names[ct_isa_uses_vnni(isa, &f)];
         __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);
     } else if (table.isa != isa) {
         st = ct_errf(err, errcap, CT_ERR_STATE, "kernels already selected as '%s'; cannot switch "

@@ -32,9 +32,11 @@ const char *ct_isa_name(ct_isa isa);
 /* Parses "scalar", "avx2", "avx512", "avx512bf16", "neon", "neon-dotprod". */
 ct_status ct_isa_parse(const char *name, ct_isa *out);
 int ct_isa_supported(ct_isa isa, const ct_cpu_features *f);
-/* 1 where level isa runs the integer-dot mode with VPDPBUSD on a CPU with features f:
-   avx512bf16, and avx512 where the CPU has AVX-512 VNNI (ct_matmul_vnni_enable is set so at
-   selection). */
+/* Which VPDPBUSD level isa runs the integer-dot mode with on a CPU with features f, 0 where none
+   (VPMADDUBSW, NEON, scalar): CT_VNNI_512 at avx512bf16, and at avx512 where the CPU has AVX-512
+   VNNI (ct_matmul_vnni_enable is set so at selection); at avx2 CT_VNNI_AVX where the CPU has
+   AVX-VNNI, else CT_VNNI_256 where it has AVX-512 VNNI with VL (ct_matmul_avx2_dot_select). */
+enum { CT_VNNI_NONE = 0, CT_VNNI_512, CT_VNNI_AVX, CT_VNNI_256 };
 int ct_isa_uses_vnni(ct_isa isa, const ct_cpu_features *f);
 /* Highest level this CPU runs and this build has kernels for. */
 ct_isa ct_isa_best(const ct_cpu_features *f);
@@ -75,9 +77,11 @@ typedef struct {
     int bf16act; /* 1: bf16-activation mode (CODECTALK_BF16_ACT=1) */
     ct_attend_head_fn attend_head; /* attention over one KV head (kernels/attn.h) */
     int xq;      /* 1: INT8/INT4 weights load in the integer-dot mode (ct_mat.xq): the level has
-                    integer-dot kernels for it (avx512bf16: VNNI; avx2, avx512: VPMADDUBSW;
-                    neon: SMULL; neon-dotprod: SDOT) and
+                    integer-dot kernels for it (avx512bf16: VNNI; avx2, avx512: VPMADDUBSW or
+                    VNNI; neon: SMULL; neon-dotprod: SDOT) and
                     CODECTALK_INT8_ACT is not 0 */
+    const char *dot; /* the integer-dot mode's product instruction at this level on this CPU
+                        ("VPDPBUSD (AVX-VNNI)", "VPMADDUBSW", "SDOT", ...; "none" at scalar) */
     ct_cv_gemm_fn cv_gemm;   /* codec-decoder multi-tap GEMM (kernels/conv.h) */
     ct_cv_snake_fn cv_snake; /* codec-decoder SnakeBeta */
     ct_cv_elu_fn cv_elu;     /* speech-encoder ELU */
@@ -115,10 +119,16 @@ void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *
    neon-dotprod to ct_matmul_rows_sdot, neon to ct_matmul_rows_smull, scalar computes them. */
 void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1);
-/* Integer-dot mode with VPMADDUBSW (AVX2), for any token count; computes the scalar
-   reference's function in its order per output (bit for bit). */
+/* Integer-dot mode on 256-bit registers (x86/matmul_dot_body.h), for any token count; each
+   computes the scalar reference's function in its order per output (bit for bit): with
+   VPMADDUBSW (AVX2), with AVX-VNNI's VEX VPDPBUSD (needs f.avx_vnni) and with AVX-512 VNNI's
+   EVEX VPDPBUSD on ymm registers (needs f.avx512vnni and f.avx512vl). */
 void ct_matmul_rows_dot_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                              int r0, int r1);
+void ct_matmul_rows_dot_avxvnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                                int r0, int r1);
+void ct_matmul_rows_dot_vnni256(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                                int r0, int r1);
 #define CT_DP_MIN_TOKENS 8
 #define CT_AMX_MIN_TOKENS 16
 /* Calls of fewer tokens than this run xq matrices in the integer-dot mode: CT_AMX_MIN_TOKENS
@@ -128,6 +138,9 @@ extern int ct_xq_tok_max;
 /* Lets the avx512 variant run the integer-dot mode with VPDPBUSD (ct_matmul_rows_vnni) instead
    of VPMADDUBSW: set at selection where the CPU has AVX-512 VNNI. Returns the new state. */
 int ct_matmul_vnni_enable(int on);
+/* Picks the avx2 variant's integer-dot kernel: CT_VNNI_AVX, CT_VNNI_256 or anything else for
+   VPMADDUBSW (ct_isa_uses_vnni's rule, set at selection). Returns the kind now in use. */
+int ct_matmul_avx2_dot_select(int kind);
 /* Turns the AMX-BF16 prefill path of the avx512bf16 variant on or off (the caller must have
    obtained the OS permission for tile data); returns the new state. */
 int ct_matmul_amx_enable(int on);

@@ -121,8 +121,9 @@ assert abs(d["frame_ratio"] - (d["talker_ms"] + d["predictor_ms"]) / d["floor_ms
 PY
 # bench kernels -m: the codec decoder's GEMMs (every upsampling stage and decoder block) after the matmuls
 expect_rc 0 "$BIN" bench kernels --threads 1 --ms 1 -m "$M"
-# which INT8/INT4 path the rows time: f32 activations, or the integer-dot mode (every call, or below AMX's threshold)
-has "INT8/INT4 with \(f32 activations\|int8 activations (integer-dot mode, every call)\|int8 activations (integer-dot mode) below [0-9]* tokens\)$" "$WORK/out"
+# which INT8/INT4 path the rows time: f32 activations, or the integer-dot mode (every call, or below AMX's
+# threshold) with its product instruction
+has "INT8/INT4 with \(f32 activations\|int8 activations (integer-dot mode with [A-Z].*, every call)\|int8 activations (integer-dot mode with [A-Z].*) below [0-9]* tokens\)$" "$WORK/out"
 # every matmul case timed with its weights from memory and in cache: positive figures in 8 columns
 has "| format | rows x cols | tokens | us/call | GB/s (weights) | GFLOP/s | us/call, in cache | GFLOP/s, in cache |" "$WORK/out"
 python3 - "$WORK/out" <<'PY' && ok || bad "bench kernels matmul rows"
@@ -139,6 +140,14 @@ for g in "pre_conv" "transformer q" "upsample 0 tconv" "upsample 1 pwconv1" "dec
 # ... and the decode batched across streams (solo and batched PCM compared inside: a mismatch exits 1)
 has "codec decoder batched across streams ($M), 1 threads" "$WORK/out"
 for row in "1 | 1" "1 | 4" "4 | 2" "25 | 4"; do has "| $row | " "$WORK/out"; done
+# a forced avx2 level names its own integer-dot instruction: AVX-VNNI, AVX-512 VNNI on 256 bits, or VPMADDUBSW
+if grep -qw avx2 /proc/cpuinfo; then
+    CODECTALK_ISA=avx2 expect_rc 0 "$BIN" bench kernels --threads 1 --ms 1
+    if grep -qw avx_vnni /proc/cpuinfo; then want="VPDPBUSD (AVX-VNNI)"
+    elif grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then want="VPDPBUSD (AVX-512 VNNI, 256-bit)"
+    else want="VPMADDUBSW"; fi
+    has "kernels avx2, 1 threads; INT8/INT4 with int8 activations (integer-dot mode with $want, every call)" "$WORK/out"
+fi
 expect_rc 2 "$BIN" bench kernels --ms 0; has "ms must be in" "$WORK/err"
 # bench roofline: read GB/s per working set (8 MiB .. --mib) and the FMA peak, as JSON too
 expect_rc 0 "$BIN" bench roofline --threads 2 --mib 64 --json "$WORK/r.json"

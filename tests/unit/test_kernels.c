@@ -320,13 +320,52 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         }
         ct_matmul_vnni_enable(0); /* the default: this binary selects no level before its end */
     }
-    { /* the selection rule: VNNI at the AVX-512 levels where the CPU has it */
+    /* the avx2 variant runs the integer-dot mode with the 256-bit kernel ct_matmul_avx2_dot_select
+       names: bit for bit that kernel's results, for every kind this CPU runs */
+    if (ct_isa_supported(CT_ISA_AVX2, f)) {
+        const int R = 70, C = 1024, n = 3;
+        for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
+        for (int i = 0; i < n * C; i++) x[i] = urand(rng);
+        const struct {
+            int kind, ok;
+            ct_matmul_rows_fn fn;
+            const char *name;
+        } kinds[3] = {{CT_VNNI_NONE, 1, ct_matmul_rows_dot_avx2, "VPMADDUBSW"},
+                      {CT_VNNI_AVX, f->avx_vnni, ct_matmul_rows_dot_avxvnni, "AVX-VNNI"},
+                      {CT_VNNI_256, f->avx512vnni && f->avx512vl, ct_matmul_rows_dot_vnni256, "VNNI-256"}};
+        for (int k = 0; k < 3; k++) {
+            if (!kinds[k].ok) continue;
+            int same = 1;
+            CHECK(ct_matmul_avx2_dot_select(kinds[k].kind) == kinds[k].kind);
+            for (int fmt = 0; fmt < 2; fmt++) {
+                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+                else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
+                ct_matmul_rows_avx2(&w, NULL, x, y0, n, 0, R);
+                kinds[k].fn(&w, NULL, x, y1, n, 0, R);
+                same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
+            }
+            CHECKF(same, "avx2: the integer-dot mode is not the %s kernel's", kinds[k].name);
+        }
+        CHECK(ct_matmul_avx2_dot_select(CT_VNNI_NONE) == CT_VNNI_NONE); /* the default */
+    }
+    { /* the selection rule: 512-bit VNNI at the AVX-512 levels where the CPU has it; at avx2
+         AVX-VNNI, else AVX-512 VNNI with VL on 256-bit registers, else none */
         ct_cpu_features v = *f;
         v.avx512vnni = 1;
-        CHECK(ct_isa_uses_vnni(CT_ISA_AVX512, &v) && ct_isa_uses_vnni(CT_ISA_AVX512BF16, &v));
-        CHECK(!ct_isa_uses_vnni(CT_ISA_AVX2, &v) && !ct_isa_uses_vnni(CT_ISA_SCALAR, &v));
+        v.avx512vl = 1;
+        v.avx_vnni = 0;
+        CHECK(ct_isa_uses_vnni(CT_ISA_AVX512, &v) == CT_VNNI_512 && ct_isa_uses_vnni(CT_ISA_AVX512BF16, &v) == CT_VNNI_512);
+        CHECK(ct_isa_uses_vnni(CT_ISA_AVX2, &v) == CT_VNNI_256 && !ct_isa_uses_vnni(CT_ISA_SCALAR, &v));
+        v.avx_vnni = 1;
+        CHECK(ct_isa_uses_vnni(CT_ISA_AVX2, &v) == CT_VNNI_AVX && ct_isa_uses_vnni(CT_ISA_AVX512, &v) == CT_VNNI_512);
         v.avx512vnni = 0;
-        CHECK(!ct_isa_uses_vnni(CT_ISA_AVX512, &v));
+        CHECK(!ct_isa_uses_vnni(CT_ISA_AVX512, &v) && ct_isa_uses_vnni(CT_ISA_AVX2, &v) == CT_VNNI_AVX);
+        v.avx_vnni = 0;
+        CHECK(!ct_isa_uses_vnni(CT_ISA_AVX2, &v));
+        v.avx512vnni = 1;
+        v.avx512vl = 0;
+        CHECK(!ct_isa_uses_vnni(CT_ISA_AVX2, &v));
     }
 #endif
     /* the integer-dot kernels (VNNI, VPMADDUBSW, SDOT, SMULL) called directly past one quantization
@@ -338,11 +377,15 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         ct_matmul_rows_fn fn;
         const char *name;
         int exact;
-    } dk[3];
+    } dk[4];
     int ndk = 0;
 #if defined(__x86_64__)
     if (ct_isa_supported(CT_ISA_AVX512BF16, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_vnni, "VNNI", 0};
     if (ct_isa_supported(CT_ISA_AVX2, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_dot_avx2, "VPMADDUBSW", 1};
+    if (ct_isa_supported(CT_ISA_AVX2, f) && f->avx_vnni)
+        dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_dot_avxvnni, "AVX-VNNI", 1};
+    if (ct_isa_supported(CT_ISA_AVX2, f) && f->avx512vnni && f->avx512vl)
+        dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_dot_vnni256, "VNNI-256", 1};
 #elif defined(__aarch64__)
     if (ct_isa_supported(CT_ISA_NEON_DOTPROD, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_sdot, "SDOT", 1};
     if (ct_isa_supported(CT_ISA_NEON, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_smull, "SMULL", 1};

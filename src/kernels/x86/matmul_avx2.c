@@ -362,10 +362,22 @@ static void gemm2_q4(const ct_mat *w, const float *b, const float *x, float *y, 
     gemm2_rows(w, CT_DT_U8, b, x, y, n, r0, r1);
 }
 
+static ct_matmul_rows_fn dot_rows = ct_matmul_rows_dot_avx2; /* set by ct_matmul_avx2_dot_select */
+static int dot_kind = CT_VNNI_NONE;
+
+int ct_matmul_avx2_dot_select(int kind) {
+    dot_kind = kind == CT_VNNI_AVX || kind == CT_VNNI_256 ? kind : CT_VNNI_NONE;
+    dot_rows = dot_kind == CT_VNNI_AVX   ? ct_matmul_rows_dot_avxvnni
+               : dot_kind == CT_VNNI_256 ? ct_matmul_rows_dot_vnni256
+                                         : ct_matmul_rows_dot_avx2;
+    return dot_kind;
+}
+
 void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1) {
-    if (ct_xq_active(w, n)) { /* the integer-dot mode: VPMADDUBSW (x86/matmul_dot_avx2.c) */
-        ct_matmul_rows_dot_avx2(w, bias, x, y, n, r0, r1);
+    if (ct_xq_active(w, n)) { /* the integer-dot mode: VPMADDUBSW or a 256-bit VPDPBUSD
+                                 (x86/matmul_dot_body.h) */
+        dot_rows(w, bias, x, y, n, r0, r1);
         return;
     }
     float o[8];
