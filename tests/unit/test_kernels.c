@@ -368,11 +368,12 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         CHECK(!ct_isa_uses_vnni(CT_ISA_AVX2, &v));
     }
 #endif
-    /* the integer-dot kernels (VNNI, VPMADDUBSW, SDOT, SMULL) called directly past one quantization
-       pass (37 tokens, 300 rows, with a bias): each token bit-for-bit its solo result, and within
-       the bound of the reference; the outputs that differ from it in any bit are counted and
-       printed, and must be none for the kernels that do the reference's arithmetic (VPMADDUBSW,
-       SDOT, SMULL) */
+    /* the integer-dot kernels (VNNI, VPMADDUBSW, SDOT, SMULL) called directly with 4, 8 and 37
+       tokens (past one quantization pass; the 256-bit VPDPBUSD kernels' panels from 4 INT8 / 8 INT4
+       tokens) on 300 rows in two row ranges, with a bias: each token bit-for-bit its solo result,
+       and within the bound of the reference; the outputs that differ from it in any bit are
+       counted and printed, and must be none for the kernels that do the reference's arithmetic
+       (VPMADDUBSW, the 256-bit VPDPBUSD, SDOT, SMULL) */
     struct {
         ct_matmul_rows_fn fn;
         const char *name;
@@ -393,8 +394,8 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
     for (int di = 0; di < ndk; di++) {
         const ct_matmul_rows_fn direct = dk[di].fn;
         const char *dname = dk[di].name;
-        {
-            const int R = 300, C = 1024, n = 37;
+        for (int ni = 0; ni < 3; ni++) {
+            const int R = 300, C = 1024, n = ni == 0 ? 4 : ni == 1 ? 8 : 37;
             int bad = 0, same = 1, differ = 0;
             float bias[300];
             for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
@@ -404,7 +405,8 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
                 ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
                 if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
                 else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
-                direct(&w, bias, x, y1, n, 0, R);
+                direct(&w, bias, x, y1, n, 0, 112);
+                direct(&w, bias, x, y1, n, 112, R);
                 for (int t = 0; t < n; t++) {
                     direct(&w, bias, x + (size_t)t * C, yf, 1, 0, R);
                     ct_matmul_rows_scalar(&w, bias, x + (size_t)t * C, y0, 1, 0, R);
@@ -415,10 +417,11 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
                     }
                 }
             }
-            printf("%s kernel over several passes: %d of %d outputs not bit-identical to the reference\n",
-                   dname, differ, 2 * n * R);
-            CHECKF(same && bad == 0, "%s kernel over several passes: same %d, %d off", dname, same, bad);
-            CHECKF(!dk[di].exact || differ == 0, "%s kernel: %d outputs not the reference's bit for bit", dname, differ);
+            printf("%s kernel, %d tokens: %d of %d outputs not bit-identical to the reference\n", dname, n,
+                   differ, 2 * n * R);
+            CHECKF(same && bad == 0, "%s kernel, %d tokens: same %d, %d off", dname, n, same, bad);
+            CHECKF(!dk[di].exact || differ == 0, "%s kernel, %d tokens: %d outputs not the reference's bit for bit",
+                   dname, n, differ);
         }
         /* quantized-activation reuse (ct_xq_scope_begin): inside a scope, row chunks of one matrix
            and other matrices of either format over the same x give bit-for-bit the unscoped

@@ -20,7 +20,8 @@
    per-token accumulator with the rows in its lanes. Each lane does the scalar reference's
    arithmetic in its order (acc += d * s, or acc += sw * (d * s), over groups in order), so the
    result is the reference's bit for bit, for every shim, and does not depend on the batch or
-   the row split. */
+   the row split. The VPDPBUSD shims run calls of several tokens on 8-row panels instead
+   (xq_panels below), which compute the same function. */
 #if !defined(CT_DOT_VNNI) || !defined(CT_DOT_FN)
 #error "define CT_DOT_VNNI (0: VPMADDUBSW, 1: CT_DPBUSD) and CT_DOT_FN before including this file"
 #endif
@@ -235,15 +236,160 @@ ALWAYS_INLINE void xq_blk4_q4(const ct_mat *w, int r, int nr, int t0, const int 
     }
 }
 
+/* Rows r..r+nr-1 of one token's output yt from the lanes o: the INT8 row scale times the
+   accumulator, plus the bias (the reference's last step). */
+ALWAYS_INLINE void xq_store(const ct_mat *w, const float *bias, float *yt, int r, int nr, const float *o) {
+    for (int i = 0; i < nr; i++) yt[r + i] = ct_post_scale(w, r + i) * o[i] + (bias ? bias[r + i] : 0.0f);
+}
+
+#if CT_DOT_VNNI
+/* Calls of XQ_PMIN8 (INT8) / XQ_PMIN4 (INT4) tokens or more with VPDPBUSD (below that the row
+   blocks are faster: docs/KERNELS.md "The avx2 level's panels"): 8-row panels packed per call, one
+   row per lane, so a VPDPBUSD multiplies 8 rows by one broadcast activation dword and leaves
+   each row's partial dot in its lane: no reduction across lanes, and each (8 rows, token, group)
+   takes 8 VPDPBUSD (in two chains), the offset correction, a conversion, the scale multiply(s)
+   and an add. Each lane adds its groups in order as the reference does, so the result is the
+   row blocks' (and the reference's) bit for bit. */
+#define XQ_PMIN8 4
+#define XQ_PMIN4 8
+typedef struct {
+    _Alignas(32) uint8_t w[CT_XQ_MAXC / 4][32];         /* dword D (INT8: columns 4D..4D+3 as
+                                                            q + 128; INT4: group D / 8, dwords 0-3
+                                                            the low nibbles, 4-7 the high ones, as
+                                                            q + 8): lane i = row i's 4 bytes */
+    _Alignas(32) float sc[CT_XQ_MAXC / CT_Q4_GROUP][8]; /* INT4 group scales: lane i = row i */
+} xq_panel;
+
+static _Thread_local _Alignas(32) xq_panel xp;
+
+/* 8 x 8 dword transpose: in v[i] = row i's 8 dwords, out v[m] lane i = row i's dword m. */
+ALWAYS_INLINE void xq_tr8(__m256i *v) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) { /* u[i + m] 128-bit half h: rows i/4*4.. of dword m + 4 h */
+        u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int m = 0; m < 4; m++) {
+        v[m] = _mm256_permute2x128_si256(u[m], u[4 + m], 0x20);
+        v[4 + m] = _mm256_permute2x128_si256(u[m], u[4 + m], 0x31);
+    }
+}
+
+/* Packs rows r..r+7 of w (first nr real, the rest repeat the last) into xp. */
+static void xq_pack8(const ct_mat *w, int r, int nr) {
+    const int G = w->cols / CT_Q4_GROUP, q4 = w->dtype == CT_DT_U8;
+    const uint8_t *p[8];
+    for (int i = 0; i < 8; i++) p[i] = (const uint8_t *)ct_row_ptr(w, r + (i < nr ? i : nr - 1));
+    __m256i v[8];
+    if (!q4) {
+        const __m256i flip = _mm256_set1_epi8((char)0x80);
+        for (int g = 0; g < G; g++) {
+            for (int i = 0; i < 8; i++) {
+                _mm_prefetch((const char *)p[i] + g * 32 + XQ_PF, _MM_HINT_T0);
+                _mm_prefetch((const char *)p[i] + g * 32 + XQ_PF2, _MM_HINT_T1);
+                v[i] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p[i] + g * 32)), flip);
+            }
+            xq_tr8(v);
+            for (int m = 0; m < 8; m++) _mm256_store_si256((__m256i *)xp.w[8 * g + m], v[m]);
+        }
+        return;
+    }
+    const __m256i nib = _mm256_set1_epi8(0x0f);
+    for (int g = 0; g < G; g += 2) { /* 32 bytes of a row: group g, then g + 1 */
+        for (int i = 0; i < 8; i++) {
+            _mm_prefetch((const char *)p[i] + g * 16 + XQ_PF, _MM_HINT_T0);
+            _mm_prefetch((const char *)p[i] + g * 16 + XQ_PF2, _MM_HINT_T1);
+            v[i] = _mm256_loadu_si256((const __m256i *)(p[i] + g * 16));
+        }
+        xq_tr8(v); /* v[m]: group g + m / 4, dword m % 4 */
+        for (int m = 0; m < 8; m++) {
+            uint8_t(*d)[32] = xp.w + 8 * (g + m / 4) + m % 4;
+            _mm256_store_si256((__m256i *)d[0], _mm256_and_si256(v[m], nib));
+            _mm256_store_si256((__m256i *)d[4], _mm256_and_si256(_mm256_srli_epi16(v[m], 4), nib));
+        }
+    }
+    for (int i = 0; i < 8; i++) {
+        const float *sc = ct_row_sc(w, r + (i < nr ? i : nr - 1));
+        for (int g = 0; g < G; g++) xp.sc[g][i] = sc[g];
+    }
+}
+
+static inline int32_t xq_ld32(const int8_t *q) {
+    int32_t v;
+    memcpy(&v, q, 4);
+    return v;
+}
+
+/* The packed panel x NT tokens from slot t0: acc[t] lane i = the reference's accumulator of
+   row i. Activation dword m of group g: INT8 natural order; INT4 the pair layout of xb.q (the
+   low-nibble dwords 0-3 at 16 hf + 4 m of the pair, the high ones 32 bytes later). */
+ALWAYS_INLINE void xq_pan8(int G, const int q4, int t0, const int NT, __m256 *acc) {
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
+    for (int g = 0; g < G; g++) {
+        const int xo = q4 ? (g & ~1) * CT_Q4_GROUP + 16 * (g & 1) : g * CT_Q4_GROUP;
+        __m256i a[4][2];
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) a[t][0] = a[t][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int m = 0; m < 8; m++) {
+            const __m256i wv = _mm256_load_si256((const __m256i *)xp.w[8 * g + m]);
+            const int o = xo + (q4 && m >= 4 ? 32 + 4 * (m - 4) : 4 * m);
+#pragma GCC unroll 4
+            for (int t = 0; t < NT; t++)
+                a[t][m & 1] = CT_DPBUSD(a[t][m & 1], wv, _mm256_set1_epi32(xq_ld32(xb.q[t0 + t] + o)));
+        }
+        const __m256 sw = q4 ? _mm256_load_ps(xp.sc[g]) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            const __m256i d = _mm256_sub_epi32(_mm256_add_epi32(a[t][0], a[t][1]),
+                                               _mm256_set1_epi32(xb.c8[t0 + t][4 * g]));
+            __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(xb.s[t0 + t][g]));
+            if (q4) f = _mm256_mul_ps(sw, f);
+            acc[t] = _mm256_add_ps(acc[t], f);
+        }
+    }
+}
+
+/* Rows r0..r1 x tokens t0..t0+nt on 8-row panels, stored as xq_rows stores. */
+static void xq_panels(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0, int r1) {
+    const int R = w->rows, G = w->cols / CT_Q4_GROUP, q4 = w->dtype == CT_DT_U8;
+    for (int r = r0; r < r1; r += 8) {
+        const int nr = r1 - r < 8 ? r1 - r : 8;
+        xq_pack8(w, r, nr);
+        for (int t = 0; t < nt; t += 4) {
+            const int n4 = nt - t < 4 ? nt - t : 4;
+            __m256 acc[4];
+            switch (n4 + 4 * q4) {
+            case 1: xq_pan8(G, 0, t, 1, acc); break;
+            case 2: xq_pan8(G, 0, t, 2, acc); break;
+            case 3: xq_pan8(G, 0, t, 3, acc); break;
+            case 4: xq_pan8(G, 0, t, 4, acc); break;
+            case 5: xq_pan8(G, 1, t, 1, acc); break;
+            case 6: xq_pan8(G, 1, t, 2, acc); break;
+            case 7: xq_pan8(G, 1, t, 3, acc); break;
+            default: xq_pan8(G, 1, t, 4, acc); break;
+            }
+            for (int j = 0; j < n4; j++) {
+                float o[8];
+                _mm256_storeu_ps(o, acc[j]);
+                xq_store(w, bias, y + (size_t)(t0 + t + j) * R, r, nr, o);
+            }
+        }
+    }
+}
+#endif
+
 static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0, int r1) {
     const int R = w->rows, q4 = w->dtype == CT_DT_U8;
     for (int r = r0; r < r1; r += 4) {
         const int nr = r1 - r < 4 ? r1 - r : 4;
-        float sc[4], b[4];
-        for (int i = 0; i < nr; i++) {
-            sc[i] = ct_post_scale(w, r + i);
-            b[i] = bias ? bias[r + i] : 0.0f;
-        }
         for (int t = 0; t < nt; t += 4) {
             const int n4 = nt - t < 4 ? nt - t : 4;
             __m128 acc[4];
@@ -265,8 +411,7 @@ static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt
             for (int j = 0; j < n4; j++) {
                 float o[4];
                 _mm_storeu_ps(o, acc[j]);
-                float *yt = y + (size_t)(t0 + t + j) * R;
-                for (int i = 0; i < nr; i++) yt[r + i] = sc[i] * o[i] + b[i];
+                xq_store(w, bias, y + (size_t)(t0 + t + j) * R, r, nr, o);
             }
         }
     }
@@ -281,6 +426,12 @@ void CT_DOT_FN(const ct_mat *w, const float *bias, const float *x, float *y, int
             for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, t);
             if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, q4};
         }
+#if CT_DOT_VNNI
+        if (n >= (q4 ? XQ_PMIN4 : XQ_PMIN8)) {
+            xq_panels(w, bias, y, t0, nt, r0, r1);
+            continue;
+        }
+#endif
         xq_rows(w, bias, y, t0, nt, r0, r1);
     }
 }
