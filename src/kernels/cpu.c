@@ -252,9 +252,14 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
 #if defined(__aarch64__)
         if (isa == CT_ISA_NEON || isa == CT_ISA_NEON_DOTPROD) table.attend_head = ct_attend_head_neon;
 #endif
+        /* CODECTALK_VNNI=0: the avx2 and avx512 levels run the integer-dot mode with VPMADDUBSW,
+           as on CPUs without VNNI (avx512bf16 implies VNNI and keeps it) */
+        const char *ve = getenv("CODECTALK_VNNI");
+        const int vk = ve && strcmp(ve, "0") == 0 && isa != CT_ISA_AVX512BF16 ? CT_VNNI_NONE
+                                                                              : ct_isa_uses_vnni(isa, &f);
 #if defined(__x86_64__)
-        ct_matmul_vnni_enable(ct_isa_uses_vnni(isa, &f) == CT_VNNI_512);
-        ct_matmul_avx2_dot_select(ct_isa_uses_vnni(isa, &f));
+        ct_matmul_vnni_enable(vk == CT_VNNI_512);
+        ct_matmul_avx2_dot_select(vk);
         table.amx = isa == CT_ISA_AVX512BF16 && ct_amx_available();
         ct_matmul_amx_enable(table.amx);
         const char *ba = getenv("CODECTALK_BF16_ACT");
@@ -273,7 +278,7 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         table.dot = isa == CT_ISA_NEON_DOTPROD ? "SDOT"
                     : isa == CT_ISA_NEON       ? "SMULL"
                     : isa == CT_ISA_SCALAR     ? "none"
-                                               : vnni_names[ct_isa_uses_vnni(isa, &f)];
+                                               : vnni_names[vk];
         __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);
     } else if (table.isa != isa) {
         st = ct_errf(err, errcap, CT_ERR_STATE, "kernels already selected as '%s'; cannot switch "

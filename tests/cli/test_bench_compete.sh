@@ -147,6 +147,20 @@ if grep -qw avx2 /proc/cpuinfo; then
     elif grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then want="VPDPBUSD (AVX-512 VNNI, 256-bit)"
     else want="VPMADDUBSW"; fi
     has "kernels avx2, 1 threads; INT8/INT4 with int8 activations (integer-dot mode with $want, every call)" "$WORK/out"
+    # CODECTALK_VNNI=0: the avx2 and avx512 levels as on CPUs without VNNI; avx512bf16 keeps VNNI
+    CODECTALK_ISA=avx2 CODECTALK_VNNI=0 expect_rc 0 "$BIN" bench kernels --threads 1 --ms 1
+    has "kernels avx2, 1 threads; INT8/INT4 with int8 activations (integer-dot mode with VPMADDUBSW, every call)" "$WORK/out"
+    if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
+        grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then
+        CODECTALK_ISA=avx512 CODECTALK_VNNI=0 expect_rc 0 "$BIN" bench kernels --threads 1 --ms 1
+        has "kernels avx512, 1 threads; INT8/INT4 with int8 activations (integer-dot mode with VPMADDUBSW, every call)" "$WORK/out"
+        CODECTALK_ISA=avx512 expect_rc 0 "$BIN" bench kernels --threads 1 --ms 1
+        has "kernels avx512, 1 threads; INT8/INT4 with int8 activations (integer-dot mode with VPDPBUSD (AVX-512 VNNI), every call)" "$WORK/out"
+    fi
+    if grep -qw avx512_bf16 /proc/cpuinfo; then
+        CODECTALK_ISA=avx512bf16 CODECTALK_VNNI=0 expect_rc 0 "$BIN" bench kernels --threads 1 --ms 1
+        has "(integer-dot mode with VPDPBUSD (AVX-512 VNNI), every call)" "$WORK/out"
+    fi
 fi
 expect_rc 2 "$BIN" bench kernels --ms 0; has "ms must be in" "$WORK/err"
 # bench roofline: read GB/s per working set (8 MiB .. --mib) and the FMA peak, as JSON too

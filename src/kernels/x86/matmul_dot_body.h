@@ -20,8 +20,8 @@
    per-token accumulator with the rows in its lanes. Each lane does the scalar reference's
    arithmetic in its order (acc += d * s, or acc += sw * (d * s), over groups in order), so the
    result is the reference's bit for bit, for every shim, and does not depend on the batch or
-   the row split. The VPDPBUSD shims run calls of several tokens on 8-row panels instead
-   (xq_panels below), which compute the same function. */
+   the row split. Calls of several tokens run on 8-row panels instead (xq_panels below), which
+   compute the same function. */
 #if !defined(CT_DOT_VNNI) || !defined(CT_DOT_FN)
 #error "define CT_DOT_VNNI (0: VPMADDUBSW, 1: CT_DPBUSD) and CT_DOT_FN before including this file"
 #endif
@@ -242,21 +242,27 @@ ALWAYS_INLINE void xq_store(const ct_mat *w, const float *bias, float *yt, int r
     for (int i = 0; i < nr; i++) yt[r + i] = ct_post_scale(w, r + i) * o[i] + (bias ? bias[r + i] : 0.0f);
 }
 
-#if CT_DOT_VNNI
-/* Calls of XQ_PMIN8 (INT8) / XQ_PMIN4 (INT4) tokens or more with VPDPBUSD (below that the row
-   blocks are faster: docs/KERNELS.md "The avx2 level's panels"): 8-row panels packed per call, one
-   row per lane, so a VPDPBUSD multiplies 8 rows by one broadcast activation dword and leaves
-   each row's partial dot in its lane: no reduction across lanes, and each (8 rows, token, group)
-   takes 8 VPDPBUSD (in two chains), the offset correction, a conversion, the scale multiply(s)
-   and an add. Each lane adds its groups in order as the reference does, so the result is the
-   row blocks' (and the reference's) bit for bit. */
-#define XQ_PMIN8 4
-#define XQ_PMIN4 8
+/* Calls of XQ_PMIN8 (INT8) / XQ_PMIN4 (INT4) tokens or more (below that the row blocks are
+   faster: docs/KERNELS.md "The avx2 level's panels"): 8-row panels packed per call, one row per
+   lane, so each instruction multiplies 8 rows by one broadcast activation dword and leaves each
+   row's partial dot in its lane, with no reduction across lanes. Per (8 rows, token, group):
+   VPDPBUSD 8 of them (in two chains) and the offset correction; VPMADDUBSW INT4 8 of them
+   (nibbles, pairs summed in int16: 8 x 3810 < 2^15) and one VPMADDWD, INT8 8 x (VPSIGNB,
+   VPMADDUBSW of |q|, VPMADDWD, add); then a conversion, the scale multiply(s) and an add. Each
+   lane adds its groups in order as the reference does, so the result is the row blocks' (and
+   the reference's) bit for bit. */
+#ifndef XQ_PMIN8
+#define XQ_PMIN8 (CT_DOT_VNNI ? 4 : 16)
+#endif
+#ifndef XQ_PMIN4
+#define XQ_PMIN4 (CT_DOT_VNNI ? 8 : 16)
+#endif
 typedef struct {
-    _Alignas(32) uint8_t w[CT_XQ_MAXC / 4][32];         /* dword D (INT8: columns 4D..4D+3 as
-                                                            q + 128; INT4: group D / 8, dwords 0-3
-                                                            the low nibbles, 4-7 the high ones, as
-                                                            q + 8): lane i = row i's 4 bytes */
+    _Alignas(32) uint8_t w[CT_XQ_MAXC / 4][32];         /* dword D (INT8: columns 4D..4D+3, q
+                                                            + 128 for VPDPBUSD, else q; INT4: group
+                                                            D / 8, dwords 0-3 the low nibbles, 4-7
+                                                            the high ones, as q + 8): lane i = row
+                                                            i's 4 bytes */
     _Alignas(32) float sc[CT_XQ_MAXC / CT_Q4_GROUP][8]; /* INT4 group scales: lane i = row i */
 } xq_panel;
 
@@ -288,7 +294,7 @@ static void xq_pack8(const ct_mat *w, int r, int nr) {
     for (int i = 0; i < 8; i++) p[i] = (const uint8_t *)ct_row_ptr(w, r + (i < nr ? i : nr - 1));
     __m256i v[8];
     if (!q4) {
-        const __m256i flip = _mm256_set1_epi8((char)0x80);
+        const __m256i flip = _mm256_set1_epi8(CT_DOT_VNNI ? (char)0x80 : 0); /* VPDPBUSD: q + 128 */
         for (int g = 0; g < G; g++) {
             for (int i = 0; i < 8; i++) {
                 _mm_prefetch((const char *)p[i] + g * 32 + XQ_PF, _MM_HINT_T0);
@@ -341,15 +347,40 @@ ALWAYS_INLINE void xq_pan8(int G, const int q4, int t0, const int NT, __m256 *ac
         for (int m = 0; m < 8; m++) {
             const __m256i wv = _mm256_load_si256((const __m256i *)xp.w[8 * g + m]);
             const int o = xo + (q4 && m >= 4 ? 32 + 4 * (m - 4) : 4 * m);
+#if CT_DOT_VNNI
 #pragma GCC unroll 4
             for (int t = 0; t < NT; t++)
                 a[t][m & 1] = CT_DPBUSD(a[t][m & 1], wv, _mm256_set1_epi32(xq_ld32(xb.q[t0 + t] + o)));
+#else
+            if (q4) { /* nibbles x activations, pairs summed in int16: 8 dwords stay below 2^15 */
+#pragma GCC unroll 4
+                for (int t = 0; t < NT; t++)
+                    a[t][0] = _mm256_add_epi16(
+                        a[t][0], _mm256_maddubs_epi16(wv, _mm256_set1_epi32(xq_ld32(xb.q[t0 + t] + o))));
+            } else { /* |q| x (x with q's sign), pairs widened to int32 */
+                const __m256i wa = _mm256_abs_epi8(wv);
+#pragma GCC unroll 4
+                for (int t = 0; t < NT; t++)
+                    a[t][0] = _mm256_add_epi32(
+                        a[t][0], _mm256_madd_epi16(_mm256_maddubs_epi16(
+                                                       wa, _mm256_sign_epi8(_mm256_set1_epi32(xq_ld32(
+                                                                                xb.q[t0 + t] + o)),
+                                                                            wv)),
+                                                   _mm256_set1_epi16(1)));
+            }
+#endif
         }
         const __m256 sw = q4 ? _mm256_load_ps(xp.sc[g]) : _mm256_setzero_ps();
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
+#if CT_DOT_VNNI /* the offset correction: INT8 128, INT4 8 x the group's activation sum */
             const __m256i d = _mm256_sub_epi32(_mm256_add_epi32(a[t][0], a[t][1]),
                                                _mm256_set1_epi32(xb.c8[t0 + t][4 * g]));
+#else
+            const __m256i d = q4 ? _mm256_sub_epi32(_mm256_madd_epi16(a[t][0], _mm256_set1_epi16(1)),
+                                                    _mm256_set1_epi32(xb.c8[t0 + t][4 * g]))
+                                 : a[t][0];
+#endif
             __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(xb.s[t0 + t][g]));
             if (q4) f = _mm256_mul_ps(sw, f);
             acc[t] = _mm256_add_ps(acc[t], f);
@@ -384,7 +415,6 @@ static void xq_panels(const ct_mat *w, const float *bias, float *y, int t0, int 
         }
     }
 }
-#endif
 
 static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0, int r1) {
     const int R = w->rows, q4 = w->dtype == CT_DT_U8;
@@ -426,12 +456,10 @@ void CT_DOT_FN(const ct_mat *w, const float *bias, const float *x, float *y, int
             for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, t);
             if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, q4};
         }
-#if CT_DOT_VNNI
         if (n >= (q4 ? XQ_PMIN4 : XQ_PMIN8)) {
             xq_panels(w, bias, y, t0, nt, r0, r1);
             continue;
         }
-#endif
         xq_rows(w, bias, y, t0, nt, r0, r1);
     }
 }
