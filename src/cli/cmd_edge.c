@@ -17,6 +17,7 @@
 #include "edge/derive.h"
 #include "edge/probe.h"
 #include "edge/profile.h"
+#include "kernels/cpu.h"
 
 static double gib(uint64_t b) { return (double)b / (double)CT_GIB; }
 
@@ -503,6 +504,7 @@ int ct_cli_calibrate(int argc, char **argv) {
         free(chunks);
         snprintf(cal.model_id, sizeof cal.model_id, "%s", rep->model_id);
         snprintf(cal.engine_version, sizeof cal.engine_version, "%s", ct_version());
+        snprintf(cal.kernels, sizeof cal.kernels, "%s", ct_kernels_id());
         snprintf(cal.talker_weights, sizeof cal.talker_weights, "%s", ct_wformat_name(o->talker_fmt));
         snprintf(cal.predictor_weights, sizeof cal.predictor_weights, "%s", ct_wformat_name(o->pred_fmt));
         char path[1024];
@@ -514,7 +516,7 @@ int ct_cli_calibrate(int argc, char **argv) {
         ct_calibration old;
         int found = 0;
         char w[1200];
-        ct_cal_load(path, NULL, NULL, &old, &found, w, sizeof w);
+        ct_cal_load(path, NULL, NULL, NULL, &old, &found, w, sizeof w);
         if (w[0]) fprintf(stderr, "warning: %s (rewriting it)\n", w);
         if (!dry && ct_cal_save(path, &cal, rep->fingerprint, rep->model_id, err, sizeof err) != CT_OK) {
             fprintf(stderr, "error: %s\n", err);

@@ -337,6 +337,7 @@ char *ct_cal_to_json(const ct_calibration *cal, const char *fp, const char *mode
     json_object_set_new(o, "fingerprint", json_string(fp ? fp : ""));
     json_object_set_new(o, "model", json_string(model_id ? model_id : cal->model_id));
     json_object_set_new(o, "engine_version", json_string(cal->engine_version));
+    json_object_set_new(o, "kernels", json_string(cal->kernels));
     json_object_set_new(o, "talker_weights", json_string(cal->talker_weights));
     json_object_set_new(o, "predictor_weights", json_string(cal->predictor_weights));
     json_object_set_new(o, "runs", runs ? runs : json_array());
@@ -405,6 +406,9 @@ ct_status ct_cal_from_json(const char *text, size_t len, ct_calibration *out, ch
              !json_is_string(v = json_object_get(o, "engine_version")))
         bad = "engine_version";
     else if (snprintf(c.engine_version, sizeof c.engine_version, "%s", json_string_value(v)),
+             !json_is_string(v = json_object_get(o, "kernels")) || strlen(json_string_value(v)) >= sizeof c.kernels)
+        bad = "kernels";
+    else if (snprintf(c.kernels, sizeof c.kernels, "%s", json_string_value(v)),
              !json_is_string(v = json_object_get(o, "talker_weights")) || strlen(json_string_value(v)) >= 8)
         bad = "talker_weights";
     else if (snprintf(c.talker_weights, sizeof c.talker_weights, "%s", json_string_value(v)),
@@ -484,8 +488,8 @@ ct_status ct_cal_save(const char *path, const ct_calibration *cal, const char *f
     return st;
 }
 
-ct_status ct_cal_load(const char *path, const char *model_id, const char *engine_version, ct_calibration *out,
-                      int *found, char *warn, size_t wcap) {
+ct_status ct_cal_load(const char *path, const char *model_id, const char *engine_version, const char *kernels,
+                      ct_calibration *out, int *found, char *warn, size_t wcap) {
     *found = 0;
     if (wcap) warn[0] = 0;
     if (!ct_file_exists(path)) return CT_OK;
@@ -509,6 +513,11 @@ ct_status ct_cal_load(const char *path, const char *model_id, const char *engine
     if (engine_version && strcmp(out->engine_version, engine_version)) {
         ct_errf(warn, wcap, CT_OK, "calibration cache '%s' was measured by engine %s, this is %s: ignored", path,
                 out->engine_version, engine_version);
+        return CT_OK;
+    }
+    if (kernels && strcmp(out->kernels, kernels)) {
+        ct_errf(warn, wcap, CT_OK, "calibration cache '%s' was measured with kernels '%s', this run uses '%s': ignored",
+                path, out->kernels, kernels);
         return CT_OK;
     }
     *found = 1;

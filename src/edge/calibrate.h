@@ -16,7 +16,7 @@
 #define CT_CAL_MAX_RAMP 16
 
 #define CT_CAL_MAX_RUNS 8
-#define CT_CAL_SCHEMA 2
+#define CT_CAL_SCHEMA 3
 
 /* One measured placement: per-stage busy ms per frame of a single stream (stream info),
    the frame period it achieved (wall ms per frame after the first audio), the prompt cost. */
@@ -28,6 +28,7 @@ typedef struct {
 typedef struct {
     char model_id[96];
     char engine_version[24];   /* ct_version() of the engine that measured */
+    char kernels[96];          /* ct_kernels_id() of the kernels it measured with */
     char talker_weights[8], predictor_weights[8]; /* the format combination measured */
     int n_runs;
     ct_cal_run runs[CT_CAL_MAX_RUNS]; /* [n_runs] placements measured */
@@ -90,12 +91,13 @@ ct_status ct_cal_from_json(const char *text, size_t len, ct_calibration *out, ch
 ct_status ct_cal_save(const char *path, const ct_calibration *cal, const char *fingerprint,
                       const char *model_id, char *err, size_t errcap);
 
-/* Loads path. *found = 1 when a valid entry was read for this model, formats and engine
-   version (model_id / engine_version NULL: not checked). A missing file gives CT_OK, found 0,
-   warn "". A corrupt file, or one from another model, format or engine version, gives CT_OK,
-   found 0 and a note naming the file and the reason in warn[wcap]. */
-ct_status ct_cal_load(const char *path, const char *model_id, const char *engine_version, ct_calibration *out,
-                      int *found, char *warn, size_t wcap);
+/* Loads path. *found = 1 when a valid entry was read for this model, formats, engine version
+   and kernel selection (model_id / engine_version / kernels NULL: not checked). A missing file
+   gives CT_OK, found 0, warn "". A corrupt file, or one from another model, format, engine
+   version or kernel selection, gives CT_OK, found 0 and a note naming the file and the reason
+   in warn[wcap]. */
+ct_status ct_cal_load(const char *path, const char *model_id, const char *engine_version, const char *kernels,
+                      ct_calibration *out, int *found, char *warn, size_t wcap);
 
 /* The fastest measured run (lowest frame_ms), or NULL when none. */
 const ct_cal_run *ct_cal_best_run(const ct_calibration *c);

@@ -16,6 +16,7 @@
 #include "edge/machine.h"
 #include "stream/schedule.h"
 #include "edge/probe.h"
+#include "kernels/cpu.h"
 #include "model/config.h"
 
 #define I64MAX INT64_C(9223372036854775807)
@@ -735,7 +736,8 @@ ct_status ct_profile_auto(const ct_auto_opts *o, ct_profile *p, ct_auto_report *
                 continue;
             char w[1200];
             int found = 0;
-            ct_cal_load(r->cache_path[i], r->model_id, ct_version(), &r->cal[i], &found, w, sizeof w);
+            ct_cal_load(r->cache_path[i], r->model_id, ct_version(), ct_kernels_id(), &r->cal[i], &found, w,
+                        sizeof w);
             if (w[0]) warn(r, "%s", w);
             if (found) {
                 r->have_calibration[i] = 1;

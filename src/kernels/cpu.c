@@ -3,6 +3,7 @@
 #include "kernels/cpu.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +280,8 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
                     : isa == CT_ISA_NEON       ? "SMULL"
                     : isa == CT_ISA_SCALAR     ? "none"
                                                : vnni_names[vk];
+        snprintf(table.id, sizeof table.id, "%s, %s%s%s%s", ct_isa_name(isa), table.dot, table.amx ? ", amx" : "",
+                 table.bf16act ? ", bf16 act" : "", table.xq || isa == CT_ISA_SCALAR ? "" : ", f32 act");
         __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);
     } else if (table.isa != isa) {
         st = ct_errf(err, errcap, CT_ERR_STATE, "kernels already selected as '%s'; cannot switch "
@@ -290,6 +293,8 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
 
 _Thread_local ct_xq_reuse ct_xq_tls;
 int ct_xq_tok_max = INT_MAX;
+
+const char *ct_kernels_id(void) { return ct_kernels()->id; }
 
 const ct_kernel_table *ct_kernels(void) {
     if (!__atomic_load_n(&selected, __ATOMIC_ACQUIRE)) {

@@ -82,6 +82,8 @@ typedef struct {
                     CODECTALK_INT8_ACT is not 0 */
     const char *dot; /* the integer-dot mode's product instruction at this level on this CPU
                         ("VPDPBUSD (AVX-VNNI)", "VPMADDUBSW", "SDOT", ...; "none" at scalar) */
+    char id[96];     /* what selects the arithmetic and speed: "avx512bf16, VPDPBUSD (AVX-512 VNNI)",
+                        then ", amx", ", bf16 act", ", f32 act" where they apply (ct_kernels_id) */
     ct_cv_gemm_fn cv_gemm;   /* codec-decoder multi-tap GEMM (kernels/conv.h) */
     ct_cv_snake_fn cv_snake; /* codec-decoder SnakeBeta */
     ct_cv_elu_fn cv_elu;     /* speech-encoder ELU */
@@ -98,6 +100,9 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap);
 
 /* The selected table (initialises with the default on first use). */
 const ct_kernel_table *ct_kernels(void);
+/* ct_kernels()->id: names the kernel selection a measurement was taken with (the calibration
+   cache keeps it, so a run forced to another level or instruction does not reuse it). */
+const char *ct_kernels_id(void);
 
 /* Variant implementations, exposed for the kernel tests. */
 void ct_matmul_rows_scalar(const ct_mat *w, const float *bias, const float *x, float *y, int n,

@@ -78,6 +78,11 @@ CAL=$(ls "$XDG_CACHE_HOME"/codectalk/calibration/*-bf16-bf16.json 2>/dev/null | 
 [ -n "$CAL" ] && ok || bad "no calibration file"
 expect_rc 0 "$BIN" profile --auto -m "$M" --explain
 has "| bf16/bf16 measured | " "$WORK/out"; has "# calibration [0-9a-f]* | " "$WORK/out"
+# the calibration names the kernels it measured with; a run forced to another level ignores it
+python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["kernels"]; assert k and not k.startswith("scalar"), k' "$CAL" \
+  && ok || bad "calibration kernels: $(cat "$CAL")"
+CODECTALK_ISA=scalar expect_rc 0 "$BIN" profile --auto -m "$M" --explain
+has "was measured with kernels '.*', this run uses 'scalar, none'" "$WORK/err"; has "| predicted <- chosen |" "$WORK/out"
 sed -i 's/"engine_version": "[^"]*"/"engine_version": "0.0.0-old"/' "$CAL"
 expect_rc 0 "$BIN" profile --auto -m "$M" --explain
 has "measured by engine 0.0.0-old" "$WORK/err"; has "| predicted <- chosen |" "$WORK/out"

@@ -144,18 +144,19 @@ static void test_cache(void) {
 
     ct_calibration c, back;
     int found = 1;
-    CHECK(ct_cal_load(path, "model-x", ct_version(), &back, &found, warn, sizeof warn) == CT_OK && !found &&
+    CHECK(ct_cal_load(path, "model-x", ct_version(), "avx2, VPMADDUBSW", &back, &found, warn, sizeof warn) == CT_OK && !found &&
           !warn[0]);
     ct_cal_schedule(10, 420, &c);
     snprintf(c.model_id, sizeof c.model_id, "model-x");
     snprintf(c.engine_version, sizeof c.engine_version, "%s", ct_version());
+    snprintf(c.kernels, sizeof c.kernels, "avx2, VPMADDUBSW");
     snprintf(c.talker_weights, sizeof c.talker_weights, "int8");
     snprintf(c.predictor_weights, sizeof c.predictor_weights, "int4");
     c.n_runs = 2;
     c.runs[0] = (ct_cal_run){1, 2, 0, 20.5, 40.25, 30, 95.5, 6.5};
     c.runs[1] = (ct_cal_run){0, 1, 1, 22, 44, 55, 70.25, 7};
     CHECK(ct_cal_save(path, &c, "0123456789abcdef", "model-x", err, sizeof err) == CT_OK);
-    CHECK(ct_cal_load(path, "model-x", ct_version(), &back, &found, warn, sizeof warn) == CT_OK && found &&
+    CHECK(ct_cal_load(path, "model-x", ct_version(), "avx2, VPMADDUBSW", &back, &found, warn, sizeof warn) == CT_OK && found &&
           !warn[0]);
     CHECK(back.measured == 1 && back.min_frames == 7 && back.n_ramp == 3 && back.ramp[2] == 25 &&
           back.adaptive == 1 && fabs(back.margin_ms - 140) < 1e-9 && fabs(back.rtf - 1.25) < 1e-12 &&
@@ -170,37 +171,44 @@ static void test_cache(void) {
     CHECK(access(tmp, F_OK) != 0); /* temp file renamed away */
 
     /* another model or engine version: ignored with a note naming both */
-    CHECK(ct_cal_load(path, "model-y", ct_version(), &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECK(ct_cal_load(path, "model-y", ct_version(), NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
     CHECKF(strstr(warn, "model-x") && strstr(warn, "model-y") && strstr(warn, path), "%s", warn);
-    CHECK(ct_cal_load(path, "model-x", "0.0.0-old", &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECK(ct_cal_load(path, "model-x", "0.0.0-old", NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
     CHECKF(strstr(warn, "engine") && strstr(warn, "0.0.0-old"), "%s", warn);
+    /* ... or another kernel selection (CODECTALK_ISA, CODECTALK_VNNI, ...): ignored, naming both */
+    CHECK(ct_cal_load(path, "model-x", ct_version(), "avx2, VPDPBUSD (AVX-VNNI)", &back, &found, warn, sizeof warn) ==
+              CT_OK &&
+          !found);
+    CHECKF(strstr(warn, "avx2, VPMADDUBSW") && strstr(warn, "avx2, VPDPBUSD (AVX-VNNI)"), "%s", warn);
+    CHECK(ct_cal_load(path, "model-x", ct_version(), "avx2, VPMADDUBSW", &back, &found, warn, sizeof warn) == CT_OK &&
+          found && !strcmp(back.kernels, "avx2, VPMADDUBSW"));
 
     write_text(path, "{\"measured\": true, \"rate_frames_per_s\": \"fast\"");
-    CHECK(ct_cal_load(path, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECK(ct_cal_load(path, NULL, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
     CHECKF(strstr(warn, "corrupt") && strstr(warn, path), "%s", warn);
     /* schema 1 (no formats, runs or version): stale, ignored */
     write_text(path, "{\"schema\": 1, \"measured\": true, \"rate_frames_per_s\": 1, \"rtf\": 1, "
                      "\"codec_chunk_adaptive\": true, \"codec_chunk_min_frames\": 2, "
                      "\"codec_chunk_safety_margin_ms\": 1, \"codec_chunk_ramp\": [1]}");
-    CHECK(ct_cal_load(path, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECK(ct_cal_load(path, NULL, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
     CHECKF(strstr(warn, "schema") != NULL, "%s", warn);
     char *js = ct_cal_to_json(&c, "0123456789abcdef", "model-x");
     CHECK(js != NULL);
     char *mm = js ? strstr(js, "\"codec_chunk_min_frames\": 7") : NULL;
     if (mm) mm[strlen("\"codec_chunk_min_frames\": ")] = '0';
     write_text(path, js ? js : "");
-    CHECK(ct_cal_load(path, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECK(ct_cal_load(path, NULL, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
     CHECKF(strstr(warn, "codec_chunk_min_frames") != NULL, "%s", warn);
     char *fm = js ? strstr(js, "\"frame_ms\": 95.5") : NULL;
     if (mm) mm[strlen("\"codec_chunk_min_frames\": ")] = '7';
     if (fm) memcpy(fm + strlen("\"frame_ms\": "), "-1.5", 4);
     write_text(path, js ? js : "");
-    CHECK(ct_cal_load(path, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
+    CHECK(ct_cal_load(path, NULL, NULL, NULL, &back, &found, warn, sizeof warn) == CT_OK && !found);
     CHECKF(strstr(warn, "runs[]") != NULL, "%s", warn);
     free(js);
     /* rewritten over the corrupt file */
     CHECK(ct_cal_save(path, &c, "0123456789abcdef", "model-x", err, sizeof err) == CT_OK);
-    CHECK(ct_cal_load(path, "model-x", ct_version(), &back, &found, warn, sizeof warn) == CT_OK && found);
+    CHECK(ct_cal_load(path, "model-x", ct_version(), "avx2, VPMADDUBSW", &back, &found, warn, sizeof warn) == CT_OK && found);
     remove(path);
     char sub[1100];
     snprintf(sub, sizeof sub, "%s/calibration", dir);
