@@ -251,12 +251,8 @@ ALWAYS_INLINE void xq_store(const ct_mat *w, const float *bias, float *yt, int r
    VPMADDUBSW of |q|, VPMADDWD, add); then a conversion, the scale multiply(s) and an add. Each
    lane adds its groups in order as the reference does, so the result is the row blocks' (and
    the reference's) bit for bit. */
-#ifndef XQ_PMIN8
 #define XQ_PMIN8 (CT_DOT_VNNI ? 4 : 16)
-#endif
-#ifndef XQ_PMIN4
 #define XQ_PMIN4 (CT_DOT_VNNI ? 8 : 16)
-#endif
 typedef struct {
     _Alignas(32) uint8_t w[CT_XQ_MAXC / 4][32];         /* dword D (INT8: columns 4D..4D+3, q
                                                             + 128 for VPDPBUSD, else q; INT4: group
@@ -267,6 +263,15 @@ typedef struct {
 } xq_panel;
 
 static _Thread_local _Alignas(32) xq_panel xp;
+
+/* For the functions that take the thread-local buffers as arguments: GCC would otherwise clone
+   them with the addresses as constants and recompute those (__tls_get_addr calls in a shared
+   library) inside their loops. */
+#if defined(__clang__)
+#define XQ_NOIPA __attribute__((noinline))
+#else
+#define XQ_NOIPA __attribute__((noipa))
+#endif
 
 /* 8 x 8 dword transpose: in v[i] = row i's 8 dwords, out v[m] lane i = row i's dword m. */
 ALWAYS_INLINE void xq_tr8(__m256i *v) {
@@ -287,8 +292,8 @@ ALWAYS_INLINE void xq_tr8(__m256i *v) {
     }
 }
 
-/* Packs rows r..r+7 of w (first nr real, the rest repeat the last) into xp. */
-static void xq_pack8(const ct_mat *w, int r, int nr) {
+/* Packs rows r..r+7 of w (first nr real, the rest repeat the last) into P. */
+ALWAYS_INLINE void xq_pack8(xq_panel *P, const ct_mat *w, int r, int nr) {
     const int G = w->cols / CT_Q4_GROUP, q4 = w->dtype == CT_DT_U8;
     const uint8_t *p[8];
     for (int i = 0; i < 8; i++) p[i] = (const uint8_t *)ct_row_ptr(w, r + (i < nr ? i : nr - 1));
@@ -302,7 +307,7 @@ static void xq_pack8(const ct_mat *w, int r, int nr) {
                 v[i] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p[i] + g * 32)), flip);
             }
             xq_tr8(v);
-            for (int m = 0; m < 8; m++) _mm256_store_si256((__m256i *)xp.w[8 * g + m], v[m]);
+            for (int m = 0; m < 8; m++) _mm256_store_si256((__m256i *)P->w[8 * g + m], v[m]);
         }
         return;
     }
@@ -315,14 +320,14 @@ static void xq_pack8(const ct_mat *w, int r, int nr) {
         }
         xq_tr8(v); /* v[m]: group g + m / 4, dword m % 4 */
         for (int m = 0; m < 8; m++) {
-            uint8_t(*d)[32] = xp.w + 8 * (g + m / 4) + m % 4;
+            uint8_t(*d)[32] = P->w + 8 * (g + m / 4) + m % 4;
             _mm256_store_si256((__m256i *)d[0], _mm256_and_si256(v[m], nib));
             _mm256_store_si256((__m256i *)d[4], _mm256_and_si256(_mm256_srli_epi16(v[m], 4), nib));
         }
     }
     for (int i = 0; i < 8; i++) {
         const float *sc = ct_row_sc(w, r + (i < nr ? i : nr - 1));
-        for (int g = 0; g < G; g++) xp.sc[g][i] = sc[g];
+        for (int g = 0; g < G; g++) P->sc[g][i] = sc[g];
     }
 }
 
@@ -333,9 +338,10 @@ static inline int32_t xq_ld32(const int8_t *q) {
 }
 
 /* The packed panel x NT tokens from slot t0: acc[t] lane i = the reference's accumulator of
-   row i. Activation dword m of group g: INT8 natural order; INT4 the pair layout of xb.q (the
+   row i. Activation dword m of group g: INT8 natural order; INT4 the pair layout of B->q (the
    low-nibble dwords 0-3 at 16 hf + 4 m of the pair, the high ones 32 bytes later). */
-ALWAYS_INLINE void xq_pan8(int G, const int q4, int t0, const int NT, __m256 *acc) {
+ALWAYS_INLINE void xq_pan8(const xq_buf *B, const xq_panel *P, int G, const int q4, int t0, const int NT,
+                           __m256 *acc) {
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
     for (int g = 0; g < G; g++) {
@@ -345,67 +351,66 @@ ALWAYS_INLINE void xq_pan8(int G, const int q4, int t0, const int NT, __m256 *ac
         for (int t = 0; t < NT; t++) a[t][0] = a[t][1] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int m = 0; m < 8; m++) {
-            const __m256i wv = _mm256_load_si256((const __m256i *)xp.w[8 * g + m]);
+            const __m256i wv = _mm256_load_si256((const __m256i *)P->w[8 * g + m]);
             const int o = xo + (q4 && m >= 4 ? 32 + 4 * (m - 4) : 4 * m);
 #if CT_DOT_VNNI
 #pragma GCC unroll 4
             for (int t = 0; t < NT; t++)
-                a[t][m & 1] = CT_DPBUSD(a[t][m & 1], wv, _mm256_set1_epi32(xq_ld32(xb.q[t0 + t] + o)));
+                a[t][m & 1] = CT_DPBUSD(a[t][m & 1], wv, _mm256_set1_epi32(xq_ld32(B->q[t0 + t] + o)));
 #else
             if (q4) { /* nibbles x activations, pairs summed in int16: 8 dwords stay below 2^15 */
 #pragma GCC unroll 4
                 for (int t = 0; t < NT; t++)
                     a[t][0] = _mm256_add_epi16(
-                        a[t][0], _mm256_maddubs_epi16(wv, _mm256_set1_epi32(xq_ld32(xb.q[t0 + t] + o))));
+                        a[t][0], _mm256_maddubs_epi16(wv, _mm256_set1_epi32(xq_ld32(B->q[t0 + t] + o))));
             } else { /* |q| x (x with q's sign), pairs widened to int32 */
                 const __m256i wa = _mm256_abs_epi8(wv);
 #pragma GCC unroll 4
-                for (int t = 0; t < NT; t++)
-                    a[t][0] = _mm256_add_epi32(
-                        a[t][0], _mm256_madd_epi16(_mm256_maddubs_epi16(
-                                                       wa, _mm256_sign_epi8(_mm256_set1_epi32(xq_ld32(
-                                                                                xb.q[t0 + t] + o)),
-                                                                            wv)),
-                                                   _mm256_set1_epi16(1)));
+                for (int t = 0; t < NT; t++) {
+                    const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(xq_ld32(B->q[t0 + t] + o)), wv);
+                    a[t][0] = _mm256_add_epi32(a[t][0],
+                                               _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xs), _mm256_set1_epi16(1)));
+                }
             }
 #endif
         }
-        const __m256 sw = q4 ? _mm256_load_ps(xp.sc[g]) : _mm256_setzero_ps();
+        const __m256 sw = q4 ? _mm256_load_ps(P->sc[g]) : _mm256_setzero_ps();
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
 #if CT_DOT_VNNI /* the offset correction: INT8 128, INT4 8 x the group's activation sum */
             const __m256i d = _mm256_sub_epi32(_mm256_add_epi32(a[t][0], a[t][1]),
-                                               _mm256_set1_epi32(xb.c8[t0 + t][4 * g]));
+                                               _mm256_set1_epi32(B->c8[t0 + t][4 * g]));
 #else
             const __m256i d = q4 ? _mm256_sub_epi32(_mm256_madd_epi16(a[t][0], _mm256_set1_epi16(1)),
-                                                    _mm256_set1_epi32(xb.c8[t0 + t][4 * g]))
+                                                    _mm256_set1_epi32(B->c8[t0 + t][4 * g]))
                                  : a[t][0];
 #endif
-            __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(xb.s[t0 + t][g]));
+            __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(B->s[t0 + t][g]));
             if (q4) f = _mm256_mul_ps(sw, f);
             acc[t] = _mm256_add_ps(acc[t], f);
         }
     }
 }
 
-/* Rows r0..r1 x tokens t0..t0+nt on 8-row panels, stored as xq_rows stores. */
-static void xq_panels(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0, int r1) {
+/* Rows r0..r1 x tokens t0..t0+nt of B on 8-row panels packed into P, stored as xq_rows stores. */
+XQ_NOIPA static void xq_panels(const xq_buf *B, xq_panel *P, const ct_mat *w, const float *bias, float *y, int t0,
+                               int nt, int r0, int r1) {
     const int R = w->rows, G = w->cols / CT_Q4_GROUP, q4 = w->dtype == CT_DT_U8;
     for (int r = r0; r < r1; r += 8) {
         const int nr = r1 - r < 8 ? r1 - r : 8;
-        xq_pack8(w, r, nr);
+        xq_pack8(P, w, r, nr);
         for (int t = 0; t < nt; t += 4) {
             const int n4 = nt - t < 4 ? nt - t : 4;
             __m256 acc[4];
             switch (n4 + 4 * q4) {
-            case 1: xq_pan8(G, 0, t, 1, acc); break;
-            case 2: xq_pan8(G, 0, t, 2, acc); break;
-            case 3: xq_pan8(G, 0, t, 3, acc); break;
-            case 4: xq_pan8(G, 0, t, 4, acc); break;
-            case 5: xq_pan8(G, 1, t, 1, acc); break;
-            case 6: xq_pan8(G, 1, t, 2, acc); break;
-            case 7: xq_pan8(G, 1, t, 3, acc); break;
-            default: xq_pan8(G, 1, t, 4, acc); break;
+            case 1: xq_pan8(B, P, G, 0, t, 1, acc); break;
+            case 2: xq_pan8(B, P, G, 0, t, 2, acc); break;
+            case 3: xq_pan8(B, P, G, 0, t, 3, acc); break;
+            case 4: xq_pan8(B, P, G, 0, t, 4, acc); break;
+            case 5: xq_pan8(B, P, G, 1, t, 1, acc); break;
+            case 6: xq_pan8(B, P, G, 1, t, 2, acc); break;
+            case 7: xq_pan8(B, P, G, 1, t, 3, acc); break;
+            default: xq_pan8(B, P, G, 1, t, 4, acc); break;
             }
             for (int j = 0; j < n4; j++) {
                 float o[8];
@@ -457,7 +462,7 @@ void CT_DOT_FN(const ct_mat *w, const float *bias, const float *x, float *y, int
             if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, q4};
         }
         if (n >= (q4 ? XQ_PMIN4 : XQ_PMIN8)) {
-            xq_panels(w, bias, y, t0, nt, r0, r1);
+            xq_panels(&xb, &xp, w, bias, y, t0, nt, r0, r1);
             continue;
         }
         xq_rows(w, bias, y, t0, nt, r0, r1);
