@@ -10,6 +10,7 @@
 #include "ct_test.h"
 #include "edge/probe.h"
 #include "edge/profile.h"
+#include "kernels/cpu.h"
 #include "test_machine.h"
 #include "test_models.h"
 
@@ -317,6 +318,7 @@ static void test_auto(void) {
     ct_cal_schedule(10, 500, &cal); /* adaptive, min 7, margin 140 */
     snprintf(cal.model_id, sizeof cal.model_id, "%s", r->model_id);
     snprintf(cal.engine_version, sizeof cal.engine_version, "%s", ct_version());
+    snprintf(cal.kernels, sizeof cal.kernels, "%s", ct_kernels_id());
     snprintf(cal.talker_weights, sizeof cal.talker_weights, "bf16");
     snprintf(cal.predictor_weights, sizeof cal.predictor_weights, "bf16");
     cal.n_runs = 2;
@@ -335,6 +337,12 @@ static void test_auto(void) {
     CHECK(ct_cal_save(r->cache_path[0], &cal, r->fingerprint, r->model_id, err, sizeof err) == CT_OK);
     CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && r->plan.chosen == 1 &&
           !strcmp(P.v[CT_PK_TALKER_WEIGHTS].s, "int8"));
+    /* measured with other kernels: ignored with a note naming them */
+    snprintf(cal.kernels, sizeof cal.kernels, "avx9, none"); /* no level has this name */
+    CHECK(ct_cal_save(r->cache_path[0], &cal, r->fingerprint, r->model_id, err, sizeof err) == CT_OK);
+    CHECK(ct_profile_auto(&o, &P, r, err, sizeof err) == CT_OK && !r->have_calibration[0] && r->plan.chosen == 0);
+    CHECKF(strstr(r->warnings, "kernels 'avx9, none'") != NULL, "%s", r->warnings);
+    snprintf(cal.kernels, sizeof cal.kernels, "%s", ct_kernels_id());
     /* another engine version: ignored with a note */
     snprintf(cal.engine_version, sizeof cal.engine_version, "0.0.0-old");
     CHECK(ct_cal_save(r->cache_path[0], &cal, r->fingerprint, r->model_id, err, sizeof err) == CT_OK);
