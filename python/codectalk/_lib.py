@@ -21,7 +21,7 @@ CT_STREAM_FAILED = 4
 class ModelParams(Structure):
     _fields_ = [("size", c_size_t), ("tokenizer_dir", c_char_p), ("f32_weights", c_int),
                 ("weights", c_char_p), ("talker_weights", c_char_p), ("predictor_weights", c_char_p),
-                ("cache_dir", c_char_p)]
+                ("cache_dir", c_char_p), ("int4_panels", c_int)]
 
 
 class ModelInfo(Structure):
@@ -30,7 +30,8 @@ class ModelInfo(Structure):
                 ("n_groups", c_int), ("codebook_size", c_int), ("n_speakers", c_int),
                 ("n_languages", c_int), ("weight_bytes", c_uint64), ("talker_weights", c_char_p),
                 ("predictor_weights", c_char_p), ("weights_source", c_char_p), ("weights_file", c_char_p),
-                ("converted", c_int), ("cache_file", c_char_p), ("cache_warning", c_char_p)]
+                ("converted", c_int), ("cache_file", c_char_p), ("cache_warning", c_char_p),
+                ("packed_bytes", c_uint64)]
 
 
 class GenParams(Structure):

@@ -278,7 +278,7 @@ static void compete_stop(const pid_t *pids, int n) {
 
 static int cmd_model(int argc, char **argv) {
     const char *model = NULL, *json_out = NULL, *weights = NULL;
-    int threads = 0, frames = 50, reps = 3, no_codec = 0, compete = 0, streams = 0;
+    int threads = 0, frames = 50, reps = 3, no_codec = 0, compete = 0, streams = 0, panels = 0;
     ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
         {"weights", 0, CT_OPT_STR, &weights, "FMT", "bf16 (as stored), int8, int4 or mixed"},
@@ -286,6 +286,8 @@ static int cmd_model(int argc, char **argv) {
         {"frames", 0, CT_OPT_INT, &frames, "N", "frames per repetition (default 50)"},
         {"repeat", 0, CT_OPT_INT, &reps, "N", "repetitions, best kept (default 3)"},
         {"no-codec", 0, CT_OPT_FLAG, &no_codec, NULL, "skip the codec decoder"},
+        {"int4-panels", 0, CT_OPT_FLAG, &panels, NULL,
+         "load with INT4 panels (ct_model_params.int4_panels, the profile's talker.int4_panels)"},
         {"compete", 0, CT_OPT_INT, &compete, "N",
          "measure again with N busy-loop processes running and print the throughput kept"},
         {"streams", 0, CT_OPT_INT, &streams, "N",
@@ -316,6 +318,7 @@ static int cmd_model(int argc, char **argv) {
     char err[1024];
     ct_model_params mp = ct_model_params_default();
     mp.weights = weights;
+    mp.int4_panels = panels;
     double tl0 = ct_now_ms(), tc0 = cpu_ms();
     ct_model *m = ct_cli_load_model_p(model, &mp); /* the weight cache as every command uses it */
     if (!m) return 1;
@@ -412,10 +415,10 @@ static int cmd_model(int argc, char **argv) {
     char wfmt[64];
     snprintf(wfmt, sizeof wfmt, "%s/%s", minfo.talker_weights, minfo.predictor_weights);
     printf("model %s (%s %s), weights %s, %d threads, kernels %s%s, %d frames x %d (best), prompt %d "
-           "positions, load %.0f ms (%.0f ms CPU; %s: %s, %d matrices converted)\n", model, minfo.kind,
-           m->cfg.size_tag, wfmt, threads, ct_isa_name(ct_kernels()->isa),
+           "positions, load %.0f ms (%.0f ms CPU; %s: %s, %d matrices converted, %.1f MiB of INT4 panels)\n",
+           model, minfo.kind, m->cfg.size_tag, wfmt, threads, ct_isa_name(ct_kernels()->isa),
            ct_kernels()->amx ? "+amx" : "", nf, reps, prompt_len, load_ms, load_cpu_ms, minfo.weights_source,
-           minfo.weights_file, minfo.converted);
+           minfo.weights_file, minfo.converted, (double)minfo.packed_bytes / 1048576.0);
     printf("roofline (%d threads): read", threads);
     for (int k = 0; k < mc.n_sizes; k++) printf(" %.1f GB/s at %.0f MiB%s", mc.gbs_nt[k], mc.bytes[k] / 1048576.0,
                                                 k + 1 < mc.n_sizes ? "," : ";");
@@ -479,14 +482,14 @@ static int cmd_model(int argc, char **argv) {
                               "predictor_bytes", (double)pb, "talker_gbs", t_gbs, "predictor_gbs", p_gbs,
                               "roofline_read_gbs", dram_gbs, "roofline_fma_gflops", mc.fma_nt,
                               "rtf", total / 80);
-        json_t *fl = j ? json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s,s:i}", "talker_floor_ms",
+        json_t *fl = j ? json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s,s:i,s:f}", "talker_floor_ms",
                                    t_floor, "predictor_floor_ms", p_floor, "talker_ratio", best_talk / t_floor,
                                    "predictor_ratio", best_pred / p_floor, "talker_working_set_bytes", (double)tb,
                                    "predictor_working_set_bytes", (double)pws, "talker_floor_gbs", t_bw,
                                    "predictor_floor_gbs", p_bw, "total_ms", total, "floor_ms", floor_ms,
                                    "frame_ratio", total / floor_ms, "load_ms", load_ms, "load_cpu_ms", load_cpu_ms, "weights_source",
                                    minfo.weights_source, "weights_file", minfo.weights_file, "converted",
-                                   minfo.converted)
+                                   minfo.converted, "packed_bytes", (double)minfo.packed_bytes)
                          : NULL;
         if (fl) json_object_update(j, fl);
         json_decref(fl);

@@ -348,6 +348,11 @@ static int cmd_info(int argc, char **argv) {
     printf("\ncodec: speech_tokenizer, %d Hz\n", ct_codec_sample_rate(codec));
     printf("weight file: %s (%s)\n", i.weights_file, i.weights_source);
     printf("converted at load: %d matrices\n", i.converted);
+    if (i.packed_bytes)
+        printf("repacked at load: %.1f MiB (INT4 panels of the AVX-512 VNNI kernel)\n",
+               (double)i.packed_bytes / 1048576.0);
+    else
+        printf("repacked at load: none\n");
     if (i.cache_file[0]) printf("weight cache: %s\n", i.cache_file);
     ct_codec_free(codec);
     ct_model_free(m);

@@ -48,7 +48,7 @@ static const char *raw(cx *x, const char *name, int nd, const int64_t *dims) {
 static const char *lin(cx *x, const char *in, const char *wname, const char *bname, int out, int inn) {
     const float *w = tw(x, wname, (size_t)out * inn);
     if (!w) return "";
-    ct_mat m = {w, CT_DT_F32, out, inn, NULL, 0};
+    ct_mat m = {w, CT_DT_F32, out, inn, NULL, 0, NULL};
     const float *b = bname ? tw(x, bname, (size_t)out) : NULL;
     if (bname && !b) return "";
     const char *y = ct_og_op(x->g, "MatMul", NULL, in, ct_xg_weight_t(x->g, wname, &m), NULL);

@@ -274,6 +274,12 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         table.xq = (isa == CT_ISA_AVX2 || isa == CT_ISA_AVX512 || isa == CT_ISA_AVX512BF16 ||
                     isa == CT_ISA_NEON || isa == CT_ISA_NEON_DOTPROD) &&
                    !(xa && strcmp(xa, "0") == 0);
+#if defined(__x86_64__)
+        if (table.xq && vk == CT_VNNI_512) {
+            table.xq_pan_bytes = ct_xq_pan_bytes;
+            table.xq_pan_pack = ct_xq_pan_pack;
+        }
+#endif
         static const char *vnni_names[] = {"VPMADDUBSW", "VPDPBUSD (AVX-512 VNNI)", "VPDPBUSD (AVX-VNNI)",
                                            "VPDPBUSD (AVX-512 VNNI, 256-bit)"};
         table.dot = isa == CT_ISA_NEON_DOTPROD ? "SDOT"

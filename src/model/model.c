@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/pool.h"
 #include "core/params.h"
 #include "kernels/cpu.h"
 #include "model/model_internal.h"
@@ -184,7 +186,7 @@ static ct_mat bind_qmat(binder *b, const char *name, int rows, int cols, qfmt q)
             float *f = alloc_kept(b, n * sizeof(float), name);
             if (!f) return w;
             for (int r = 0; r < rows; r++) ct_mat_row(&w, r, f + (size_t)r * cols);
-            w = (ct_mat){f, CT_DT_F32, rows, cols, NULL, 0};
+            w = (ct_mat){f, CT_DT_F32, rows, cols, NULL, 0, NULL};
         }
         return counted(b, with_xq(w));
     }
@@ -345,6 +347,78 @@ static ct_status bind_all(ct_model *m, char *err, size_t errcap) {
     return b.st;
 }
 
+/* ---- INT4 panels (ct_model_params.int4_panels; docs/KERNELS.md "INT4 panels packed at load") */
+typedef struct {
+    ct_mat **w;    /* [n] the matrices that get panels */
+    uint8_t **dst; /* [n] where each one's go */
+    int n;
+} pan_job;
+
+static void pan_run(void *ctx, int ith, int nth) {
+    const pan_job *j = ctx;
+    for (int i = ith; i < j->n; i += nth) ct_kernels()->xq_pan_pack(j->w[i], j->dst[i]);
+}
+
+/* Packs the panels of every INT4 layer and head matrix in the integer-dot mode that the kernels
+   have them for, into one allocation, by a pool of up to 8 threads; the rows stay for one-token
+   calls. (Huge pages for it, MADV_HUGEPAGE: 224-236 ms loads instead of 277-303, but the first
+   load after boot took 1.1-1.6 s of compaction, docs/BENCH.md.) */
+static ct_status pack_panels(ct_model *m, char *err, size_t errcap) {
+    const ct_kernel_table *kt = ct_kernels();
+    if (!m->int4_panels || m->f32_weights || !kt->xq_pan_pack) return CT_OK;
+    const int per = 7 * (m->cfg.talker.layers + m->cfg.pred.layers) + CT_MAX_GROUPS;
+    pan_job j = {calloc((size_t)per, sizeof(ct_mat *)), calloc((size_t)per, sizeof(uint8_t *)), 0};
+    size_t *off = calloc((size_t)per, sizeof(size_t)), total = 0;
+    ct_status st = CT_OK;
+    if (!j.w || !j.dst || !off) {
+        st = ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    ct_layer_w *stacks[2] = {m->t_layers, m->p_layers};
+    const int nl[2] = {m->cfg.talker.layers, m->cfg.pred.layers};
+    int na = 0;
+    for (int s = 0; s < 2; s++)
+        for (int l = 0; l < nl[s]; l++) {
+            ct_layer_w *L = &stacks[s][l];
+            ct_mat *w[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+            for (int i = 0; i < 7; i++) j.w[na++] = w[i];
+        }
+    j.w[na++] = &m->codec_head;
+    for (int g = 0; g < m->cfg.n_groups - 1; g++) j.w[na++] = &m->pred_head[g];
+    for (int i = 0; i < na; i++) { /* keep the ones with panels, in order */
+        ct_mat *w = j.w[i];
+        const size_t nb = w->xq && w->dtype == CT_DT_U8 ? kt->xq_pan_bytes(w->rows, w->cols) : 0;
+        if (!nb) continue;
+        j.w[j.n] = w;
+        off[j.n++] = total;
+        total += (nb + 63) & ~(size_t)63;
+    }
+    if (!total) goto done;
+    uint8_t *a = aligned_alloc(64, total);
+    if (!a || !keep(m, a)) {
+        free(a);
+        st = ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory for %.1f MiB of INT4 panels",
+                     (double)total / 1048576.0);
+        goto done;
+    }
+    m->pan_bytes = total;
+    for (int i = 0; i < j.n; i++) j.dst[i] = (uint8_t *)a + off[i];
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    ct_pool *pool = NULL;
+    if (ct_pool_create(nc < 1 ? 1 : nc > 8 ? 8 : (int)nc, NULL, 0, &pool) == CT_OK) {
+        ct_pool_run(pool, pan_run, &j);
+        ct_pool_free(pool);
+    } else {
+        pan_run(&j, 0, 1);
+    }
+    for (int i = 0; i < j.n; i++) j.w[i]->pan = j.dst[i];
+done:
+    free(j.w);
+    free(j.dst);
+    free(off);
+    return st;
+}
+
 /* Parses a weight format name into *fmt; NULL or "" leaves *fmt as it is. 0 when unknown. */
 static int parse_wfmt(const char *s, int *fmt) {
     if (!s || !s[0]) return 1;
@@ -370,6 +444,7 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     ct_model *m = calloc(1, sizeof *m);
     if (!m) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
     m->f32_weights = p.f32_weights;
+    m->int4_panels = p.int4_panels != 0;
     int all = CT_WFMT_STORED;
     const char *field = NULL, *val = NULL;
     if (!parse_wfmt(p.weights, &all)) field = "weights", val = p.weights;
@@ -413,6 +488,7 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     snprintf(m->src_path, sizeof m->src_path, "%s", path);
     ct_wcache_open(m, p.cache_dir);
     st = bind_all(m, err, errcap);
+    if (st == CT_OK) st = pack_panels(m, err, errcap);
     if (st != CT_OK) goto fail;
     st = ct_model_hash_begin(m, dir, err, errcap);
     if (st != CT_OK) goto fail;
@@ -483,6 +559,7 @@ ct_model_info ct_model_get_info(const ct_model *m) {
     i.converted = m->n_converted;
     i.cache_file = m->cache_path;
     i.cache_warning = m->cache_warn;
+    i.packed_bytes = m->pan_bytes;
     return i;
 }
 

@@ -30,7 +30,7 @@ expect_rc 1 "$BIN" make-model --preset tiny --seed 4 --out "$M";  has "not empty
 expect_rc 1 "$BIN" make-model --preset huge --out "$WORK/x";      has "0.6b-customvoice" "$WORK/err"
 expect_rc 0 "$BIN" info -m "$M";               has "custom_voice" "$WORK/out"
 has "(talker bf16, code predictor bf16)" "$WORK/out"
-has "weight file: $M/model.safetensors (stored)" "$WORK/out"
+has "weight file: $M/model.safetensors (stored)" "$WORK/out"; has "repacked at load: none" "$WORK/out"
 # the weight cache: the first load in a format converts and writes it, the next mmaps it; the
 # frames are the same either way, and a cache that cannot be written is a warning, not an error
 WC="$WORK/wc"

@@ -126,7 +126,7 @@ static void check_batch_invariance(void) {
         for (int ci = 0; ci < 3; ci++) {
             const int C = Cs[ci];
             for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(wf[i]);
-            ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0};
+            ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL};
             ct_matmul_rows_avx512bf16(&w, bias, x, yb, N, 0, R);
             for (int t0 = 0; t0 + CT_DP_MIN_TOKENS <= N; t0 += 3) {
                 float yk[CT_DP_MIN_TOKENS * 37];
@@ -200,7 +200,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
                         for (int i = 0; i < R * C; i++) wf[i] = urand(rng) * (i % 97 == 0 ? 8.0f : 1.0f);
                         for (int i = 0; i < n * C; i++) x[i] = urand(rng) * (i % 211 == 0 ? 30.0f : 1.0f);
                         for (int i = 0; i < C && n > 1; i++) x[C + i] = i < 64 ? 0.0f : x[C + i];
-                        ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                        ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1, NULL};
                         if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
                         else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
                         for (int r = 0; r < R; r++) ct_mat_row(&w, r, deq + (size_t)r * C);
@@ -248,7 +248,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
             for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
             for (int i = 0; i < n * C; i++) x[i] = urand(rng);
             for (int fmt = 0; fmt < 2; fmt++) {
-                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1, NULL};
                 if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
                 else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
                 for (int nt = 1; nt <= 3; nt++) {
@@ -269,7 +269,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         for (int amx_rule = 0; amx_rule < 2; amx_rule++) {
             ct_xq_tok_max = amx_rule ? CT_AMX_MIN_TOKENS : INT_MAX;
             for (int fmt = 0; fmt < 2; fmt++) {
-                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1, NULL};
                 if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
                 else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
                 ct_mat wn = w;
@@ -309,7 +309,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
             int same = 1;
             ct_matmul_vnni_enable(vnni);
             for (int fmt = 0; fmt < 2; fmt++) {
-                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1, NULL};
                 if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
                 else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
                 ct_matmul_rows_avx512(&w, NULL, x, y0, n, 0, R);
@@ -338,7 +338,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
             int same = 1;
             CHECK(ct_matmul_avx2_dot_select(kinds[k].kind) == kinds[k].kind);
             for (int fmt = 0; fmt < 2; fmt++) {
-                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1, NULL};
                 if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
                 else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
                 ct_matmul_rows_avx2(&w, NULL, x, y0, n, 0, R);
@@ -402,7 +402,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
             for (int i = 0; i < n * C; i++) x[i] = urand(rng);
             for (int i = 0; i < R; i++) bias[i] = urand(rng);
             for (int fmt = 0; fmt < 2; fmt++) {
-                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1};
+                ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1, NULL};
                 if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
                 else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
                 direct(&w, bias, x, y1, n, 0, 112);
@@ -434,7 +434,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
             for (int i = 0; i < n * C; i++) x[i] = urand(rng);
             ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
             ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc + R * C / 32);
-            ct_mat w4 = {q4, CT_DT_U8, R, C, sc, 1}, w8 = {q8, CT_DT_I8, R, C, sc + R * C / 32, 1};
+            ct_mat w4 = {q4, CT_DT_U8, R, C, sc, 1, NULL}, w8 = {q8, CT_DT_I8, R, C, sc + R * C / 32, 1, NULL};
             float *r4 = malloc(sizeof(float) * n * R), *r8 = malloc(sizeof(float) * n * R);
             direct(&w4, NULL, x, r4, n, 0, R);
             direct(&w8, NULL, x, r8, n, 0, R);
@@ -654,6 +654,86 @@ static void check_attention(ct_rng *rng) {
     free(sc);
 }
 
+#if defined(__x86_64__)
+/* INT4 panels packed at load (ct_mat.pan) for the VNNI kernel: for 1 (which keeps the row
+   blocks), 2-5, 16, 37 and 70 tokens (70: two quantization passes), shapes with a partial last panel, a last 64-column half step
+   and a bias, called over two row ranges, every output is bit for bit the same call's without
+   panels; so is a 3-thread pool run; inside an activation-reuse scope, calls with and without
+   panels alternating on one x (the same token count, two layouts of the quantized x) give the
+   unscoped results; shapes the kernel has no panels for report 0 bytes. */
+static void check_pan(ct_rng *rng, const ct_cpu_features *f) {
+    if (!ct_isa_supported(CT_ISA_AVX512BF16, f)) return;
+    enum { MR = 300, MC = 1088, MT = 70 };
+    float *wf = malloc(sizeof(float) * MR * MC), *x = malloc(sizeof(float) * MT * MC);
+    float *y0 = malloc(sizeof(float) * MT * MR), *y1 = malloc(sizeof(float) * MT * MR);
+    float *bias = malloc(sizeof(float) * MR), *sc = malloc(sizeof(float) * MR * MC / 32);
+    uint8_t *q4 = malloc((size_t)MR * MC / 2);
+    static const int shapes[][2] = {{300, 1024}, {150, 1088}, {37, 192}, {16, 64}};
+    static const int toks[] = {1, 2, 3, 4, 5, 16, 37, 70};
+    int cases = 0, same = 1;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int R = shapes[si][0], C = shapes[si][1];
+        for (int i = 0; i < R * C; i++) wf[i] = urand(rng) * (i % 97 == 0 ? 8.0f : 1.0f);
+        for (int i = 0; i < R; i++) bias[i] = urand(rng);
+        ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
+        const size_t nb = ct_xq_pan_bytes(R, C);
+        CHECKF(nb > 0, "no panels for %d x %d", R, C);
+        uint8_t *pan = aligned_alloc(64, (nb + 63) & ~(size_t)63);
+        ct_mat w = {q4, CT_DT_U8, R, C, sc, 1, NULL}, wp = w;
+        ct_xq_pan_pack(&w, pan);
+        wp.pan = pan;
+        for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
+            const int n = toks[ti], rs = R > 16 ? 16 * ((R / 2) / 16) : R;
+            if ((size_t)n * R > (size_t)MT * MR) continue;
+            for (int i = 0; i < n * C; i++) x[i] = urand(rng) * (i % 211 == 0 ? 30.0f : 1.0f);
+            ct_matmul_rows_vnni(&w, bias, x, y0, n, 0, R);
+            ct_matmul_rows_vnni(&wp, bias, x, y1, n, 0, rs);
+            if (rs < R) ct_matmul_rows_vnni(&wp, bias, x, y1, n, rs, R);
+            same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
+            if (n == 5) { /* the pool's row split */
+                ct_pool *p = NULL;
+                CHECK(ct_pool_create(3, NULL, 0, &p) == CT_OK);
+                mm_job j = {ct_matmul_rows_vnni, &wp, NULL, x, y1, n};
+                ct_matmul_rows_vnni(&w, NULL, x, y0, n, 0, R);
+                ct_pool_run(p, run_mm, &j);
+                same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
+                ct_pool_free(p);
+            }
+            cases++;
+        }
+        if (si == 0) { /* one x, 3 tokens: panels and row blocks alternating inside a scope */
+            const int n = 3;
+            float *r = malloc(sizeof(float) * n * R);
+            ct_matmul_rows_vnni(&w, NULL, x, r, n, 0, R);
+            ct_xq_scope_begin();
+            for (int r0 = 0; r0 < R; r0 += 32) {
+                const int r1 = r0 + 32 < R ? r0 + 32 : R;
+                ct_matmul_rows_vnni(r0 % 64 ? &w : &wp, NULL, x, y0, n, r0, r1);
+                ct_matmul_rows_vnni(r0 % 64 ? &wp : &w, NULL, x, y1, n, r0, r1);
+                for (int t = 0; t < n; t++)
+                    for (int k = r0; k < r1; k++)
+                        same &= memcmp(&y0[t * R + k], &r[t * R + k], 4) == 0 &&
+                                memcmp(&y1[t * R + k], &r[t * R + k], 4) == 0;
+            }
+            ct_xq_scope_end();
+            free(r);
+        }
+        free(pan);
+    }
+    printf("VNNI INT4 panels packed at load: %d cases, bit for bit the row blocks' results: %s\n", cases,
+           same ? "yes" : "no");
+    CHECKF(same, "INT4 panels packed at load differ from the row blocks");
+    CHECK(ct_xq_pan_bytes(16, 96) == 0 && ct_xq_pan_bytes(16, 8192) == 0 && ct_xq_pan_bytes(0, 1024) == 0);
+    free(wf);
+    free(x);
+    free(y0);
+    free(y1);
+    free(bias);
+    free(sc);
+    free(q4);
+}
+#endif
+
 int main(void) {
     ct_cpu_features f;
     ct_cpu_detect(&f);
@@ -663,6 +743,9 @@ int main(void) {
                                                                           check_batch_invariance's own stream */
     check_batch_invariance();
     check_xq(&rng, &f);
+#if defined(__x86_64__)
+    check_pan(&rng, &f);
+#endif
     check_attention(&rng);
     check_swiglu(&f);
     check_rmsnorm(&f);
@@ -687,7 +770,7 @@ int main(void) {
         for (int i = 0; i < R * C; i++) wf[i] = urand(&rng) * (i % 41 == 0 ? 10.0f : 1.0f);
         for (int i = 0; i < 3 * C; i++) x[i] = urand(&rng);
         for (int fmt = 0; fmt < 2; fmt++) {
-            ct_mat w = {fmt ? (const void *)wq4 : (const void *)wq8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, wsc, 0};
+            ct_mat w = {fmt ? (const void *)wq4 : (const void *)wq8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, wsc, 0, NULL};
             if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, wq4, wsc);
             else ct_quantize_i8(wf, CT_DT_F32, R, C, wq8, wsc);
             ct_matmul_rows_scalar(&w, NULL, x, y0, 3, 0, R);
@@ -765,7 +848,7 @@ int main(void) {
                             ct_quantize_q4(wf, CT_DT_F32, R, C, wq4, wsc);
                             data = wq4;
                         }
-                        ct_mat w = {data, dtype, R, C, dtype == CT_DT_I8 || dtype == CT_DT_U8 ? wsc : NULL, 0};
+                        ct_mat w = {data, dtype, R, C, dtype == CT_DT_I8 || dtype == CT_DT_U8 ? wsc : NULL, 0, NULL};
                         if (dtype == CT_DT_I8 || dtype == CT_DT_U8)
                             for (int r = 0; r < R; r++) ct_mat_row(&w, r, wf + (size_t)r * C);
                         for (int i = 0; i < n * C; i++) x[i] = urand(&rng);
@@ -828,15 +911,15 @@ int main(void) {
         float *SC = malloc(sizeof(float) * R * (C / CT_Q4_GROUP));
         int same = 1;
         for (int fmt = 0; fmt < 4; fmt++) {
-            ct_mat w = {WB, CT_DT_BF16, R, C, NULL, 0};
-            if (fmt == 1) w = (ct_mat){W, CT_DT_F32, R, C, NULL, 0};
+            ct_mat w = {WB, CT_DT_BF16, R, C, NULL, 0, NULL};
+            if (fmt == 1) w = (ct_mat){W, CT_DT_F32, R, C, NULL, 0, NULL};
             if (fmt == 2) {
                 ct_quantize_i8(W, CT_DT_F32, R, C, Q8, SC);
-                w = (ct_mat){Q8, CT_DT_I8, R, C, SC, 0};
+                w = (ct_mat){Q8, CT_DT_I8, R, C, SC, 0, NULL};
             }
             if (fmt == 3) {
                 ct_quantize_q4(W, CT_DT_F32, R, C, Q4, SC);
-                w = (ct_mat){Q4, CT_DT_U8, R, C, SC, 0};
+                w = (ct_mat){Q4, CT_DT_U8, R, C, SC, 0, NULL};
             }
             for (int nn = 1; nn <= n; nn += 2) {
                 for (int nt = 1; nt <= 3; nt++) {

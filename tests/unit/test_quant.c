@@ -6,7 +6,8 @@
    scales shape or a missing scales tensor is rejected by name. CT_QUANT_MODEL=DIR adds a
    full-size model (e.g. from `codectalk make-model`) to the report. INT8/INT4 prompts give
    the same talker logits and codes for every prefill pass size unless AMX takes the prefill
-   (docs/KERNELS.md "Integer-dot mode"). */
+   (docs/KERNELS.md "Integer-dot mode"), and the same with the INT4 panels packed at load
+   (ct_model_params.int4_panels) as with them detached; without the parameter none are packed. */
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -243,6 +244,21 @@ static int write_st(const char *path, const wt *t, int n) {
     return 1;
 }
 
+/* The layer and head matrices of m (talker, then predictor), n of them into out. */
+static int model_mats(ct_model *m, ct_mat **out) {
+    int n = 0;
+    const ct_stack_w *st[2] = {&m->talker, &m->pred};
+    for (int s = 0; s < 2; s++)
+        for (int l = 0; l < st[s]->cfg->layers; l++) {
+            ct_layer_w *L = &st[s]->layers[l];
+            ct_mat *w[7] = {&L->q, &L->k, &L->v, &L->o, &L->gate, &L->up, &L->down};
+            for (int i = 0; i < 7; i++) out[n++] = w[i];
+        }
+    out[n++] = &m->codec_head;
+    for (int g = 0; g < m->cfg.n_groups - 1; g++) out[n++] = &m->pred_head[g];
+    return n;
+}
+
 /* INT8/INT4 on parity128 (every matrix >= 128 columns, so the integer-dot mode applies where
    the level has it): prefill passes of 1, 7 and 32 tokens give bit-identical talker logits
    after the prompt and the same 6 greedy frames, except where AMX takes passes of >= 16
@@ -259,6 +275,7 @@ static void test_prefill_pass_invariance(void) {
         ct_model *m = NULL;
         ct_model_params mp = ct_model_params_default();
         mp.weights = qf[f];
+        mp.int4_panels = 1;
         CHECKF(ct_model_load(dir, &mp, &m, err, sizeof err) == CT_OK, "%s", err);
         if (!m) continue;
         ct_gen_params g = ct_gen_params_default();
@@ -268,15 +285,38 @@ static void test_prefill_pass_invariance(void) {
         g.speaker = m->cfg.speakers[0].name;
         g.greedy = 1;
         g.max_frames = g.min_new_tokens = 6;
-        const int V = m->cfg.talker.vocab, chunks[4] = {1, 7, 32, 32};
+        /* asked for, INT4 matrices carry panels exactly where the kernels pack them
+           (ct_model_info counts their bytes); run 4 repeats run 0 with every panel detached */
+        ct_mat *mats[256];
+        const uint8_t *pans[256];
+        const int nm = model_mats(m, mats);
+        uint64_t want = 0;
+        int with_pan = 0;
+        for (int i = 0; i < nm; i++) {
+            const ct_mat *w = mats[i];
+            const size_t nb = ct_kernels()->xq_pan_pack && w->xq && w->dtype == CT_DT_U8
+                                  ? ct_kernels()->xq_pan_bytes(w->rows, w->cols) : 0;
+            want += (nb + 63) & ~(size_t)63;
+            with_pan += w->pan != NULL;
+            CHECKF((w->pan != NULL) == (nb > 0), "%s: matrix %d (%d x %d) has%s panels", qf[f], i, w->rows,
+                   w->cols, w->pan ? "" : " no");
+        }
+        CHECKF(ct_model_get_info(m).packed_bytes == want, "%s: packed_bytes %llu, panels hold %llu", qf[f],
+               (unsigned long long)ct_model_get_info(m).packed_bytes, (unsigned long long)want);
+        const int V = m->cfg.talker.vocab, chunks[5] = {1, 7, 32, 32, 1};
         const int amx_prefill = ct_xq_tok_max <= 32, xq = m->talker.layers[0].q.xq, tok_max = ct_xq_tok_max;
-        float *lg[4];
-        int32_t codes[4][6 * CT_MAX_GROUPS];
+        float *lg[5];
+        int32_t codes[5][6 * CT_MAX_GROUPS];
         memset(codes, 0, sizeof codes);
         int plen = 0;
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 5; i++) {
             /* run 3: 32-token passes with f32 activations (the AMX rule), which must differ */
             if (i == 3) ct_xq_tok_max = CT_AMX_MIN_TOKENS;
+            if (i == 4)
+                for (int k = 0; k < nm; k++) {
+                    pans[k] = mats[k]->pan;
+                    mats[k]->pan = NULL;
+                }
             lg[i] = calloc((size_t)V, sizeof(float));
             ct_session *s = NULL;
             CHECKF(ct_session_create_chunked(m, 256, chunks[i], NULL, &s, err, sizeof err) == CT_OK, "%s", err);
@@ -291,6 +331,9 @@ static void test_prefill_pass_invariance(void) {
             ct_session_free(s);
             ct_xq_tok_max = tok_max;
         }
+        for (int k = 0; k < nm; k++) mats[k]->pan = pans[k];
+        CHECKF(memcmp(lg[0], lg[4], sizeof(float) * V) == 0 && memcmp(codes[0], codes[4], sizeof codes[0]) == 0,
+               "%s: the logits or codes depend on the INT4 panels", qf[f]);
         if (xq && !amx_prefill)
             CHECKF(memcmp(lg[3], lg[2], sizeof(float) * V) != 0, "%s: f32-activation prefill passes gave the "
                    "integer-dot logits", qf[f]);
@@ -300,9 +343,19 @@ static void test_prefill_pass_invariance(void) {
         if (!amx_prefill)
             CHECKF(memcmp(lg[0], lg[2], sizeof(float) * V) == 0 && memcmp(codes[0], codes[2], sizeof codes[0]) == 0,
                    "%s: prefill passes of 1 and 32 tokens differ", qf[f]);
-        printf("%s on parity128, %d-position prompt: prefill passes of 1, 7%s give the same logits and codes%s\n",
-               qf[f], plen, amx_prefill ? "" : " and 32", amx_prefill ? " (AMX takes 32-token passes)" : "");
-        for (int i = 0; i < 4; i++) free(lg[i]);
+        printf("%s on parity128, %d-position prompt: prefill passes of 1, 7%s give the same logits and codes%s; "
+               "%d matrices with INT4 panels, the same without them\n",
+               qf[f], plen, amx_prefill ? "" : " and 32", amx_prefill ? " (AMX takes 32-token passes)" : "", with_pan);
+        for (int i = 0; i < 5; i++) free(lg[i]);
+        ct_model_free(m);
+    }
+    char err[512];
+    ct_model *m = NULL;
+    ct_model_params mp = ct_model_params_default();
+    mp.weights = "int4";
+    CHECKF(ct_model_load(dir, &mp, &m, err, sizeof err) == CT_OK, "%s", err);
+    if (m) {
+        CHECK(ct_model_get_info(m).packed_bytes == 0 && m->talker.layers[0].q.pan == NULL);
         ct_model_free(m);
     }
 }

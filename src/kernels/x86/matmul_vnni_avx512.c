@@ -17,7 +17,9 @@
      instead, once per step, against activations with each dword repeated over its 128-bit
      block, which leaves the same integer sums without a per-token transpose;
    - prompt-sized calls: 16-row panels packed dword-interleaved per thread, each token's
-     activation dwords broadcast, one integer accumulator per (16 rows, token, group). */
+     activation dwords broadcast, one integer accumulator per (16 rows, token, group);
+   - INT4 matrices packed at load into the same panels (ct_mat.pan): every call of 2 or more
+     tokens reads those, with no packing per call. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -95,6 +97,13 @@ typedef struct {
     _Alignas(64) uint8_t w[XQ_PMAXC / 4 + 16][64];
     _Alignas(64) float sc[XQ_PMAXC / CT_Q4_GROUP][16];
 } xq_panel;
+
+/* The reuse key's format of INT4 tokens quantized for ct_mat.pan panels at a token count that
+   the other INT4 calls hold in the decode layout (keys otherwise: 0 INT8, 1 INT4). */
+#define XQ_KEY_PAN 2
+/* Calls of at least XQ_PPMIN tokens read a matrix's panels packed at load (ct_mat.pan); one
+   token keeps the row blocks, which read memory faster (docs/KERNELS.md) */
+#define XQ_PPMIN 2
 
 static _Thread_local _Alignas(64) xq_buf xb;
 static _Thread_local _Alignas(64) xq_panel xp, xp2;
@@ -531,6 +540,21 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_i8(const xq_pbuf *B, const uint8_t (*w0)[6
         for (int t = 0; t < NT; t++) out[p][t] = _mm512_add_ps(acc[p][t][0], acc[p][t][1]);
 }
 
+/* Stores np panels' results out[p][t] (lane i: row r + 16 p + i, token t < n4) for rows r..r+nr
+   as the 4-row blocks store them (ct_store_block). */
+VNNI_TARGET static void xq_store_pan(const ct_mat *w, const float *bias, __m512 (*out)[4], int np, int n4,
+                                     float *y, int R, int r, int nr) {
+    float o[2][4][16];
+    for (int p = 0; p < np; p++)
+        for (int j = 0; j < n4; j++) _mm512_storeu_ps(o[p][j], out[p][j]);
+    for (int c = 0; c < nr; c += 4) {
+        float blk[16];
+        for (int j = 0; j < n4; j++)
+            for (int i = 0; i < 4; i++) blk[4 * j + i] = o[c / 16][j][c % 16 + i];
+        ct_store_block(w, bias, _mm512_loadu_ps(blk), y, R, r + c, nr - c < 4 ? nr - c : 4, n4);
+    }
+}
+
 /* Rows r0..r1 x tokens t0..t0+nt on 16-row panels, stored as the 4-row blocks
  * store. */
 /* B, P and P2 are thread-local buffers (XQ_NOIPA). */
@@ -568,16 +592,131 @@ VNNI_TARGET XQ_NOIPA static void xq_panels(const xq_pbuf *B, xq_panel *P, xq_pan
                 default: xq_pan_i8(B, P->w, P->w, C, t, 4, 1, out); break;
                 }
             }
-            float o[2][4][16];
-            for (int p = 0; p < 1 + two; p++)
-                for (int j = 0; j < n4; j++) _mm512_storeu_ps(o[p][j], out[p][j]);
-            for (int c = 0; c < nr; c += 4) {
-                float blk[16];
-                for (int j = 0; j < n4; j++)
-                    for (int i = 0; i < 4; i++) blk[4 * j + i] = o[c / 16][j][c % 16 + i];
-                ct_store_block(w, bias, _mm512_loadu_ps(blk), y + (size_t)(t0 + t) * R, R, r + c,
-                               nr - c < 4 ? nr - c : 4, n4);
+            xq_store_pan(w, bias, out, 1 + two, n4, y + (size_t)(t0 + t) * R, R, r, nr);
+        }
+    }
+}
+
+/* ---- INT4 panels packed at load (ct_mat.pan) ----------------------------------------- */
+/* Panel p holds rows 16 p .. 16 p + 15 (past the last row: the last row again), one 128-column
+   step after the other: 16 vectors whose lane i is row i's packed dword d of the step (bytes
+   16 g + 4 m: the low nibbles are columns 4 m.. of group g, the high ones 16 + 4 m..), then the
+   step's four group scales as 4 vectors (lane i: row i); a last 64-column half step has 8 and
+   2. The same bytes as the row layout, read as one stream per 16 rows. */
+#define XQ_PP_PF CT_PF_L2 /* bytes ahead each step prefetches into L2 */
+static size_t pan_bytes(int C) { return (size_t)10 * (size_t)C; } /* 16 x C / 2 + 16 x C / 32 x 4 */
+
+size_t ct_xq_pan_bytes(int rows, int cols) {
+    if (rows < 1 || cols < 64 || cols % 64 || cols > XQ_PMAXC) return 0;
+    return (size_t)((rows + 15) / 16) * pan_bytes(cols);
+}
+
+VNNI_TARGET void ct_xq_pan_pack(const ct_mat *w, uint8_t *dst) {
+    const int R = w->rows, C = w->cols;
+    for (int r = 0; r < R; r += 16, dst += pan_bytes(C)) {
+        const uint8_t *p[16];
+        const float *sc[16];
+        for (int i = 0; i < 16; i++) {
+            p[i] = ct_row_ptr(w, r + i < R ? r + i : R - 1);
+            sc[i] = ct_row_sc(w, r + i < R ? r + i : R - 1);
+        }
+        __m512i *v = (__m512i *)dst;
+        for (int k = 0; k < C; k += 128) {
+            const int full = C - k >= 128, ng = full ? 4 : 2;
+            __m512i a[16];
+            for (int i = 0; i < 16; i++)
+                a[i] = full ? _mm512_loadu_si512((const void *)(p[i] + k / 2))
+                            : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(p[i] + k / 2)));
+            xq_tr16(a);
+            for (int d = 0; d < 4 * ng; d++) _mm512_store_si512((void *)v++, a[d]);
+            for (int g = 0; g < ng; g++, v++) {
+                float s[16];
+                for (int i = 0; i < 16; i++) s[i] = sc[i][k / 32 + g];
+                _mm512_store_si512((void *)v, _mm512_castps_si512(_mm512_loadu_ps(s)));
             }
+        }
+    }
+}
+
+/* Group g of a step (weight vectors v, scale vectors sv) for NT tokens from slot t0 of B: the
+   low nibbles of vector 4 g + m against activation dword 4 g + m of the step, the high ones
+   against 16 + 4 g + m, and acc[t][g] += (q * s_group) * s_w: xq_pan_q4g's arithmetic. */
+VNNI_TARGET ALWAYS_INLINE void xq_pp_q4g(const xq_pbuf *B, const __m512i *v, const __m512i *sv, int t0,
+                                         int k, const int g, const int NT, __m512 (*acc)[4]) {
+    const __m512i nib = _mm512_set1_epi8(0x0f);
+    __m512i ia[4], ib[4]; /* low and high nibbles' integer sums (any split of them is exact) */
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) {
+        ia[t] = _mm512_set1_epi32(B->pc[t0 + t][k / 32 + g]);
+        ib[t] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {
+        const __m512i pv = _mm512_load_si512((const void *)(v + 4 * g + m));
+        const __m512i wl = _mm512_and_si512(pv, nib), wh = _mm512_and_si512(_mm512_srli_epi16(pv, 4), nib);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; t++) {
+            const int8_t *xq = B->q[t0 + t] + k + 16 * g + 4 * m;
+            ia[t] = _mm512_dpbusd_epi32(ia[t], wl, _mm512_set1_epi32(xq_ld32(xq)));
+            ib[t] = _mm512_dpbusd_epi32(ib[t], wh, _mm512_set1_epi32(xq_ld32(xq + 64)));
+        }
+    }
+    const __m512 swv = _mm512_castsi512_ps(_mm512_load_si512((const void *)(sv + g)));
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+        acc[t][g] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(ia[t], ib[t])),
+                                                  _mm512_set1_ps(B->s[t0 + t][k / 32 + g])),
+                                    swv, acc[t][g]);
+}
+
+/* Packed panel pp (C columns) x NT tokens from slot t0 of B: out[t] lane i = row i, bit for bit
+   xq_pan_q4's (and so xq_blk4_q4's) result. Every line of a step is prefetched XQ_PP_PF bytes
+   ahead into L2 (with the scales interleaved per step the prefetch covers the whole stream). */
+VNNI_TARGET ALWAYS_INLINE void xq_pp_q4(const xq_pbuf *B, const uint8_t *pp, int C, int t0, const int NT,
+                                        __m512 *out) {
+    __m512 acc[4][4];
+    for (int t = 0; t < NT; t++)
+        for (int b = 0; b < 4; b++) acc[t][b] = _mm512_setzero_ps();
+    const __m512i *v = (const __m512i *)pp;
+    const int Cf = C & ~127;
+    int k = 0;
+    for (; k < Cf; k += 128, v += 20) {
+#pragma GCC unroll 20
+        for (int l = 0; l < 20; l++) _mm_prefetch((const char *)(v + l) + XQ_PP_PF, _MM_HINT_T1);
+        xq_pp_q4g(B, v, v + 16, t0, k, 0, NT, acc);
+        xq_pp_q4g(B, v, v + 16, t0, k, 1, NT, acc);
+        xq_pp_q4g(B, v, v + 16, t0, k, 2, NT, acc);
+        xq_pp_q4g(B, v, v + 16, t0, k, 3, NT, acc);
+    }
+    if (Cf < C) { /* a half step adds +0 to the absent groups, as the row blocks do */
+        xq_pp_q4g(B, v, v + 8, t0, k, 0, NT, acc);
+        xq_pp_q4g(B, v, v + 8, t0, k, 1, NT, acc);
+        for (int t = 0; t < NT; t++) {
+            acc[t][2] = _mm512_add_ps(acc[t][2], _mm512_setzero_ps());
+            acc[t][3] = _mm512_add_ps(acc[t][3], _mm512_setzero_ps());
+        }
+    }
+    for (int t = 0; t < NT; t++)
+        out[t] = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3]));
+}
+
+/* Rows r0..r1 (r0 a multiple of 16) x tokens t0..t0+nt of an INT4 matrix with w->pan. */
+VNNI_TARGET XQ_NOIPA static void xq_pp_rows(const xq_pbuf *B, const ct_mat *w, const float *bias, float *y,
+                                            int t0, int nt, int r0, int r1) {
+    const int R = w->rows, C = w->cols;
+    for (int r = r0; r < r1; r += 16) {
+        const int nr = r1 - r < 16 ? r1 - r : 16;
+        const uint8_t *pp = w->pan + (size_t)(r / 16) * pan_bytes(C);
+        for (int t = 0; t < nt; t += 4) {
+            const int n4 = nt - t < 4 ? nt - t : 4;
+            __m512 out[1][4];
+            switch (n4) {
+            case 1: xq_pp_q4(B, pp, C, t, 1, out[0]); break;
+            case 2: xq_pp_q4(B, pp, C, t, 2, out[0]); break;
+            case 3: xq_pp_q4(B, pp, C, t, 3, out[0]); break;
+            default: xq_pp_q4(B, pp, C, t, 4, out[0]); break;
+            }
+            xq_store_pan(w, bias, out, 1, n4, y + (size_t)(t0 + t) * R, R, r, nr);
         }
     }
 }
@@ -636,6 +775,17 @@ VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const f
                                      int r0, int r1) {
     const int C = w->cols, q4 = w->dtype == CT_DT_U8;
     ct_xq_reuse *k = &ct_xq_tls;
+    if (q4 && w->pan && n >= XQ_PPMIN) { /* panels packed at load (C <= XQ_PMAXC) */
+        for (int t0 = 0; t0 < n; t0 += XQ_PTOK) {
+            const int nt = n - t0 < XQ_PTOK ? n - t0 : XQ_PTOK;
+            if (n > XQ_PTOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != XQ_KEY_PAN) {
+                for (int t = 0; t < nt; t++) xq_quant_pan(&xb, x + (size_t)(t0 + t) * C, C, q4, t);
+                if (k->on) *k = (ct_xq_reuse){1, n <= XQ_PTOK ? x : NULL, n, C, XQ_KEY_PAN};
+            }
+            xq_pp_rows(&xb.p, w, bias, y, t0, nt, r0, r1);
+        }
+        return;
+    }
     if (n >= (q4 ? XQ_PMIN4 : XQ_PMIN8) && C <= XQ_PMAXC) { /* panels, XQ_PTOK tokens per pass */
         for (int t0 = 0; t0 < n; t0 += XQ_PTOK) {
             const int nt = n - t0 < XQ_PTOK ? n - t0 : XQ_PTOK;
