@@ -112,8 +112,8 @@ typedef struct {
                                       working without it (ct_model_info.cache_warning). */
     int int4_panels;               /* 1: where the kernels have them (AVX-512 VNNI), INT4 matrices
                                       are also repacked at load into 16-row panels that calls of
-                                      2 or more tokens (batched streams, prompts) read instead of
-                                      the rows; costs about the INT4 weights' size again in memory
+                                      3 or more tokens (3+ batched streams, prompts) read instead
+                                      of the rows; costs about the INT4 weights' size again in memory
                                       (ct_model_info.packed_bytes; docs/KERNELS.md "INT4 panels
                                       packed at load"). 0 (default): rows only */
 } ct_model_params;

@@ -48,7 +48,7 @@ static const ct_pkey_info KEYS[CT_PK_COUNT] = {
     {"talker.weights", CT_PK_STR, 0, 0, "bf16 int8 int4", "bf16", "engine_args.dtype",
      "talker weight format, converted at load (activations and KV stay f32)"},
     {"talker.int4_panels", CT_PK_BOOL, 0, 1, NULL, "false", "-",
-     "INT4 matrices also packed at load into panels for calls of 2+ tokens (AVX-512 VNNI); "
+     "INT4 matrices also packed at load into panels for calls of 3+ tokens (AVX-512 VNNI); "
      "about the INT4 weights again in memory"},
     {"talker.threads", CT_PK_INT, 0, 256, NULL, "0", "-",
      "talker + predictor threads (0 = the engine decides)"},
@@ -574,11 +574,12 @@ void ct_profile_apply_plan(ct_profile *p, const ct_plan *plan, int oi, const ct_
     ct_profile_set_i(p, CT_PK_ENGINE_MAX_STREAMS, streams, layer);
     uint64_t kv = (uint64_t)streams * d->per_seq_bytes;
     ct_profile_set_i(p, CT_PK_ENGINE_KV_BUDGET, (int64_t)(kv > (uint64_t)I64MAX ? (uint64_t)I64MAX : kv), layer);
-    /* INT4 panels where streams are batched and memory holds them besides the KV budget (a
-       bound on their bytes: 10 per 32 weights, against 64 stored as bf16 or 18 as INT4) */
+    /* INT4 panels where 3 or more streams are batched (their calls read the panels) and memory
+       holds them besides the KV budget (a bound on their bytes: 10 per 32 weights, against 64
+       stored as bf16 or 18 as INT4) */
     const int q4 = o->talker_fmt == CT_WF_INT4 || o->pred_fmt == CT_WF_INT4;
     const uint64_t pan = d->weights_bytes / 18 * 10;
-    ct_profile_set_i(p, CT_PK_TALKER_INT4_PANELS, streams >= 2 && q4 && d->budget_bytes >= kv + pan, layer);
+    ct_profile_set_i(p, CT_PK_TALKER_INT4_PANELS, streams >= 3 && q4 && d->budget_bytes >= kv + pan, layer);
     ct_profile_set_i(p, CT_PK_ENGINE_FRAME_MS_FIXED, (int64_t)ceil(o->frame_ms_fixed), layer);
     ct_profile_set_i(p, CT_PK_ENGINE_FRAME_MS_STREAM, (int64_t)ceil(o->frame_ms_per_stream), layer);
 }

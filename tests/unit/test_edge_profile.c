@@ -425,15 +425,16 @@ static void test_auto(void) {
     free(r);
 }
 
-/* The plan's option turns INT4 panels on where streams are batched, a format is INT4 and the
-   memory left after the KV budget holds a bound on their bytes (10/18 of the weight files). */
+/* The plan's option turns INT4 panels on where 3 or more streams are batched, a format is INT4
+   and the memory left after the KV budget holds a bound on their bytes (10/18 of the weight
+   files). */
 static void test_int4_panels_rule(void) {
     static const struct {
         int tf, pf, streams;
         uint64_t budget;
         int want;
-    } C[] = {{CT_WF_INT4, CT_WF_INT4, 4, 8ull << 30, 1},  {CT_WF_INT8, CT_WF_INT4, 2, 8ull << 30, 1},
-             {CT_WF_INT4, CT_WF_INT4, 1, 8ull << 30, 0},  {CT_WF_INT8, CT_WF_INT8, 4, 8ull << 30, 0},
+    } C[] = {{CT_WF_INT4, CT_WF_INT4, 4, 8ull << 30, 1},  {CT_WF_INT8, CT_WF_INT4, 3, 8ull << 30, 1},
+             {CT_WF_INT4, CT_WF_INT4, 2, 8ull << 30, 0},  {CT_WF_INT8, CT_WF_INT8, 4, 8ull << 30, 0},
              {CT_WF_INT4, CT_WF_INT4, 4, 1000ull << 20, 0}};
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
         ct_plan plan;

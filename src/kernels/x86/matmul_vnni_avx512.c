@@ -18,7 +18,7 @@
      block, which leaves the same integer sums without a per-token transpose;
    - prompt-sized calls: 16-row panels packed dword-interleaved per thread, each token's
      activation dwords broadcast, one integer accumulator per (16 rows, token, group);
-   - INT4 matrices packed at load into the same panels (ct_mat.pan): every call of 2 or more
+   - INT4 matrices packed at load into the same panels (ct_mat.pan): every call of 3 or more
      tokens reads those, with no packing per call. */
 #include <immintrin.h>
 #include <stdint.h>
@@ -102,8 +102,10 @@ typedef struct {
    the other INT4 calls hold in the decode layout (keys otherwise: 0 INT8, 1 INT4). */
 #define XQ_KEY_PAN 2
 /* Calls of at least XQ_PPMIN tokens read a matrix's panels packed at load (ct_mat.pan); one
-   token keeps the row blocks, which read memory faster (docs/KERNELS.md) */
-#define XQ_PPMIN 2
+   token keeps the row blocks, which read memory faster, and so do two: the code predictor's
+   first pass of each frame has two positions, and one stream reading both copies of its
+   weights lost L3 hits (docs/KERNELS.md) */
+#define XQ_PPMIN 3
 
 static _Thread_local _Alignas(64) xq_buf xb;
 static _Thread_local _Alignas(64) xq_panel xp, xp2;
