@@ -31,9 +31,10 @@ int ct_cli_deploy_resolve(const char *spec, const char *model_dir, double codec_
         snprintf(pred, sizeof pred, ", %s RTF %.2f", c->measured ? "measured" : "predicted", c->frame_ms / CT_FRAME_MS);
     }
     snprintf(out->desc, sizeof out->desc,
-             "profile %.200s: weights %s/%s%s, placement %s, threads %lld+%lld, cpus '%.100s'/'%.100s', streams %lld, "
+             "profile %.200s: weights %s/%s%s%s, placement %s, threads %lld+%lld, cpus '%.100s'/'%.100s', streams %lld, "
              "context %lld, chunks %s",
-             out->spec, v[CT_PK_TALKER_WEIGHTS].s, v[CT_PK_PREDICTOR_WEIGHTS].s, pred, v[CT_PK_ENGINE_PLACEMENT].s,
+             out->spec, v[CT_PK_TALKER_WEIGHTS].s, v[CT_PK_PREDICTOR_WEIGHTS].s,
+             v[CT_PK_TALKER_INT4_PANELS].i ? " with int4 panels" : "", pred, v[CT_PK_ENGINE_PLACEMENT].s,
              (long long)v[CT_PK_TALKER_THREADS].i, (long long)v[CT_PK_CODEC_THREADS].i, v[CT_PK_TALKER_CPUS].s,
              v[CT_PK_CODEC_CPUS].s, (long long)v[CT_PK_ENGINE_MAX_STREAMS].i, (long long)v[CT_PK_TALKER_MAX_CONTEXT].i,
              v[CT_PK_STREAM_POLICY].s);

@@ -275,14 +275,17 @@ int ct_cli_synth(int argc, char **argv) {
     tmp_path[0] = 0; /* renamed: nothing to clean up */
     double wall = (ct_now_ms() - t_start) / 1e3, audio = (double)in.samples / rate;
     if (tty) fputc('\n', stderr);
+    char pan[64] = ""; /* the INT4 panels' memory, where the profile packed them */
+    if (ct_model_get_info(m).packed_bytes)
+        snprintf(pan, sizeof pan, ", %.1f MiB of INT4 panels", (double)ct_model_get_info(m).packed_bytes / 1048576.0);
     if (!a.quiet)
         fprintf(stderr, "%s: %.2f s of audio in %.2f s (RTF %.3f), time to first audio %.3f s, "
                 "%d utterance(s), last stop: %s (load %.2f s, %s placement, weights %s/%s, %d prefill "
-                "pass(es))\n",
+                "pass(es)%s)\n",
                 raw ? "stdout" : out, audio, wall, audio > 0 ? wall / audio : 0.0, in.ttfa_ms / 1e3,
                 in.utterances, ct_stop_reason_str(in.stop), t_load / 1e3,
                 ct_placement_str(ct_engine_get_limits(e).placement), ct_model_get_info(m).talker_weights,
-                ct_model_get_info(m).predictor_weights, in.prefill_passes);
+                ct_model_get_info(m).predictor_weights, in.prefill_passes, pan);
     rc = 0;
 done:
     if (f && f != stdout) fclose(f);
