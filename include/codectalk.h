@@ -110,12 +110,12 @@ typedef struct {
                                       temporary file renamed into place). A stale or corrupt file
                                       is rebuilt; a cache that cannot be written leaves the load
                                       working without it (ct_model_info.cache_warning). */
-    int int4_panels;               /* 1: where the kernels have them (AVX-512 VNNI), INT4 matrices
-                                      are also repacked at load into 16-row panels that calls of
-                                      3 or more tokens (3+ batched streams, prompts) read instead
-                                      of the rows; costs about the INT4 weights' size again in memory
-                                      (ct_model_info.packed_bytes; docs/KERNELS.md "INT4 panels
-                                      packed at load"). 0 (default): rows only */
+    int weight_panels;             /* 1: where the kernels have them (AVX-512 VNNI), INT8 and INT4
+                                      matrices are also repacked at load into 16-row panels that
+                                      calls of 3 or more tokens (3+ batched streams, prompts) read
+                                      instead of the rows; costs about the quantized weights' size
+                                      again in memory (ct_model_info.packed_bytes; docs/KERNELS.md
+                                      "Weight panels packed at load"). 0 (default): rows only */
 } ct_model_params;
 
 CT_API ct_model_params ct_model_params_default(void);
@@ -156,8 +156,8 @@ typedef struct {
                                    "not written" */
     const char *cache_warning;  /* "" or why the cache was not used or not written (read-only
                                    directory, stale or corrupt file rebuilt) */
-    uint64_t packed_bytes;      /* memory held besides the weights for INT4 matrices repacked
-                                   at load into panels (ct_model_params.int4_panels); 0 when
+    uint64_t packed_bytes;      /* memory held besides the weights for INT8/INT4 matrices repacked
+                                   at load into panels (ct_model_params.weight_panels); 0 when
                                    off or where the kernels have none */
 } ct_model_info;
 

@@ -21,7 +21,7 @@ CT_STREAM_FAILED = 4
 class ModelParams(Structure):
     _fields_ = [("size", c_size_t), ("tokenizer_dir", c_char_p), ("f32_weights", c_int),
                 ("weights", c_char_p), ("talker_weights", c_char_p), ("predictor_weights", c_char_p),
-                ("cache_dir", c_char_p), ("int4_panels", c_int)]
+                ("cache_dir", c_char_p), ("weight_panels", c_int)]
 
 
 class ModelInfo(Structure):

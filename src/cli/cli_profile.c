@@ -34,7 +34,7 @@ int ct_cli_deploy_resolve(const char *spec, const char *model_dir, double codec_
              "profile %.200s: weights %s/%s%s%s, placement %s, threads %lld+%lld, cpus '%.100s'/'%.100s', streams %lld, "
              "context %lld, chunks %s",
              out->spec, v[CT_PK_TALKER_WEIGHTS].s, v[CT_PK_PREDICTOR_WEIGHTS].s,
-             v[CT_PK_TALKER_INT4_PANELS].i ? " with int4 panels" : "", pred, v[CT_PK_ENGINE_PLACEMENT].s,
+             v[CT_PK_TALKER_WEIGHT_PANELS].i ? " with weight panels" : "", pred, v[CT_PK_ENGINE_PLACEMENT].s,
              (long long)v[CT_PK_TALKER_THREADS].i, (long long)v[CT_PK_CODEC_THREADS].i, v[CT_PK_TALKER_CPUS].s,
              v[CT_PK_CODEC_CPUS].s, (long long)v[CT_PK_ENGINE_MAX_STREAMS].i, (long long)v[CT_PK_TALKER_MAX_CONTEXT].i,
              v[CT_PK_STREAM_POLICY].s);

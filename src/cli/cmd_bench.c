@@ -286,8 +286,8 @@ static int cmd_model(int argc, char **argv) {
         {"frames", 0, CT_OPT_INT, &frames, "N", "frames per repetition (default 50)"},
         {"repeat", 0, CT_OPT_INT, &reps, "N", "repetitions, best kept (default 3)"},
         {"no-codec", 0, CT_OPT_FLAG, &no_codec, NULL, "skip the codec decoder"},
-        {"int4-panels", 0, CT_OPT_FLAG, &panels, NULL,
-         "load with INT4 panels (ct_model_params.int4_panels, the profile's talker.int4_panels)"},
+        {"weight-panels", 0, CT_OPT_FLAG, &panels, NULL,
+         "load with INT8/INT4 weight panels (ct_model_params.weight_panels, the profile's talker.weight_panels)"},
         {"compete", 0, CT_OPT_INT, &compete, "N",
          "measure again with N busy-loop processes running and print the throughput kept"},
         {"streams", 0, CT_OPT_INT, &streams, "N",
@@ -318,7 +318,7 @@ static int cmd_model(int argc, char **argv) {
     char err[1024];
     ct_model_params mp = ct_model_params_default();
     mp.weights = weights;
-    mp.int4_panels = panels;
+    mp.weight_panels = panels;
     double tl0 = ct_now_ms(), tc0 = cpu_ms();
     ct_model *m = ct_cli_load_model_p(model, &mp); /* the weight cache as every command uses it */
     if (!m) return 1;
@@ -415,7 +415,7 @@ static int cmd_model(int argc, char **argv) {
     char wfmt[64];
     snprintf(wfmt, sizeof wfmt, "%s/%s", minfo.talker_weights, minfo.predictor_weights);
     printf("model %s (%s %s), weights %s, %d threads, kernels %s%s, %d frames x %d (best), prompt %d "
-           "positions, load %.0f ms (%.0f ms CPU; %s: %s, %d matrices converted, %.1f MiB of INT4 panels)\n",
+           "positions, load %.0f ms (%.0f ms CPU; %s: %s, %d matrices converted, %.1f MiB of weight panels)\n",
            model, minfo.kind, m->cfg.size_tag, wfmt, threads, ct_isa_name(ct_kernels()->isa),
            ct_kernels()->amx ? "+amx" : "", nf, reps, prompt_len, load_ms, load_cpu_ms, minfo.weights_source,
            minfo.weights_file, minfo.converted, (double)minfo.packed_bytes / 1048576.0);

@@ -275,9 +275,9 @@ int ct_cli_synth(int argc, char **argv) {
     tmp_path[0] = 0; /* renamed: nothing to clean up */
     double wall = (ct_now_ms() - t_start) / 1e3, audio = (double)in.samples / rate;
     if (tty) fputc('\n', stderr);
-    char pan[64] = ""; /* the INT4 panels' memory, where the profile packed them */
+    char pan[64] = ""; /* the weight panels' memory, where the profile packed them */
     if (ct_model_get_info(m).packed_bytes)
-        snprintf(pan, sizeof pan, ", %.1f MiB of INT4 panels", (double)ct_model_get_info(m).packed_bytes / 1048576.0);
+        snprintf(pan, sizeof pan, ", %.1f MiB of weight panels", (double)ct_model_get_info(m).packed_bytes / 1048576.0);
     if (!a.quiet)
         fprintf(stderr, "%s: %.2f s of audio in %.2f s (RTF %.3f), time to first audio %.3f s, "
                 "%d utterance(s), last stop: %s (load %.2f s, %s placement, weights %s/%s, %d prefill "

@@ -349,7 +349,7 @@ static int cmd_info(int argc, char **argv) {
     printf("weight file: %s (%s)\n", i.weights_file, i.weights_source);
     printf("converted at load: %d matrices\n", i.converted);
     if (i.packed_bytes)
-        printf("repacked at load: %.1f MiB (INT4 panels of the AVX-512 VNNI kernel)\n",
+        printf("repacked at load: %.1f MiB (INT8/INT4 panels of the AVX-512 VNNI kernel)\n",
                (double)i.packed_bytes / 1048576.0);
     else
         printf("repacked at load: none\n");

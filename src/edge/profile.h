@@ -42,7 +42,7 @@ typedef enum {
     CT_PK_ENGINE_DEADLINE,         /* ct_stream_params.deadline_ms */
     CT_PK_ENGINE_FIRST_AUDIO,      /* ct_stream_params.first_audio_timeout_ms */
     CT_PK_TALKER_WEIGHTS,          /* ct_model_params.talker_weights */
-    CT_PK_TALKER_INT4_PANELS,      /* ct_model_params.int4_panels */
+    CT_PK_TALKER_WEIGHT_PANELS,      /* ct_model_params.weight_panels */
     CT_PK_TALKER_THREADS,          /* ct_engine_params.talker_threads */
     CT_PK_TALKER_CPUS,             /* .talker_cpus */
     CT_PK_TALKER_MAX_CONTEXT,      /* .max_context */

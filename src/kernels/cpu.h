@@ -80,10 +80,11 @@ typedef struct {
                     integer-dot kernels for it (avx512bf16: VNNI; avx2, avx512: VPMADDUBSW or
                     VNNI; neon: SMULL; neon-dotprod: SDOT) and
                     CODECTALK_INT8_ACT is not 0 */
-    /* INT4 panels packed at load for the integer-dot kernel, NULL where it has none (set where
-       ct_matmul_rows_vnni runs the mode): bytes for a rows x cols INT4 matrix (0: that shape
-       has none), and the packing into dst (64-byte aligned) that ct_mat.pan then points to */
-    size_t (*xq_pan_bytes)(int rows, int cols);
+    /* Weight panels packed at load for the integer-dot kernel, NULL where it has none (set where
+       ct_matmul_rows_vnni runs the mode): bytes for a rows x cols matrix of dtype dt (INT8
+       CT_DT_I8 or INT4 CT_DT_U8; 0: that shape or dtype has none), and the packing into dst
+       (64-byte aligned) that ct_mat.pan then points to */
+    size_t (*xq_pan_bytes)(ct_dtype dt, int rows, int cols);
     void (*xq_pan_pack)(const ct_mat *w, uint8_t *dst);
     const char *dot; /* the integer-dot mode's product instruction at this level on this CPU
                         ("VPDPBUSD (AVX-VNNI)", "VPMADDUBSW", "SDOT", ...; "none" at scalar) */
@@ -129,11 +130,11 @@ void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *
    neon-dotprod to ct_matmul_rows_sdot, neon to ct_matmul_rows_smull, scalar computes them. */
 void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1);
-/* Its INT4 panels packed at load (ct_mat.pan; docs/KERNELS.md "INT4 panels packed at load"):
-   the bytes for a rows x cols matrix (0: no panels for that shape), and the packing of w (INT4,
-   a shape with bytes) into dst, 64-byte aligned. A call with w->pan gives bit for bit the
-   results of the same call without. */
-size_t ct_xq_pan_bytes(int rows, int cols);
+/* Its weight panels packed at load (ct_mat.pan; docs/KERNELS.md "Weight panels packed at load"):
+   the bytes for a rows x cols matrix of dtype dt (0: no panels for that shape or dtype), and the
+   packing of w (INT8 or INT4, a shape with bytes) into dst, 64-byte aligned. A call with w->pan
+   gives bit for bit the results of the same call without. */
+size_t ct_xq_pan_bytes(ct_dtype dt, int rows, int cols);
 void ct_xq_pan_pack(const ct_mat *w, uint8_t *dst);
 /* Integer-dot mode on 256-bit registers (x86/matmul_dot_body.h), for any token count; each
    computes the scalar reference's function in its order per output (bit for bit): with

@@ -33,9 +33,10 @@ typedef struct {
     int rows, cols;
     const float *scales;
     int xq;
-    const uint8_t *pan; /* INT4 in the integer-dot mode: the same weights and scales repacked
-                           into 16-row panels for the AVX-512 VNNI kernel (ct_xq_pan_pack), or
-                           NULL; every kernel that does not use it reads data and scales */
+    const uint8_t *pan; /* INT8/INT4 in the integer-dot mode: the same weights (INT4: and
+                           scales) repacked into 16-row panels for the AVX-512 VNNI kernel
+                           (ct_xq_pan_pack), or NULL; every kernel that does not use it reads
+                           data and scales */
 } ct_mat;
 
 /* Widest row the integer-dot mode takes. */

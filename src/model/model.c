@@ -347,7 +347,7 @@ static ct_status bind_all(ct_model *m, char *err, size_t errcap) {
     return b.st;
 }
 
-/* ---- INT4 panels (ct_model_params.int4_panels; docs/KERNELS.md "INT4 panels packed at load") */
+/* ---- Weight panels (ct_model_params.weight_panels; docs/KERNELS.md "Weight panels packed at load") */
 typedef struct {
     ct_mat **w;    /* [n] the matrices that get panels */
     uint8_t **dst; /* [n] where each one's go */
@@ -359,13 +359,13 @@ static void pan_run(void *ctx, int ith, int nth) {
     for (int i = ith; i < j->n; i += nth) ct_kernels()->xq_pan_pack(j->w[i], j->dst[i]);
 }
 
-/* Packs the panels of every INT4 layer and head matrix in the integer-dot mode that the kernels
-   have them for, into one allocation, by a pool of up to 8 threads; the rows stay for one-token
-   calls. (Huge pages for it, MADV_HUGEPAGE: 224-236 ms loads instead of 277-303, but the first
+/* Packs the panels of every INT8/INT4 layer and head matrix in the integer-dot mode that the
+   kernels have them for, into one allocation, by a pool of up to 8 threads; the rows stay for
+   calls of 1 and 2 tokens. (Huge pages for it, MADV_HUGEPAGE: 224-236 ms loads instead of 277-303, but the first
    load after boot took 1.1-1.6 s of compaction, docs/BENCH.md.) */
 static ct_status pack_panels(ct_model *m, char *err, size_t errcap) {
     const ct_kernel_table *kt = ct_kernels();
-    if (!m->int4_panels || m->f32_weights || !kt->xq_pan_pack) return CT_OK;
+    if (!m->weight_panels || m->f32_weights || !kt->xq_pan_pack) return CT_OK;
     const int per = 7 * (m->cfg.talker.layers + m->cfg.pred.layers) + CT_MAX_GROUPS;
     pan_job j = {calloc((size_t)per, sizeof(ct_mat *)), calloc((size_t)per, sizeof(uint8_t *)), 0};
     size_t *off = calloc((size_t)per, sizeof(size_t)), total = 0;
@@ -387,7 +387,7 @@ static ct_status pack_panels(ct_model *m, char *err, size_t errcap) {
     for (int g = 0; g < m->cfg.n_groups - 1; g++) j.w[na++] = &m->pred_head[g];
     for (int i = 0; i < na; i++) { /* keep the ones with panels, in order */
         ct_mat *w = j.w[i];
-        const size_t nb = w->xq && w->dtype == CT_DT_U8 ? kt->xq_pan_bytes(w->rows, w->cols) : 0;
+        const size_t nb = w->xq ? kt->xq_pan_bytes(w->dtype, w->rows, w->cols) : 0;
         if (!nb) continue;
         j.w[j.n] = w;
         off[j.n++] = total;
@@ -397,7 +397,7 @@ static ct_status pack_panels(ct_model *m, char *err, size_t errcap) {
     uint8_t *a = aligned_alloc(64, total);
     if (!a || !keep(m, a)) {
         free(a);
-        st = ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory for %.1f MiB of INT4 panels",
+        st = ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory for %.1f MiB of weight panels",
                      (double)total / 1048576.0);
         goto done;
     }
@@ -444,7 +444,7 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     ct_model *m = calloc(1, sizeof *m);
     if (!m) return ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory");
     m->f32_weights = p.f32_weights;
-    m->int4_panels = p.int4_panels != 0;
+    m->weight_panels = p.weight_panels != 0;
     int all = CT_WFMT_STORED;
     const char *field = NULL, *val = NULL;
     if (!parse_wfmt(p.weights, &all)) field = "weights", val = p.weights;

@@ -25,12 +25,12 @@ struct ct_model {
     ct_st_file *st;          /* model.safetensors mapping */
     ct_bpe *tok;
     int f32_weights;
-    int int4_panels;         /* ct_model_params.int4_panels */
+    int weight_panels;         /* ct_model_params.weight_panels */
     int wfmt[2];             /* CT_WFMT_* of the talker [0] and the code predictor [1] */
     void **owned;            /* f32 copies and quantized weights made at load */
     size_t n_owned, cap_owned;
     uint64_t weight_bytes;   /* bytes of every bound weight as loaded (ct_mat_bytes, f32 vectors) */
-    uint64_t pan_bytes;      /* INT4 panels packed at load (ct_mat.pan), allocated bytes */
+    uint64_t pan_bytes;      /* weight panels packed at load (ct_mat.pan), allocated bytes */
     /* weight cache (model/wcache.h) and where the matrices came from (ct_model_info) */
     ct_st_file *qst;         /* the cache file's mapping when valid (NULL: none) */
     char src_path[4096];     /* <dir>/model.safetensors */

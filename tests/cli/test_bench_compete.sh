@@ -108,21 +108,25 @@ assert [e["streams"] for e in b] == [1, 2]
 assert b[0]["vs_1_stream_round_min"] == b[0]["vs_1_stream_round_max"] == 1.0
 assert 0 < b[1]["vs_1_stream_round_min"] <= b[1]["vs_1_stream_round_max"]
 PY
-# --int4-panels: the INT4 matrices also packed into panels where the level has them (avx512bf16
+# --weight-panels: the INT8 and INT4 matrices also packed into panels where the level has them (avx512bf16
 # always has AVX-512 VNNI; avx2 has none), their bytes in the header and the JSON; none without it
-expect_rc 0 "$BIN" bench model -m "$M" --weights int4 --int4-panels --threads 2 --frames 4 --repeat 1 --no-codec --streams 2 --json "$WORK/p.json"
+expect_rc 0 "$BIN" bench model -m "$M" --weights int4 --weight-panels --threads 2 --frames 4 --repeat 1 --no-codec --streams 2 --json "$WORK/p.json"
 if grep -q "kernels avx512bf16," "$WORK/out"; then
-  if grep -q " 0.0 MiB of INT4 panels" "$WORK/out"; then bad "no INT4 panels at avx512bf16"; else ok; fi
+  if grep -q " 0.0 MiB of weight panels" "$WORK/out"; then bad "no weight panels at avx512bf16"; else ok; fi
 fi
 python3 - "$WORK/p.json" "$(grep -c 'kernels avx512bf16,' "$WORK/out")" <<'PY' && ok || bad "bench model JSON packed_bytes"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert (d["packed_bytes"] > 0) == (sys.argv[2] == "1"), d["packed_bytes"]
 PY
-CODECTALK_ISA=avx2 expect_rc 0 "$BIN" bench model -m "$M" --weights int4 --int4-panels --threads 2 --frames 4 --repeat 1 --no-codec
-has " 0.0 MiB of INT4 panels)" "$WORK/out"
+expect_rc 0 "$BIN" bench model -m "$M" --weights int8 --weight-panels --threads 2 --frames 4 --repeat 1 --no-codec
+if grep -q "kernels avx512bf16," "$WORK/out"; then
+  if grep -q " 0.0 MiB of weight panels" "$WORK/out"; then bad "no INT8 weight panels at avx512bf16"; else ok; fi
+fi
+CODECTALK_ISA=avx2 expect_rc 0 "$BIN" bench model -m "$M" --weights int4 --weight-panels --threads 2 --frames 4 --repeat 1 --no-codec
+has " 0.0 MiB of weight panels)" "$WORK/out"
 expect_rc 0 "$BIN" bench model -m "$M" --weights int4 --threads 2 --frames 4 --repeat 1 --no-codec
-has " 0.0 MiB of INT4 panels)" "$WORK/out"
+has " 0.0 MiB of weight panels)" "$WORK/out"
 expect_rc 2 "$BIN" bench model -m "$M" --streams 33; has "streams must be in \[0, 32\]" "$WORK/err"
 python3 -c 'import json,sys; assert "compete" not in json.load(open(sys.argv[1]))' "$WORK/n.json" && ok \
   || bad "compete key without --compete"

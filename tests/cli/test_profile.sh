@@ -41,18 +41,18 @@ printf 'talker:\n  weights: int8\n  prefill_chunk_tokens: 4\npredictor:\n  weigh
 expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$P" -o "$WORK/c.wav"
 has "weights int8/int4" "$WORK/err"; has " 3 utterance(s)" "$WORK/err"
 grep -q " [0-9]* prefill pass(es)" "$WORK/err" && ! grep -q " 3 prefill pass(es)" "$WORK/err" && ok || bad "prefill passes: $(cat "$WORK/err")"
-# talker.int4_panels: named in the profile line; the INT4 panels' memory in synth's summary where
+# talker.weight_panels: named in the profile line; the weight panels' memory in synth's summary where
 # the level packs them (avx512bf16 always has AVX-512 VNNI), never at avx2
-printf 'talker:\n  weights: int4\n  int4_panels: true\npredictor:\n  weights: int4\n' > "$WORK/p4.yaml"
+printf 'talker:\n  weights: int4\n  weight_panels: true\npredictor:\n  weights: int4\n' > "$WORK/p4.yaml"
 expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$WORK/p4.yaml" -o "$WORK/c4.wav"
-has "weights int4/int4 with int4 panels" "$WORK/err"
+has "weights int4/int4 with weight panels" "$WORK/err"
 if grep -q "kernels avx512bf16," <("$BIN" bench model -m "$M" --threads 1 --frames 2 --repeat 1 --no-codec 2>/dev/null); then
-  has "MiB of INT4 panels)" "$WORK/err"
+  has "MiB of weight panels)" "$WORK/err"
 fi
 CODECTALK_ISA=avx2 expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$WORK/p4.yaml" -o "$WORK/c4.wav"
-if grep -q "INT4 panels)" "$WORK/err"; then bad "INT4 panels at avx2: $(cat "$WORK/err")"; else ok; fi
+if grep -q "weight panels)" "$WORK/err"; then bad "weight panels at avx2: $(cat "$WORK/err")"; else ok; fi
 expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$P" -o "$WORK/c.wav"
-if grep -q "int4 panels\|INT4 panels" "$WORK/err"; then bad "INT4 panels without the key"; else ok; fi
+if grep -q "weight panels" "$WORK/err"; then bad "weight panels without the key"; else ok; fi
 # a flag given at its default value still beats the profile
 expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$P" --utterance-bytes 300 -o "$WORK/c.wav"
 has " 1 utterance(s)" "$WORK/err"

@@ -193,7 +193,7 @@ static void test_apply(void) {
              {"engine.request_deadline_ms", "9000"},
              {"engine.first_audio_timeout_ms", "800"},
              {"talker.weights", "int8"},
-             {"talker.int4_panels", "true"},
+             {"talker.weight_panels", "true"},
              {"talker.threads", "3"},
              {"talker.cpus", "0-1"},
              {"talker.max_context", "1024"},
@@ -231,7 +231,7 @@ static void test_apply(void) {
         CHECKF(ct_profile_apply(&R, &m0, &e0, &s0, &b0, err, sizeof err) == CT_OK, "%s", err);
         CHECKF(ct_profile_apply(&Q, &m1, &e1, &s1, &b1, err, sizeof err) == CT_OK, "%s: %s", K[i].key, err);
         int differs = strcmp(m0.talker_weights, m1.talker_weights) || strcmp(m0.predictor_weights, m1.predictor_weights) ||
-                      m0.int4_panels != m1.int4_panels ||
+                      m0.weight_panels != m1.weight_panels ||
                       strcmp(s0.schedule, s1.schedule) || b0.n_talker_cpus != b1.n_talker_cpus ||
                       b0.n_codec_cpus != b1.n_codec_cpus;
         e0.talker_cpus = e1.talker_cpus = e0.codec_cpus = e1.codec_cpus = NULL;
@@ -425,17 +425,19 @@ static void test_auto(void) {
     free(r);
 }
 
-/* The plan's option turns INT4 panels on where 3 or more streams are batched, a format is INT4
-   and the memory left after the KV budget holds a bound on their bytes (10/18 of the weight
-   files). */
-static void test_int4_panels_rule(void) {
+/* The plan's option turns weight panels on where 3 or more streams are batched, a format is INT8
+   or INT4 and the memory left after the KV budget holds a bound on their bytes (the weight files'
+   size with an INT8 format, else 10/18 of it). */
+static void test_weight_panels_rule(void) {
     static const struct {
         int tf, pf, streams;
         uint64_t budget;
         int want;
-    } C[] = {{CT_WF_INT4, CT_WF_INT4, 4, 8ull << 30, 1},  {CT_WF_INT8, CT_WF_INT4, 3, 8ull << 30, 1},
-             {CT_WF_INT4, CT_WF_INT4, 2, 8ull << 30, 0},  {CT_WF_INT8, CT_WF_INT8, 4, 8ull << 30, 0},
-             {CT_WF_INT4, CT_WF_INT4, 4, 1000ull << 20, 0}};
+    } C[] = {{CT_WF_INT4, CT_WF_INT4, 4, 8ull << 30, 1},    {CT_WF_INT8, CT_WF_INT4, 3, 8ull << 30, 1},
+             {CT_WF_INT4, CT_WF_INT4, 2, 8ull << 30, 0},    {CT_WF_INT8, CT_WF_INT8, 4, 8ull << 30, 1},
+             {CT_WF_BF16, CT_WF_BF16, 4, 8ull << 30, 0},    {CT_WF_INT4, CT_WF_INT4, 4, 1000ull << 20, 0},
+             {CT_WF_INT4, CT_WF_INT4, 4, 2000ull << 20, 1}, {CT_WF_INT8, CT_WF_INT8, 4, 2000ull << 20, 0},
+             {CT_WF_INT8, CT_WF_INT4, 4, 2000ull << 20, 0}};
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
         ct_plan plan;
         memset(&plan, 0, sizeof plan);
@@ -448,23 +450,23 @@ static void test_int4_panels_rule(void) {
         memset(&d, 0, sizeof d);
         d.max_streams_mem = 8;
         d.per_seq_bytes = 100ull << 20;    /* 100 MiB of KV per stream */
-        d.weights_bytes = 1800ull << 20;   /* panels bound: 1000 MiB */
+        d.weights_bytes = 1800ull << 20;   /* panels bound: 1800 MiB with INT8, else 1000 */
         d.budget_bytes = C[i].budget;
         d.n_cpus = 2;
         ct_profile p;
         ct_profile_defaults(&p);
         ct_profile_apply_plan(&p, &plan, 0, &d, "cost model");
-        CHECKF(p.v[CT_PK_TALKER_INT4_PANELS].i == C[i].want, "case %zu: int4_panels %lld, expected %d", i,
-               (long long)p.v[CT_PK_TALKER_INT4_PANELS].i, C[i].want);
+        CHECKF(p.v[CT_PK_TALKER_WEIGHT_PANELS].i == C[i].want, "case %zu: weight_panels %lld, expected %d", i,
+               (long long)p.v[CT_PK_TALKER_WEIGHT_PANELS].i, C[i].want);
         ct_model_params mp = ct_model_params_default();
         ct_profile_bufs b;
         char e2[256];
-        CHECK(ct_profile_apply(&p, &mp, NULL, NULL, &b, e2, sizeof e2) == CT_OK && mp.int4_panels == C[i].want);
+        CHECK(ct_profile_apply(&p, &mp, NULL, NULL, &b, e2, sizeof e2) == CT_OK && mp.weight_panels == C[i].want);
     }
 }
 
 int main(void) {
-    test_int4_panels_rule();
+    test_weight_panels_rule();
     test_loader();
     test_files();
     test_apply();

@@ -655,82 +655,93 @@ static void check_attention(ct_rng *rng) {
 }
 
 #if defined(__x86_64__)
-/* INT4 panels packed at load (ct_mat.pan) for the VNNI kernel: for 1 (which keeps the row
-   blocks), 2-5, 16, 37 and 70 tokens (70: two quantization passes), shapes with a partial last panel, a last 64-column half step
-   and a bias, called over two row ranges, every output is bit for bit the same call's without
-   panels; so is a 3-thread pool run; inside an activation-reuse scope, calls with and without
-   panels alternating on one x (the same token count, two layouts of the quantized x) give the
-   unscoped results; shapes the kernel has no panels for report 0 bytes. */
+/* INT8 and INT4 panels packed at load (ct_mat.pan) for the VNNI kernel: for 1 and 2 (which keep
+   the row blocks), 3-5, 16, 37 and 70 tokens (70: two quantization passes), shapes with a partial
+   last panel (INT8: a last 32 rows with one panel and with a partial second one), a last 64-column
+   half step and a bias, called over two row ranges (one starting at the second panel of an INT8
+   pair), every output is bit for bit the same call's without panels; so is a 3-thread pool run;
+   inside an activation-reuse scope, calls with and without panels alternating on one x (the same
+   token count, two layouts of the quantized x) give the unscoped results; shapes and formats the
+   kernel has no panels for report 0 bytes. */
 static void check_pan(ct_rng *rng, const ct_cpu_features *f) {
     if (!ct_isa_supported(CT_ISA_AVX512BF16, f)) return;
     enum { MR = 300, MC = 1088, MT = 70 };
     float *wf = malloc(sizeof(float) * MR * MC), *x = malloc(sizeof(float) * MT * MC);
     float *y0 = malloc(sizeof(float) * MT * MR), *y1 = malloc(sizeof(float) * MT * MR);
     float *bias = malloc(sizeof(float) * MR), *sc = malloc(sizeof(float) * MR * MC / 32);
-    uint8_t *q4 = malloc((size_t)MR * MC / 2);
+    uint8_t *qw = malloc((size_t)MR * MC);
     static const int shapes[][2] = {{300, 1024}, {150, 1088}, {37, 192}, {16, 64}};
     static const int toks[] = {1, 2, 3, 4, 5, 16, 37, 70};
-    int cases = 0, same = 1;
-    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-        const int R = shapes[si][0], C = shapes[si][1];
-        for (int i = 0; i < R * C; i++) wf[i] = urand(rng) * (i % 97 == 0 ? 8.0f : 1.0f);
-        for (int i = 0; i < R; i++) bias[i] = urand(rng);
-        ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
-        const size_t nb = ct_xq_pan_bytes(R, C);
-        CHECKF(nb > 0, "no panels for %d x %d", R, C);
-        uint8_t *pan = aligned_alloc(64, (nb + 63) & ~(size_t)63);
-        ct_mat w = {q4, CT_DT_U8, R, C, sc, 1, NULL}, wp = w;
-        ct_xq_pan_pack(&w, pan);
-        wp.pan = pan;
-        for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
-            const int n = toks[ti], rs = R > 16 ? 16 * ((R / 2) / 16) : R;
-            if ((size_t)n * R > (size_t)MT * MR) continue;
-            for (int i = 0; i < n * C; i++) x[i] = urand(rng) * (i % 211 == 0 ? 30.0f : 1.0f);
-            ct_matmul_rows_vnni(&w, bias, x, y0, n, 0, R);
-            ct_matmul_rows_vnni(&wp, bias, x, y1, n, 0, rs);
-            if (rs < R) ct_matmul_rows_vnni(&wp, bias, x, y1, n, rs, R);
-            same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
-            if (n == 5) { /* the pool's row split */
-                ct_pool *p = NULL;
-                CHECK(ct_pool_create(3, NULL, 0, &p) == CT_OK);
-                mm_job j = {ct_matmul_rows_vnni, &wp, NULL, x, y1, n};
-                ct_matmul_rows_vnni(&w, NULL, x, y0, n, 0, R);
-                ct_pool_run(p, run_mm, &j);
+    for (int fmt = 0; fmt < 2; fmt++) { /* 0: INT8, 1: INT4 */
+        const ct_dtype dt = fmt ? CT_DT_U8 : CT_DT_I8;
+        const char *name = fmt ? "INT4" : "INT8";
+        int cases = 0, same = 1;
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            const int R = shapes[si][0], C = shapes[si][1];
+            for (int i = 0; i < R * C; i++) wf[i] = urand(rng) * (i % 97 == 0 ? 8.0f : 1.0f);
+            for (int i = 0; i < R; i++) bias[i] = urand(rng);
+            if (fmt)
+                ct_quantize_q4(wf, CT_DT_F32, R, C, qw, sc);
+            else
+                ct_quantize_i8(wf, CT_DT_F32, R, C, (int8_t *)qw, sc);
+            const size_t nb = ct_xq_pan_bytes(dt, R, C);
+            CHECKF(nb > 0, "no %s panels for %d x %d", name, R, C);
+            uint8_t *pan = aligned_alloc(64, (nb + 63) & ~(size_t)63);
+            ct_mat w = {qw, dt, R, C, sc, 1, NULL}, wp = w;
+            ct_xq_pan_pack(&w, pan);
+            wp.pan = pan;
+            for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
+                const int n = toks[ti], rs = R > 16 ? 16 * ((R / 2) / 16) : R;
+                if ((size_t)n * R > (size_t)MT * MR) continue;
+                for (int i = 0; i < n * C; i++) x[i] = urand(rng) * (i % 211 == 0 ? 30.0f : 1.0f);
+                ct_matmul_rows_vnni(&w, bias, x, y0, n, 0, R);
+                ct_matmul_rows_vnni(&wp, bias, x, y1, n, 0, rs);
+                if (rs < R) ct_matmul_rows_vnni(&wp, bias, x, y1, n, rs, R);
                 same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
-                ct_pool_free(p);
+                if (n == 5) { /* the pool's row split */
+                    ct_pool *p = NULL;
+                    CHECK(ct_pool_create(3, NULL, 0, &p) == CT_OK);
+                    mm_job j = {ct_matmul_rows_vnni, &wp, NULL, x, y1, n};
+                    ct_matmul_rows_vnni(&w, NULL, x, y0, n, 0, R);
+                    ct_pool_run(p, run_mm, &j);
+                    same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
+                    ct_pool_free(p);
+                }
+                cases++;
             }
-            cases++;
-        }
-        if (si == 0) { /* one x, 3 tokens: panels and row blocks alternating inside a scope */
-            const int n = 3;
-            float *r = malloc(sizeof(float) * n * R);
-            ct_matmul_rows_vnni(&w, NULL, x, r, n, 0, R);
-            ct_xq_scope_begin();
-            for (int r0 = 0; r0 < R; r0 += 32) {
-                const int r1 = r0 + 32 < R ? r0 + 32 : R;
-                ct_matmul_rows_vnni(r0 % 64 ? &w : &wp, NULL, x, y0, n, r0, r1);
-                ct_matmul_rows_vnni(r0 % 64 ? &wp : &w, NULL, x, y1, n, r0, r1);
-                for (int t = 0; t < n; t++)
-                    for (int k = r0; k < r1; k++)
-                        same &= memcmp(&y0[t * R + k], &r[t * R + k], 4) == 0 &&
-                                memcmp(&y1[t * R + k], &r[t * R + k], 4) == 0;
+            if (si == 0) { /* one x, 3 tokens: panels and row blocks alternating inside a scope */
+                const int n = 3;
+                float *r = malloc(sizeof(float) * n * R);
+                ct_matmul_rows_vnni(&w, NULL, x, r, n, 0, R);
+                ct_xq_scope_begin();
+                for (int r0 = 0; r0 < R; r0 += 32) {
+                    const int r1 = r0 + 32 < R ? r0 + 32 : R;
+                    ct_matmul_rows_vnni(r0 % 64 ? &w : &wp, NULL, x, y0, n, r0, r1);
+                    ct_matmul_rows_vnni(r0 % 64 ? &wp : &w, NULL, x, y1, n, r0, r1);
+                    for (int t = 0; t < n; t++)
+                        for (int k = r0; k < r1; k++)
+                            same &= memcmp(&y0[t * R + k], &r[t * R + k], 4) == 0 &&
+                                    memcmp(&y1[t * R + k], &r[t * R + k], 4) == 0;
+                }
+                ct_xq_scope_end();
+                free(r);
             }
-            ct_xq_scope_end();
-            free(r);
+            free(pan);
         }
-        free(pan);
+        printf("VNNI %s panels packed at load: %d cases, bit for bit the row blocks' results: %s\n", name, cases,
+               same ? "yes" : "no");
+        CHECKF(same, "%s panels packed at load differ from the row blocks", name);
+        CHECK(ct_xq_pan_bytes(dt, 16, 96) == 0 && ct_xq_pan_bytes(dt, 16, 8192) == 0 &&
+              ct_xq_pan_bytes(dt, 0, 1024) == 0);
     }
-    printf("VNNI INT4 panels packed at load: %d cases, bit for bit the row blocks' results: %s\n", cases,
-           same ? "yes" : "no");
-    CHECKF(same, "INT4 panels packed at load differ from the row blocks");
-    CHECK(ct_xq_pan_bytes(16, 96) == 0 && ct_xq_pan_bytes(16, 8192) == 0 && ct_xq_pan_bytes(0, 1024) == 0);
+    CHECK(ct_xq_pan_bytes(CT_DT_BF16, 32, 1024) == 0);
     free(wf);
     free(x);
     free(y0);
     free(y1);
     free(bias);
     free(sc);
-    free(q4);
+    free(qw);
 }
 #endif
 

@@ -6,8 +6,8 @@
    scales shape or a missing scales tensor is rejected by name. CT_QUANT_MODEL=DIR adds a
    full-size model (e.g. from `codectalk make-model`) to the report. INT8/INT4 prompts give
    the same talker logits and codes for every prefill pass size unless AMX takes the prefill
-   (docs/KERNELS.md "Integer-dot mode"), and the same with the INT4 panels packed at load
-   (ct_model_params.int4_panels) as with them detached; without the parameter none are packed. */
+   (docs/KERNELS.md "Integer-dot mode"), and the same with the weight panels packed at load
+   (ct_model_params.weight_panels) as with them detached; without the parameter none are packed. */
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -275,7 +275,7 @@ static void test_prefill_pass_invariance(void) {
         ct_model *m = NULL;
         ct_model_params mp = ct_model_params_default();
         mp.weights = qf[f];
-        mp.int4_panels = 1;
+        mp.weight_panels = 1;
         CHECKF(ct_model_load(dir, &mp, &m, err, sizeof err) == CT_OK, "%s", err);
         if (!m) continue;
         ct_gen_params g = ct_gen_params_default();
@@ -285,7 +285,7 @@ static void test_prefill_pass_invariance(void) {
         g.speaker = m->cfg.speakers[0].name;
         g.greedy = 1;
         g.max_frames = g.min_new_tokens = 6;
-        /* asked for, INT4 matrices carry panels exactly where the kernels pack them
+        /* asked for, INT8/INT4 matrices carry panels exactly where the kernels pack them
            (ct_model_info counts their bytes); run 4 repeats run 0 with every panel detached */
         ct_mat *mats[256];
         const uint8_t *pans[256];
@@ -294,8 +294,8 @@ static void test_prefill_pass_invariance(void) {
         int with_pan = 0;
         for (int i = 0; i < nm; i++) {
             const ct_mat *w = mats[i];
-            const size_t nb = ct_kernels()->xq_pan_pack && w->xq && w->dtype == CT_DT_U8
-                                  ? ct_kernels()->xq_pan_bytes(w->rows, w->cols) : 0;
+            const size_t nb = ct_kernels()->xq_pan_pack && w->xq
+                                  ? ct_kernels()->xq_pan_bytes(w->dtype, w->rows, w->cols) : 0;
             want += (nb + 63) & ~(size_t)63;
             with_pan += w->pan != NULL;
             CHECKF((w->pan != NULL) == (nb > 0), "%s: matrix %d (%d x %d) has%s panels", qf[f], i, w->rows,
@@ -333,7 +333,7 @@ static void test_prefill_pass_invariance(void) {
         }
         for (int k = 0; k < nm; k++) mats[k]->pan = pans[k];
         CHECKF(memcmp(lg[0], lg[4], sizeof(float) * V) == 0 && memcmp(codes[0], codes[4], sizeof codes[0]) == 0,
-               "%s: the logits or codes depend on the INT4 panels", qf[f]);
+               "%s: the logits or codes depend on the weight panels", qf[f]);
         if (xq && !amx_prefill)
             CHECKF(memcmp(lg[3], lg[2], sizeof(float) * V) != 0, "%s: f32-activation prefill passes gave the "
                    "integer-dot logits", qf[f]);
@@ -344,7 +344,7 @@ static void test_prefill_pass_invariance(void) {
             CHECKF(memcmp(lg[0], lg[2], sizeof(float) * V) == 0 && memcmp(codes[0], codes[2], sizeof codes[0]) == 0,
                    "%s: prefill passes of 1 and 32 tokens differ", qf[f]);
         printf("%s on parity128, %d-position prompt: prefill passes of 1, 7%s give the same logits and codes%s; "
-               "%d matrices with INT4 panels, the same without them\n",
+               "%d matrices with weight panels, the same without them\n",
                qf[f], plen, amx_prefill ? "" : " and 32", amx_prefill ? " (AMX takes 32-token passes)" : "", with_pan);
         for (int i = 0; i < 5; i++) free(lg[i]);
         ct_model_free(m);

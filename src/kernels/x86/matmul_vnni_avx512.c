@@ -18,8 +18,9 @@
      block, which leaves the same integer sums without a per-token transpose;
    - prompt-sized calls: 16-row panels packed dword-interleaved per thread, each token's
      activation dwords broadcast, one integer accumulator per (16 rows, token, group);
-   - INT4 matrices packed at load into the same panels (ct_mat.pan): every call of 3 or more
-     tokens reads those, with no packing per call. */
+   - INT8 and INT4 matrices packed at load into the same panels (ct_mat.pan; INT8: the two of
+     each 32 rows interleaved per 64-column step, so a pair is one stream): every call of 3 or
+     more tokens reads those, with no packing per call. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -99,13 +100,15 @@ typedef struct {
 } xq_panel;
 
 /* The reuse key's format of INT4 tokens quantized for ct_mat.pan panels at a token count that
-   the other INT4 calls hold in the decode layout (keys otherwise: 0 INT8, 1 INT4). */
+   the other INT4 calls hold in the decode layout (keys otherwise: 0 INT8, 1 INT4); INT8 the same. */
 #define XQ_KEY_PAN 2
+#define XQ_KEY_PAN8 3
 /* Calls of at least XQ_PPMIN tokens read a matrix's panels packed at load (ct_mat.pan); one
-   token keeps the row blocks, which read memory faster, and so do two: the code predictor's
-   first pass of each frame has two positions, and one stream reading both copies of its
-   weights lost L3 hits (docs/KERNELS.md) */
+   and two tokens keep the row blocks, which read memory faster at those counts (INT8 and INT4);
+   and the code predictor's first pass of each frame has two positions: one stream reading both
+   copies of its weights lost L3 hits (docs/KERNELS.md) */
 #define XQ_PPMIN 3
+#define XQ_PP_PF CT_PF_L2 /* bytes ahead each step of a packed panel prefetches into L2 */
 
 static _Thread_local _Alignas(64) xq_buf xb;
 static _Thread_local _Alignas(64) xq_panel xp, xp2;
@@ -502,16 +505,22 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_q4(const xq_pbuf *B, const xq_panel *P, in
         out[t] = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3]));
 }
 
-/* INT8: the packed panels P[0..NP-1] x NT tokens from slot t0 of B: out[16 p +
-   t]... lane i = panel p's row i, bit for bit the xq_blk4_i8 result (xq_fold2):
-   per group one integer sum (8 dwords) and acc[t][g & 1] += q * s_group; out =
-   even + odd. Each activation broadcast serves NP panels. */
+/* INT8: the packed panels w0, w1 (NP of them) x NT tokens from slot t0 of B: out[p][t] lane
+   i = panel p's row i, bit for bit the xq_blk4_i8 result (xq_fold2): per group one integer sum
+   (8 dwords) and acc[t][g & 1] += q * s_group; out = even + odd. Each activation broadcast serves
+   NP panels. PP: panels packed at load, WS vectors per 64-column step (32: a pair interleaved),
+   each step's lines prefetched ahead; else xq_pack's per-call panels (16). */
 VNNI_TARGET ALWAYS_INLINE void xq_pan_i8(const xq_pbuf *B, const uint8_t (*w0)[64], const uint8_t (*w1)[64],
-                                         int C, int t0, const int NT, const int NP, __m512 (*out)[4]) {
+                                         int C, int t0, const int NT, const int NP, const int PP, int WS,
+                                         __m512 (*out)[4]) {
     __m512 acc[2][4][2];
     for (int p = 0; p < NP; p++)
         for (int t = 0; t < NT; t++) acc[p][t][0] = acc[p][t][1] = _mm512_setzero_ps();
-    for (int k = 0; k < C; k += 64, w0 += 16, w1 += 16)
+    for (int k = 0; k < C; k += 64, w0 += WS, w1 += WS) {
+        if (PP) { /* packed at load: every line of the step XQ_PP_PF bytes ahead into L2 */
+#pragma GCC unroll 32
+            for (int l = 0; l < WS; l++) _mm_prefetch((const char *)w0[l] + XQ_PP_PF, _MM_HINT_T1);
+        }
 #pragma GCC unroll 2
         for (int b = 0; b < 2; b++) {
             __m512i ia[2][4];
@@ -538,6 +547,7 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_i8(const xq_pbuf *B, const uint8_t (*w0)[6
                 if (NP > 1) acc[1][t][b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[1][t]), sv, acc[1][t][b]);
             }
         }
+    }
     for (int p = 0; p < NP; p++)
         for (int t = 0; t < NT; t++) out[p][t] = _mm512_add_ps(acc[p][t][0], acc[p][t][1]);
 }
@@ -581,17 +591,17 @@ VNNI_TARGET XQ_NOIPA static void xq_panels(const xq_pbuf *B, xq_panel *P, xq_pan
                 }
             } else if (two) {
                 switch (n4) {
-                case 1: xq_pan_i8(B, P->w, P2->w, C, t, 1, 2, out); break;
-                case 2: xq_pan_i8(B, P->w, P2->w, C, t, 2, 2, out); break;
-                case 3: xq_pan_i8(B, P->w, P2->w, C, t, 3, 2, out); break;
-                default: xq_pan_i8(B, P->w, P2->w, C, t, 4, 2, out); break;
+                case 1: xq_pan_i8(B, P->w, P2->w, C, t, 1, 2, 0, 16, out); break;
+                case 2: xq_pan_i8(B, P->w, P2->w, C, t, 2, 2, 0, 16, out); break;
+                case 3: xq_pan_i8(B, P->w, P2->w, C, t, 3, 2, 0, 16, out); break;
+                default: xq_pan_i8(B, P->w, P2->w, C, t, 4, 2, 0, 16, out); break;
                 }
             } else {
                 switch (n4) {
-                case 1: xq_pan_i8(B, P->w, P->w, C, t, 1, 1, out); break;
-                case 2: xq_pan_i8(B, P->w, P->w, C, t, 2, 1, out); break;
-                case 3: xq_pan_i8(B, P->w, P->w, C, t, 3, 1, out); break;
-                default: xq_pan_i8(B, P->w, P->w, C, t, 4, 1, out); break;
+                case 1: xq_pan_i8(B, P->w, P->w, C, t, 1, 1, 0, 16, out); break;
+                case 2: xq_pan_i8(B, P->w, P->w, C, t, 2, 1, 0, 16, out); break;
+                case 3: xq_pan_i8(B, P->w, P->w, C, t, 3, 1, 0, 16, out); break;
+                default: xq_pan_i8(B, P->w, P->w, C, t, 4, 1, 0, 16, out); break;
                 }
             }
             xq_store_pan(w, bias, out, 1 + two, n4, y + (size_t)(t0 + t) * R, R, r, nr);
@@ -599,23 +609,45 @@ VNNI_TARGET XQ_NOIPA static void xq_panels(const xq_pbuf *B, xq_panel *P, xq_pan
     }
 }
 
-/* ---- INT4 panels packed at load (ct_mat.pan) ----------------------------------------- */
-/* Panel p holds rows 16 p .. 16 p + 15 (past the last row: the last row again), one 128-column
-   step after the other: 16 vectors whose lane i is row i's packed dword d of the step (bytes
-   16 g + 4 m: the low nibbles are columns 4 m.. of group g, the high ones 16 + 4 m..), then the
-   step's four group scales as 4 vectors (lane i: row i); a last 64-column half step has 8 and
-   2. The same bytes as the row layout, read as one stream per 16 rows. */
-#define XQ_PP_PF CT_PF_L2 /* bytes ahead each step prefetches into L2 */
-static size_t pan_bytes(int C) { return (size_t)10 * (size_t)C; } /* 16 x C / 2 + 16 x C / 32 x 4 */
+/* ---- Weight panels packed at load (ct_mat.pan) --------------------------------------- */
+/* INT4: panel p holds rows 16 p .. 16 p + 15 (past the last row: the last row again), one
+   128-column step after the other: 16 vectors whose lane i is row i's packed dword d of the step
+   (bytes 16 g + 4 m: the low nibbles are columns 4 m.. of group g, the high ones 16 + 4 m..),
+   then the step's four group scales as 4 vectors (lane i: row i); a last 64-column half step has
+   8 and 2. The same bytes as the row layout, read as one stream per 16 rows.
+   INT8: xq_pack's panels (per 64-column step 16 vectors, lane i = row i's dword d, bytes q ^
+   0x80), the two panels of each 32 rows interleaved step by step (32 vectors per step; a last
+   32 rows of 16 or fewer hold one panel, 16 per step): one stream per 32 rows. The row scales
+   stay in the row layout (ct_store_block applies them). */
+/* bytes per 16 rows: INT4 16 x C / 2 + 16 x C / 32 x 4; INT8 16 x C */
+static size_t pan_bytes(int q4, int C) { return (size_t)(q4 ? 10 : 16) * (size_t)C; }
 
-size_t ct_xq_pan_bytes(int rows, int cols) {
-    if (rows < 1 || cols < 64 || cols % 64 || cols > XQ_PMAXC) return 0;
-    return (size_t)((rows + 15) / 16) * pan_bytes(cols);
+size_t ct_xq_pan_bytes(ct_dtype dt, int rows, int cols) {
+    if ((dt != CT_DT_U8 && dt != CT_DT_I8) || rows < 1 || cols < 64 || cols % 64 || cols > XQ_PMAXC) return 0;
+    return (size_t)((rows + 15) / 16) * pan_bytes(dt == CT_DT_U8, cols);
 }
 
 VNNI_TARGET void ct_xq_pan_pack(const ct_mat *w, uint8_t *dst) {
     const int R = w->rows, C = w->cols;
-    for (int r = 0; r < R; r += 16, dst += pan_bytes(C)) {
+    if (w->dtype == CT_DT_I8) { /* xq_pack's INT8 panels, the two of each 32 rows interleaved per step */
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        for (int r = 0; r < R; r += 32) {
+            const int np = R - r > 16 ? 2 : 1;
+            for (int k = 0; k < C; k += 64)
+                for (int h = 0; h < np; h++, dst += 1024) {
+                    __m512i a[16];
+                    for (int i = 0; i < 16; i++) {
+                        const int ri = r + 16 * h + i < R ? r + 16 * h + i : R - 1;
+                        a[i] = _mm512_xor_si512(
+                            _mm512_loadu_si512((const void *)((const uint8_t *)ct_row_ptr(w, ri) + k)), flip);
+                    }
+                    xq_tr16(a);
+                    for (int d = 0; d < 16; d++) _mm512_store_si512((void *)(dst + 64 * d), a[d]);
+                }
+        }
+        return;
+    }
+    for (int r = 0; r < R; r += 16, dst += pan_bytes(1, C)) {
         const uint8_t *p[16];
         const float *sc[16];
         for (int i = 0; i < 16; i++) {
@@ -702,13 +734,46 @@ VNNI_TARGET ALWAYS_INLINE void xq_pp_q4(const xq_pbuf *B, const uint8_t *pp, int
         out[t] = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][2]), _mm512_add_ps(acc[t][1], acc[t][3]));
 }
 
+/* Rows r0..r1 (r0 a multiple of 16) x tokens t0..t0+nt of an INT8 matrix with w->pan: where a
+   call holds both panels of 32 rows, each activation broadcast serves the two, as in xq_panels. */
+VNNI_TARGET XQ_NOIPA static void xq_pp_rows_i8(const xq_pbuf *B, const ct_mat *w, const float *bias,
+                                               float *y, int t0, int nt, int r0, int r1) {
+    const int R = w->rows, C = w->cols;
+    for (int r = r0; r < r1;) {
+        const int h = (r / 16) & 1, ws = R - (r & ~31) > 16 ? 32 : 16; /* the last 32 rows may hold one */
+        const int two = !h && ws == 32 && r1 - r > 16, nr = r1 - r < 16 * (1 + two) ? r1 - r : 16 * (1 + two);
+        const uint8_t(*p0)[64] = (const uint8_t(*)[64])(w->pan + (size_t)(r / 32) * 2 * pan_bytes(0, C)) + 16 * h;
+        for (int t = 0; t < nt; t += 4) {
+            const int n4 = nt - t < 4 ? nt - t : 4;
+            __m512 out[2][4];
+            if (two) {
+                switch (n4) {
+                case 1: xq_pan_i8(B, p0, p0 + 16, C, t, 1, 2, 1, 32, out); break;
+                case 2: xq_pan_i8(B, p0, p0 + 16, C, t, 2, 2, 1, 32, out); break;
+                case 3: xq_pan_i8(B, p0, p0 + 16, C, t, 3, 2, 1, 32, out); break;
+                default: xq_pan_i8(B, p0, p0 + 16, C, t, 4, 2, 1, 32, out); break;
+                }
+            } else {
+                switch (n4) {
+                case 1: xq_pan_i8(B, p0, p0, C, t, 1, 1, 1, ws, out); break;
+                case 2: xq_pan_i8(B, p0, p0, C, t, 2, 1, 1, ws, out); break;
+                case 3: xq_pan_i8(B, p0, p0, C, t, 3, 1, 1, ws, out); break;
+                default: xq_pan_i8(B, p0, p0, C, t, 4, 1, 1, ws, out); break;
+                }
+            }
+            xq_store_pan(w, bias, out, 1 + two, n4, y + (size_t)(t0 + t) * R, R, r, nr);
+        }
+        r += nr;
+    }
+}
+
 /* Rows r0..r1 (r0 a multiple of 16) x tokens t0..t0+nt of an INT4 matrix with w->pan. */
 VNNI_TARGET XQ_NOIPA static void xq_pp_rows(const xq_pbuf *B, const ct_mat *w, const float *bias, float *y,
                                             int t0, int nt, int r0, int r1) {
     const int R = w->rows, C = w->cols;
     for (int r = r0; r < r1; r += 16) {
         const int nr = r1 - r < 16 ? r1 - r : 16;
-        const uint8_t *pp = w->pan + (size_t)(r / 16) * pan_bytes(C);
+        const uint8_t *pp = w->pan + (size_t)(r / 16) * pan_bytes(1, C);
         for (int t = 0; t < nt; t += 4) {
             const int n4 = nt - t < 4 ? nt - t : 4;
             __m512 out[1][4];
@@ -777,14 +842,18 @@ VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const f
                                      int r0, int r1) {
     const int C = w->cols, q4 = w->dtype == CT_DT_U8;
     ct_xq_reuse *k = &ct_xq_tls;
-    if (q4 && w->pan && n >= XQ_PPMIN) { /* panels packed at load (C <= XQ_PMAXC) */
+    if (w->pan && n >= XQ_PPMIN) { /* panels packed at load (C <= XQ_PMAXC) */
+        const int key = q4 ? XQ_KEY_PAN : XQ_KEY_PAN8;
         for (int t0 = 0; t0 < n; t0 += XQ_PTOK) {
             const int nt = n - t0 < XQ_PTOK ? n - t0 : XQ_PTOK;
-            if (n > XQ_PTOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != XQ_KEY_PAN) {
+            if (n > XQ_PTOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != key) {
                 for (int t = 0; t < nt; t++) xq_quant_pan(&xb, x + (size_t)(t0 + t) * C, C, q4, t);
-                if (k->on) *k = (ct_xq_reuse){1, n <= XQ_PTOK ? x : NULL, n, C, XQ_KEY_PAN};
+                if (k->on) *k = (ct_xq_reuse){1, n <= XQ_PTOK ? x : NULL, n, C, key};
             }
-            xq_pp_rows(&xb.p, w, bias, y, t0, nt, r0, r1);
+            if (q4)
+                xq_pp_rows(&xb.p, w, bias, y, t0, nt, r0, r1);
+            else
+                xq_pp_rows_i8(&xb.p, w, bias, y, t0, nt, r0, r1);
         }
         return;
     }
