@@ -553,17 +553,16 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_i8(const xq_pbuf *B, const uint8_t (*w0)[6
 }
 
 /* Stores np panels' results out[p][t] (lane i: row r + 16 p + i, token t < n4) for rows r..r+nr
-   as the 4-row blocks store them (ct_store_block). */
+   with ct_store_block's arithmetic (y = scale * out + bias, bias 0 where none), 16 rows at a time. */
 VNNI_TARGET static void xq_store_pan(const ct_mat *w, const float *bias, __m512 (*out)[4], int np, int n4,
                                      float *y, int R, int r, int nr) {
-    float o[2][4][16];
-    for (int p = 0; p < np; p++)
-        for (int j = 0; j < n4; j++) _mm512_storeu_ps(o[p][j], out[p][j]);
-    for (int c = 0; c < nr; c += 4) {
-        float blk[16];
-        for (int j = 0; j < n4; j++)
-            for (int i = 0; i < 4; i++) blk[4 * j + i] = o[c / 16][j][c % 16 + i];
-        ct_store_block(w, bias, _mm512_loadu_ps(blk), y, R, r + c, nr - c < 4 ? nr - c : 4, n4);
+    for (int p = 0; p < np && 16 * p < nr; p++) {
+        const int r0 = r + 16 * p, m = nr - 16 * p < 16 ? nr - 16 * p : 16;
+        const __mmask16 k = (__mmask16)((1u << m) - 1);
+        const __m512 sc = w->dtype == CT_DT_I8 ? _mm512_maskz_loadu_ps(k, w->scales + r0) : _mm512_set1_ps(1.0f);
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(k, bias + r0) : _mm512_setzero_ps();
+        for (int t = 0; t < n4; t++)
+            _mm512_mask_storeu_ps(y + (size_t)t * R + r0, k, _mm512_add_ps(_mm512_mul_ps(sc, out[p][t]), b));
     }
 }
 

@@ -40,7 +40,10 @@ static inline void ct_store_block(const ct_mat *w, const float *bias, __m512 red
         b[i] = bias ? bias[r + i] : 0.0f;
     }
     for (int t = 0; t < nt; t++)
-        for (int i = 0; i < nr; i++) y[(size_t)t * R + r + i] = sc[i] * o[4 * t + i] + b[i];
+        for (int i = 0; i < nr; i++) {
+            const float v = sc[i] * o[4 * t + i]; /* two roundings, as xq_store_pan (no contraction) */
+            y[(size_t)t * R + r + i] = v + b[i];
+        }
 }
 
 #endif
