@@ -48,7 +48,8 @@ static const ct_pkey_info KEYS[CT_PK_COUNT] = {
     {"talker.weights", CT_PK_STR, 0, 0, "bf16 int8 int4", "bf16", "engine_args.dtype",
      "talker weight format, converted at load (activations and KV stay f32)"},
     {"talker.weight_panels", CT_PK_BOOL, 0, 1, NULL, "false", "-",
-     "INT8/INT4 matrices also packed at load into panels for calls of 3+ tokens (AVX-512 VNNI); "
+     "INT8/INT4 matrices also packed at load into panels for calls of 4+ (INT8) or 3+ (INT4) tokens "
+     "(AVX-512 VNNI); "
      "about the quantized weights again in memory"},
     {"talker.threads", CT_PK_INT, 0, 256, NULL, "0", "-",
      "talker + predictor threads (0 = the engine decides)"},
@@ -574,15 +575,15 @@ void ct_profile_apply_plan(ct_profile *p, const ct_plan *plan, int oi, const ct_
     ct_profile_set_i(p, CT_PK_ENGINE_MAX_STREAMS, streams, layer);
     uint64_t kv = (uint64_t)streams * d->per_seq_bytes;
     ct_profile_set_i(p, CT_PK_ENGINE_KV_BUDGET, (int64_t)(kv > (uint64_t)I64MAX ? (uint64_t)I64MAX : kv), layer);
-    /* Weight panels where 3 or more streams are batched (their calls read the panels), a format
-       is INT8 or INT4, and memory holds them besides the KV budget. A bound on their bytes per 32
-       weights: INT8 32, against 64 stored as bf16 or about 32 as INT8; INT4 10, against 64, or 18
-       stored as INT4 (a quantized file keeps its format). */
+    /* Weight panels where batches reach the token counts whose calls read them (4 streams with an
+       INT8 format, 3 with INT4) and memory holds them besides the KV budget. A bound on their
+       bytes per 32 weights: INT8 32, against 64 stored as bf16 or about 32 as INT8; INT4 10,
+       against 64, or 18 stored as INT4 (a quantized file keeps its format). */
     const int q8 = o->talker_fmt == CT_WF_INT8 || o->pred_fmt == CT_WF_INT8;
     const int q4 = o->talker_fmt == CT_WF_INT4 || o->pred_fmt == CT_WF_INT4;
     const uint64_t pan = q8 ? d->weights_bytes : d->weights_bytes / 18 * 10;
-    ct_profile_set_i(p, CT_PK_TALKER_WEIGHT_PANELS, streams >= 3 && (q8 || q4) && d->budget_bytes >= kv + pan,
-                     layer);
+    ct_profile_set_i(p, CT_PK_TALKER_WEIGHT_PANELS,
+                     ((q4 && streams >= 3) || (q8 && streams >= 4)) && d->budget_bytes >= kv + pan, layer);
     ct_profile_set_i(p, CT_PK_ENGINE_FRAME_MS_FIXED, (int64_t)ceil(o->frame_ms_fixed), layer);
     ct_profile_set_i(p, CT_PK_ENGINE_FRAME_MS_STREAM, (int64_t)ceil(o->frame_ms_per_stream), layer);
 }

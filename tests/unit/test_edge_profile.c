@@ -425,9 +425,9 @@ static void test_auto(void) {
     free(r);
 }
 
-/* The plan's option turns weight panels on where 3 or more streams are batched, a format is INT8
-   or INT4 and the memory left after the KV budget holds a bound on their bytes (the weight files'
-   size with an INT8 format, else 10/18 of it). */
+/* The plan's option turns weight panels on where 4 or more streams are batched with an INT8
+   format or 3 or more with INT4, and the memory left after the KV budget holds a bound on their
+   bytes (the weight files' size with an INT8 format, else 10/18 of it). */
 static void test_weight_panels_rule(void) {
     static const struct {
         int tf, pf, streams;
@@ -437,7 +437,8 @@ static void test_weight_panels_rule(void) {
              {CT_WF_INT4, CT_WF_INT4, 2, 8ull << 30, 0},    {CT_WF_INT8, CT_WF_INT8, 4, 8ull << 30, 1},
              {CT_WF_BF16, CT_WF_BF16, 4, 8ull << 30, 0},    {CT_WF_INT4, CT_WF_INT4, 4, 1000ull << 20, 0},
              {CT_WF_INT4, CT_WF_INT4, 4, 2000ull << 20, 1}, {CT_WF_INT8, CT_WF_INT8, 4, 2000ull << 20, 0},
-             {CT_WF_INT8, CT_WF_INT4, 4, 2000ull << 20, 0}};
+             {CT_WF_INT8, CT_WF_INT4, 4, 2000ull << 20, 0}, {CT_WF_INT8, CT_WF_INT8, 3, 8ull << 30, 0},
+             {CT_WF_INT8, CT_WF_BF16, 4, 8ull << 30, 1}};
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
         ct_plan plan;
         memset(&plan, 0, sizeof plan);

@@ -655,8 +655,8 @@ static void check_attention(ct_rng *rng) {
 }
 
 #if defined(__x86_64__)
-/* INT8 and INT4 panels packed at load (ct_mat.pan) for the VNNI kernel: for 1 and 2 (which keep
-   the row blocks), 3-5, 16, 37 and 70 tokens (70: two quantization passes), shapes with a partial
+/* INT8 and INT4 panels packed at load (ct_mat.pan) for the VNNI kernel: for 1, 2 and (INT8) 3
+   (which keep the row blocks), 3-5, 16, 37 and 70 tokens (70: two quantization passes), shapes with a partial
    last panel (INT8: a last 32 rows with one panel and with a partial second one), a last 64-column
    half step and a bias, called over two row ranges (one starting at the second panel of an INT8
    pair), every output is bit for bit the same call's without panels; so is a 3-thread pool run;

@@ -19,8 +19,8 @@
    - prompt-sized calls: 16-row panels packed dword-interleaved per thread, each token's
      activation dwords broadcast, one integer accumulator per (16 rows, token, group);
    - INT8 and INT4 matrices packed at load into the same panels (ct_mat.pan; INT8: the two of
-     each 32 rows interleaved per 64-column step, so a pair is one stream): every call of 3 or
-     more tokens reads those, with no packing per call. */
+     each 32 rows interleaved per 64-column step, so a pair is one stream): every call of 4 (INT8)
+     or 3 (INT4) or more tokens reads those, with no packing per call. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -103,11 +103,13 @@ typedef struct {
    the other INT4 calls hold in the decode layout (keys otherwise: 0 INT8, 1 INT4); INT8 the same. */
 #define XQ_KEY_PAN 2
 #define XQ_KEY_PAN8 3
-/* Calls of at least XQ_PPMIN tokens read a matrix's panels packed at load (ct_mat.pan); one
-   and two tokens keep the row blocks, which read memory faster at those counts (INT8 and INT4);
-   and the code predictor's first pass of each frame has two positions: one stream reading both
-   copies of its weights lost L3 hits (docs/KERNELS.md) */
-#define XQ_PPMIN 3
+/* Calls of at least XQ_PPMIN4 (INT4) / XQ_PPMIN8 (INT8) tokens read a matrix's panels packed at
+   load (ct_mat.pan). Fewer keep the row blocks: from memory the panels read one and two tokens'
+   weights slower (INT8: three as well, and 3-stream INT8 decode was slower on them), and the code
+   predictor's first pass of each frame has two positions: one stream reading both copies of its
+   weights lost L3 hits (docs/KERNELS.md) */
+#define XQ_PPMIN4 3
+#define XQ_PPMIN8 4
 #define XQ_PP_PF CT_PF_L2 /* bytes ahead each step of a packed panel prefetches into L2 */
 
 static _Thread_local _Alignas(64) xq_buf xb;
@@ -841,7 +843,7 @@ VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const f
                                      int r0, int r1) {
     const int C = w->cols, q4 = w->dtype == CT_DT_U8;
     ct_xq_reuse *k = &ct_xq_tls;
-    if (w->pan && n >= XQ_PPMIN) { /* panels packed at load (C <= XQ_PMAXC) */
+    if (w->pan && n >= (q4 ? XQ_PPMIN4 : XQ_PPMIN8)) { /* panels packed at load (C <= XQ_PMAXC) */
         const int key = q4 ? XQ_KEY_PAN : XQ_KEY_PAN8;
         for (int t0 = 0; t0 < n; t0 += XQ_PTOK) {
             const int nt = n - t0 < XQ_PTOK ? n - t0 : XQ_PTOK;
