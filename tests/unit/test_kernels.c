@@ -709,8 +709,9 @@ static void check_pan(ct_rng *rng, const ct_cpu_features *f) {
                 }
                 cases++;
             }
-            if (si == 0) { /* one x, 3 tokens: panels and row blocks alternating inside a scope */
-                const int n = 3;
+            if (si == 0) { /* one x, the fewest tokens that read the panels (INT8 4, INT4 3): panels
+                              and row blocks alternating inside a scope */
+                const int n = fmt ? 3 : 4;
                 float *r = malloc(sizeof(float) * n * R);
                 ct_matmul_rows_vnni(&w, NULL, x, r, n, 0, R);
                 ct_xq_scope_begin();
