@@ -157,9 +157,15 @@ typedef struct {
                                    "not written" */
     const char *cache_warning;  /* "" or why the cache was not used or not written (read-only
                                    directory, stale or corrupt file rebuilt) */
-    uint64_t packed_bytes;      /* memory held besides the weights for INT8/INT4 matrices repacked
-                                   at load into panels (ct_model_params.weight_panels); 0 when
-                                   off or where the kernels have none */
+    uint64_t packed_bytes;      /* bytes of the INT8/INT4 weight panels in use
+                                   (ct_model_params.weight_panels); 0 when off or where the
+                                   kernels have none */
+    const char *panels_source;  /* "none", "packed" (repacked at load into memory held besides
+                                   the weights) or "file" (mapped from weights_file, which
+                                   stores them: `codectalk quantize --weight-panels`, or the
+                                   weight cache written by a load with the panels) */
+    const char *panels_note;    /* "" or why the weight file's panels were not used (another
+                                   kernel layout, a size that does not match) */
 } ct_model_info;
 
 CT_API ct_model_info ct_model_get_info(const ct_model *m);

@@ -31,7 +31,7 @@ class ModelInfo(Structure):
                 ("n_languages", c_int), ("weight_bytes", c_uint64), ("talker_weights", c_char_p),
                 ("predictor_weights", c_char_p), ("weights_source", c_char_p), ("weights_file", c_char_p),
                 ("converted", c_int), ("cache_file", c_char_p), ("cache_warning", c_char_p),
-                ("packed_bytes", c_uint64)]
+                ("packed_bytes", c_uint64), ("panels_source", c_char_p), ("panels_note", c_char_p)]
 
 
 class GenParams(Structure):

@@ -3,7 +3,10 @@
    DIR/model.safetensors is copied; each quantized matrix is stored as I8 [rows, cols] (INT8)
    or U8 [rows, cols/2] (INT4, layout on ct_mat in kernels/ops.h) with its F32 scales in
    "<name>.scale" ([rows] or [rows, cols/32]). Put OUT next to config.json etc. as
-   model.safetensors to load it; the loader checks every scales tensor by name and shape. */
+   model.safetensors to load it; the loader checks every scales tensor by name and shape.
+   --weight-panels also stores the INT8/INT4 weight panels of this CPU's kernels
+   (CT_PANELS_TENSOR, first in the file and 64-byte aligned, its layout in __metadata__), which
+   a load with ct_model_params.weight_panels then maps instead of packing. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 
 #include "cli/cli_common.h"
 #include "model/model_internal.h"
+#include "kernels/cpu.h"
 #include "model/wcache.h"
 
 /* Entry point of `codectalk quantize` (argv after the command name). */
@@ -29,12 +33,16 @@ static size_t scale_bytes(const ct_mat *w) {
 
 int ct_cli_quantize(int argc, char **argv) {
     const char *model = NULL, *weights = NULL, *out = NULL, *tok = NULL;
+    int panels = 0;
     ct_opt opts[] = {{"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
                      {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files when DIR has none"},
                      {"weights", 0, CT_OPT_STR, &weights, "FMT", "int8, int4 or mixed"},
                      {"out", 'o', CT_OPT_STR, &out, "FILE", "output .safetensors"},
+                     {"weight-panels", 0, CT_OPT_FLAG, &panels, NULL,
+                      "also store this CPU's INT8/INT4 weight panels (AVX-512 VNNI), mapped by loads that use them"},
                      {NULL, 0, 0, NULL, NULL, NULL}};
-    int r = ct_args_parse(argc, argv, opts, "usage: codectalk quantize -m DIR --weights int8|int4|mixed -o OUT.safetensors\n"
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk quantize -m DIR --weights int8|int4|mixed -o OUT.safetensors "
+                                            "[--weight-panels]\n"
                                             "Writes DIR/model.safetensors with quantized transformer matrices.");
     if (r) return r < 0 ? 2 : 0;
     if (!model || !weights || !out) {
@@ -49,9 +57,16 @@ int ct_cli_quantize(int argc, char **argv) {
     ct_model_params mp = ct_model_params_default();
     mp.weights = weights;
     mp.tokenizer_dir = tok;
+    mp.weight_panels = panels;
     ct_model *m = NULL;
     if (ct_model_load(model, &mp, &m, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    if (panels && !m->pan_bytes) {
+        fprintf(stderr, "error: --weight-panels: this CPU's kernels (%s) have no weight panels; they are "
+                        "packed for the AVX-512 VNNI kernel\n", ct_kernels()->id);
+        ct_model_free(m);
         return 1;
     }
     int n = ct_model_qmats(m, NULL, 0);
@@ -62,10 +77,20 @@ int ct_cli_quantize(int argc, char **argv) {
     char tmp_path[4200] = "";
     if (!e || !h) goto done;
     ct_model_qmats(m, e, n);
-    /* header: every source tensor, quantized ones replaced, plus their scales */
+    /* header: the weight panels first (when asked for), every source tensor, quantized ones
+       replaced, plus their scales (a source's own panels belong to its matrices: dropped) */
     size_t off = 0, nt = ct_st_count(m->st);
+    if (panels) {
+        json_object_set_new(h, CT_PANELS_TENSOR, json_pack("{s:s,s:[I],s:[I,I]}", "dtype", "U8", "shape",
+                                                           (json_int_t)m->pan_bytes, "data_offsets", (json_int_t)0,
+                                                           (json_int_t)m->pan_bytes));
+        json_object_set_new(h, "__metadata__", json_pack("{s:s,s:s}", "format", "pt", CT_PANELS_META_LAYOUT,
+                                                         ct_kernels()->xq_pan_layout));
+        off = m->pan_bytes;
+    }
     for (size_t i = 0; i < nt; i++) {
         const ct_st_tensor *t = ct_st_at(m->st, i);
+        if (!strcmp(t->name, CT_PANELS_TENSOR)) continue;
         const ct_mat *w = lookup(e, n, t->name);
         json_t *sh = json_array();
         size_t bytes = t->nbytes;
@@ -94,7 +119,7 @@ int ct_cli_quantize(int argc, char **argv) {
     }
     char *js = json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (!js) goto done;
-    size_t hl = strlen(js), pad = (8 - hl % 8) % 8;
+    size_t hl = strlen(js), pad = (64 - (8 + hl) % 64) % 64; /* data 64-byte aligned in the file */
     uint64_t len = hl + pad;
     /* a regular or new file: written to OUT.partial and renamed when complete */
     int in_place = ct_cli_out_in_place(out);
@@ -114,8 +139,10 @@ int ct_cli_quantize(int argc, char **argv) {
     for (size_t i = 0; i < pad; i++) ok &= fputc(' ', f) != EOF;
     free(js);
     size_t nq = 0;
+    if (panels) ok &= fwrite(m->pan_base, 1, m->pan_bytes, f) == m->pan_bytes;
     for (size_t i = 0; i < nt && ok; i++) {
         const ct_st_tensor *t = ct_st_at(m->st, i);
+        if (!strcmp(t->name, CT_PANELS_TENSOR)) continue;
         const ct_mat *w = lookup(e, n, t->name);
         if (w) {
             size_t bytes = w->dtype == CT_DT_I8 ? (size_t)w->rows * w->cols : (size_t)w->rows * w->cols / 2;
@@ -139,8 +166,9 @@ int ct_cli_quantize(int argc, char **argv) {
         goto done;
     }
     tmp_path[0] = 0;
-    printf("wrote %s: %zu tensors, %zu quantized (%s), %.1f MB of data\n", out, nt, nq, weights,
-           (double)off / 1e6);
+    printf("wrote %s: %zu tensors, %zu quantized (%s), %.1f MB of data", out, nt, nq, weights, (double)off / 1e6);
+    if (panels) printf(", %.1f MiB of weight panels (layout %s)", (double)m->pan_bytes / 1048576.0, ct_kernels()->xq_pan_layout);
+    printf("\n");
     rc = 0;
 done:
     if (f) fclose(f);

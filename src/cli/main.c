@@ -305,13 +305,16 @@ static int cmd_make_model(int argc, char **argv) {
 
 static int cmd_info(int argc, char **argv) {
     const char *model = NULL, *tok = NULL, *weights = NULL, *tw = NULL, *pw = NULL;
+    int panels = 0;
     ct_opt opts[] = {{"model", 'm', CT_OPT_STR, &model, "DIR", "model directory"},
                      {"tokenizer", 0, CT_OPT_STR, &tok, "DIR", "tokenizer files directory"},
                      {"weights", 0, CT_OPT_STR, &weights, "FMT", "load in this weight format: bf16, int8, int4 or mixed"},
                      {"talker-weights", 0, CT_OPT_STR, &tw, "FMT", "the talker's format (default: --weights)"},
                      {"predictor-weights", 0, CT_OPT_STR, &pw, "FMT", "the code predictor's format (default: --weights)"},
+                     {"weight-panels", 0, CT_OPT_FLAG, &panels, NULL,
+                      "load with the INT8/INT4 weight panels (ct_model_params.weight_panels) and say where they come from"},
                      {NULL, 0, 0, NULL, NULL, NULL}};
-    int r = ct_args_parse(argc, argv, opts, "usage: codectalk info -m DIR [--weights FMT]\n"
+    int r = ct_args_parse(argc, argv, opts, "usage: codectalk info -m DIR [--weights FMT] [--weight-panels]\n"
                                             "Loads and validates a model (talker, tokenizer, speech_tokenizer/ codec)\n"
                                             "and prints what it is, and which file its weights are read from.");
     if (r) return r < 0 ? 2 : 0;
@@ -320,6 +323,7 @@ static int cmd_info(int argc, char **argv) {
     mp.weights = weights;
     mp.talker_weights = tw;
     mp.predictor_weights = pw;
+    mp.weight_panels = panels;
     ct_model *m = ct_cli_load_model_p(model, &mp);
     if (!m) return 1;
     ct_codec *codec = NULL; /* speech_tokenizer/ is part of a model: validate it too */
@@ -348,11 +352,13 @@ static int cmd_info(int argc, char **argv) {
     printf("\ncodec: speech_tokenizer, %d Hz\n", ct_codec_sample_rate(codec));
     printf("weight file: %s (%s)\n", i.weights_file, i.weights_source);
     printf("converted at load: %d matrices\n", i.converted);
-    if (i.packed_bytes)
-        printf("repacked at load: %.1f MiB (INT8/INT4 panels of the AVX-512 VNNI kernel)\n",
-               (double)i.packed_bytes / 1048576.0);
+    if (!i.packed_bytes)
+        printf("weight panels: none\n");
     else
-        printf("repacked at load: none\n");
+        printf("weight panels: %.1f MiB, %s (INT8/INT4 panels of the AVX-512 VNNI kernel)\n",
+               (double)i.packed_bytes / 1048576.0,
+               !strcmp(i.panels_source, "file") ? "mapped from the weight file" : "repacked at load");
+    if (i.panels_note[0]) printf("note: %s\n", i.panels_note);
     if (i.cache_file[0]) printf("weight cache: %s\n", i.cache_file);
     ct_codec_free(codec);
     ct_model_free(m);

@@ -24,6 +24,7 @@ struct ct_stw {
     uint64_t cur_done; /* bytes already written for order[cur] */
     uint64_t data_len; /* sum of nbytes */
     uint64_t header_len;
+    int align64;       /* ct_stw_align64 */
     FILE *fp;
     char *path;        /* final path */
     char *tmp_path;    /* path + ".partial" */
@@ -172,6 +173,10 @@ static int cmp_name_idx(const void *a, const void *b) {
 
 static int write_all(FILE *fp, const void *p, size_t n) { return fwrite(p, 1, n, fp) == n; }
 
+void ct_stw_align64(ct_stw *w) {
+    if (w) w->align64 = 1;
+}
+
 ct_status ct_stw_begin(ct_stw *w, const char *path, char *err, size_t errcap) {
     if (!w || !path || !path[0]) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "st_write: NULL writer or path");
     if (w->begun) return ct_errf(err, errcap, CT_ERR_STATE, "st_write: begin called twice");
@@ -236,7 +241,7 @@ ct_status ct_stw_begin(ct_stw *w, const char *path, char *err, size_t errcap) {
         off += t->nbytes;
     }
     sb_str(&b, "}");
-    while (!b.oom && b.len % 8) sb_str(&b, " ");
+    while (!b.oom && (b.len % 8 || (w->align64 && (8 + b.len) % 64))) sb_str(&b, " ");
     if (b.oom) {
         free(b.p);
         return ct_errf(err, errcap, CT_ERR_NOMEM, "st_write: out of memory building header");

@@ -39,9 +39,14 @@ ct_status ct_stw_declare(ct_stw *w, const char *name, ct_stw_dtype dt, int ndim,
  * Errors: CT_ERR_INVALID_ARG, CT_ERR_STATE (after begin), CT_ERR_NOMEM. */
 ct_status ct_stw_meta(ct_stw *w, const char *key, const char *value, char *err, size_t errcap);
 
+/* Pads the header so that the data (and so the first tensor in name order) start 64-byte
+ * aligned in the file. Only before ct_stw_begin. */
+void ct_stw_align64(ct_stw *w);
+
 /* Sorts the tensors by name (byte order), assigns contiguous data_offsets in that order and
  * writes the 8-byte little-endian header length plus the JSON header (with
- * "__metadata__": {"format": "pt"} and the ct_stw_meta pairs, padded with spaces to a multiple of 8) to
+ * "__metadata__": {"format": "pt"} and the ct_stw_meta pairs, padded with spaces to a multiple of 8,
+ * or after ct_stw_align64 so that the data start at a multiple of 64 bytes) to
  * "<path>.partial". ct_stw_finish renames it to path.
  * Errors: CT_ERR_STATE (called twice), CT_ERR_INVALID_ARG (duplicate name, NULL path),
  * CT_ERR_IO (open/write failed), CT_ERR_NOMEM. */

@@ -278,6 +278,7 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         if (table.xq && vk == CT_VNNI_512) {
             table.xq_pan_bytes = ct_xq_pan_bytes;
             table.xq_pan_pack = ct_xq_pan_pack;
+            table.xq_pan_layout = CT_XQ_PAN_LAYOUT;
         }
 #endif
         static const char *vnni_names[] = {"VPMADDUBSW", "VPDPBUSD (AVX-512 VNNI)", "VPDPBUSD (AVX-VNNI)",

@@ -86,6 +86,9 @@ typedef struct {
        (64-byte aligned) that ct_mat.pan then points to */
     size_t (*xq_pan_bytes)(ct_dtype dt, int rows, int cols);
     void (*xq_pan_pack)(const ct_mat *w, uint8_t *dst);
+    const char *xq_pan_layout; /* names the panels' byte layout (CT_XQ_PAN_LAYOUT) where
+                                  xq_pan_pack is set: panels stored in a weight file under
+                                  another name are not used */
     const char *dot; /* the integer-dot mode's product instruction at this level on this CPU
                         ("VPDPBUSD (AVX-VNNI)", "VPMADDUBSW", "SDOT", ...; "none" at scalar) */
     char id[96];     /* what selects the arithmetic and speed: "avx512bf16, VPDPBUSD (AVX-512 VNNI)",
@@ -135,6 +138,8 @@ void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, flo
    packing of w (INT8 or INT4, a shape with bytes) into dst, 64-byte aligned. A call with w->pan
    gives bit for bit the results of the same call without. */
 size_t ct_xq_pan_bytes(ct_dtype dt, int rows, int cols);
+/* The layout ct_xq_pan_pack writes; a new layout takes a new name. */
+#define CT_XQ_PAN_LAYOUT "avx512-vnni-1"
 void ct_xq_pan_pack(const ct_mat *w, uint8_t *dst);
 /* Integer-dot mode on 256-bit registers (x86/matmul_dot_body.h), for any token count; each
    computes the scalar reference's function in its order per output (bit for bit): with

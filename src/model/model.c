@@ -359,10 +359,34 @@ static void pan_run(void *ctx, int ith, int nth) {
     for (int i = ith; i < j->n; i += nth) ct_kernels()->xq_pan_pack(j->w[i], j->dst[i]);
 }
 
-/* Packs the panels of every INT8/INT4 layer and head matrix in the integer-dot mode that the
-   kernels have them for, into one allocation, by a pool of up to 8 threads; the rows stay for
-   calls of 1 and 2 tokens. (Huge pages for it, MADV_HUGEPAGE: 224-236 ms loads instead of 277-303, but the first
-   load after boot took 1.1-1.6 s of compaction, docs/BENCH.md.) */
+/* The weight panels that a file stores (ct_model_panels_tensor) for m's matrices, when they fit
+   these kernels: a U8 tensor of exactly total bytes, 64-byte aligned in the mapping, and the
+   file's CT_PANELS_META_LAYOUT naming kt's layout; else NULL with the reason in m->pan_note
+   ("" when the file has none). */
+static const uint8_t *file_panels(ct_model *m, const ct_st_file *f, size_t total) {
+    const ct_st_tensor *t = f ? ct_st_find(f, CT_PANELS_TENSOR) : NULL;
+    if (!t) return NULL;
+    const char *lay = ct_st_meta(f, CT_PANELS_META_LAYOUT), *want = ct_kernels()->xq_pan_layout;
+    if (!lay || strcmp(lay, want))
+        snprintf(m->pan_note, sizeof m->pan_note, "the weight file's panels (layout '%.60s') are not "
+                 "this CPU's kernels' ('%s'): packed at load", lay ? lay : "none", want);
+    else if (t->dtype != CT_DT_U8 || t->ndim != 1 || (uint64_t)t->shape[0] != (uint64_t)total)
+        snprintf(m->pan_note, sizeof m->pan_note, "the weight file's panels hold %llu bytes, these "
+                 "weights' take %zu: packed at load", (unsigned long long)t->nbytes, total);
+    else if ((uintptr_t)t->data % 64)
+        snprintf(m->pan_note, sizeof m->pan_note, "the weight file's panels are not 64-byte aligned: "
+                 "packed at load");
+    else
+        return t->data;
+    return NULL;
+}
+
+/* Points every INT8/INT4 layer and head matrix in the integer-dot mode that the kernels have
+   panels for at its panels: those the weight file stores (quantize --weight-panels, or the
+   weight cache) where they fit, else packed into one allocation by a pool of up to 8 threads.
+   The rows stay for the calls below the kernels' panel thresholds. (Huge pages for the
+   allocation, MADV_HUGEPAGE: 224-236 ms loads instead of 277-303, but the first load after boot
+   took 1.1-1.6 s of compaction, docs/BENCH.md.) */
 static ct_status pack_panels(ct_model *m, char *err, size_t errcap) {
     const ct_kernel_table *kt = ct_kernels();
     if (!m->weight_panels || m->f32_weights || !kt->xq_pan_pack) return CT_OK;
@@ -394,14 +418,23 @@ static ct_status pack_panels(ct_model *m, char *err, size_t errcap) {
         total += (nb + 63) & ~(size_t)63;
     }
     if (!total) goto done;
+    m->pan_bytes = total;
+    const uint8_t *fp = file_panels(m, m->n_cached ? m->qst : m->st, total);
+    if (fp) { /* mapped: nothing to pack */
+        m->pan_base = fp;
+        m->pan_mapped = 1;
+        for (int i = 0; i < j.n; i++) j.w[i]->pan = fp + off[i];
+        goto done;
+    }
     uint8_t *a = aligned_alloc(64, total);
     if (!a || !keep(m, a)) {
         free(a);
+        m->pan_bytes = 0;
         st = ct_errf(err, errcap, CT_ERR_NOMEM, "out of memory for %.1f MiB of weight panels",
                      (double)total / 1048576.0);
         goto done;
     }
-    m->pan_bytes = total;
+    m->pan_base = a;
     for (int i = 0; i < j.n; i++) j.dst[i] = (uint8_t *)a + off[i];
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     ct_pool *pool = NULL;
@@ -560,6 +593,8 @@ ct_model_info ct_model_get_info(const ct_model *m) {
     i.cache_file = m->cache_path;
     i.cache_warning = m->cache_warn;
     i.packed_bytes = m->pan_bytes;
+    i.panels_source = !m->pan_bytes ? "none" : m->pan_mapped ? "file" : "packed";
+    i.panels_note = m->pan_note;
     return i;
 }
 

@@ -20,6 +20,12 @@
    MIXED = attention and lm heads int8, MLP int4). */
 enum { CT_WFMT_STORED = 0, CT_WFMT_INT8, CT_WFMT_INT4, CT_WFMT_MIXED };
 
+/* Weight panels stored in a weight file (quantize --weight-panels, the weight cache): one U8
+   tensor holding the block pack_panels would build (ct_model.pan_base), first in the file and
+   64-byte aligned, and the __metadata__ key naming the kernels' layout (CT_XQ_PAN_LAYOUT). */
+#define CT_PANELS_TENSOR "codectalk.weight_panels"
+#define CT_PANELS_META_LAYOUT "codectalk.panel_layout"
+
 struct ct_model {
     ct_config cfg;
     ct_st_file *st;          /* model.safetensors mapping */
@@ -30,7 +36,10 @@ struct ct_model {
     void **owned;            /* f32 copies and quantized weights made at load */
     size_t n_owned, cap_owned;
     uint64_t weight_bytes;   /* bytes of every bound weight as loaded (ct_mat_bytes, f32 vectors) */
-    uint64_t pan_bytes;      /* weight panels packed at load (ct_mat.pan), allocated bytes */
+    uint64_t pan_bytes;      /* bytes of the weight panels in use (ct_mat.pan), 0: none */
+    const uint8_t *pan_base; /* [pan_bytes] those panels, one block in the order of pack_panels */
+    int pan_mapped;          /* 1: pan_base lies in the weight file's mapping, 0: packed at load */
+    char pan_note[256];      /* "" or why the weight file's panels were not used */
     /* weight cache (model/wcache.h) and where the matrices came from (ct_model_info) */
     ct_st_file *qst;         /* the cache file's mapping when valid (NULL: none) */
     char src_path[4096];     /* <dir>/model.safetensors */

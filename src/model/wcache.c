@@ -15,6 +15,7 @@
 
 #include "core/fileio.h"
 #include "io/st_write.h"
+#include "kernels/cpu.h"
 
 /* Revision of the cache layout and of the quantizers' numerics (kernels/quant.c): bump it
    when either changes so that old files are not used. */
@@ -217,12 +218,26 @@ void ct_wcache_write(ct_model *m) {
             goto done;
         refs[nq++] = refs[i]; /* declaration 2k is refs[k]'s data, 2k + 1 its scales */
     }
+    /* the weight panels packed by this load: declaration 2 nq; its name sorts before the
+       matrices' ("talker..."), so its bytes come first, 64-byte aligned */
+    const int pan = m->pan_bytes && !m->pan_mapped;
+    if (pan) {
+        int64_t d[1] = {(int64_t)m->pan_bytes};
+        ct_stw_align64(w);
+        if (ct_stw_declare(w, CT_PANELS_TENSOR, CT_STW_U8, 1, d, e, sizeof e) != CT_OK ||
+            ct_stw_meta(w, CT_PANELS_META_LAYOUT, ct_kernels()->xq_pan_layout, e, sizeof e) != CT_OK)
+            goto done;
+    }
     if (ct_mkdir_parents(m->cache_path, e, sizeof e) != CT_OK) goto done;
     /* unique per process and load: concurrent writers never share a temporary file */
     snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", m->cache_path, (long)getpid(), atomic_fetch_add(&seq, 1u));
     if (ct_stw_begin(w, tmp, e, sizeof e) != CT_OK) goto done;
     size_t idx;
     while (ct_stw_next(w, &idx, NULL)) {
+        if (pan && idx == (size_t)(2 * nq)) {
+            if (ct_stw_write(w, m->pan_base, m->pan_bytes, e, sizeof e) != CT_OK) goto done;
+            continue;
+        }
         const ct_mat *q = refs[idx / 2].w;
         ct_status st = idx % 2 ? ct_stw_write(w, q->scales, scale_bytes(q), e, sizeof e)
                                : ct_stw_write(w, q->data, data_bytes(q), e, sizeof e);

@@ -30,7 +30,7 @@ expect_rc 1 "$BIN" make-model --preset tiny --seed 4 --out "$M";  has "not empty
 expect_rc 1 "$BIN" make-model --preset huge --out "$WORK/x";      has "0.6b-customvoice" "$WORK/err"
 expect_rc 0 "$BIN" info -m "$M";               has "custom_voice" "$WORK/out"
 has "(talker bf16, code predictor bf16)" "$WORK/out"
-has "weight file: $M/model.safetensors (stored)" "$WORK/out"; has "repacked at load: none" "$WORK/out"
+has "weight file: $M/model.safetensors (stored)" "$WORK/out"; has "weight panels: none" "$WORK/out"
 # the weight cache: the first load in a format converts and writes it, the next mmaps it; the
 # frames are the same either way, and a cache that cannot be written is a warning, not an error
 WC="$WORK/wc"
@@ -44,6 +44,34 @@ XDG_CACHE_HOME="$WC" expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivia
 XDG_CACHE_HOME="$WORK/wc-file" expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivian --max-frames 6 --weights int8 -o "$WORK/wc2.json"
 has "warning: weight cache .* not written" "$WORK/err"
 if cmp -s "$WORK/wc1.json" "$WORK/wc2.json"; then ok; else bad "codes from the weight cache differ from converting at load"; fi
+# weight panels stored in the weight file where the kernels have them (avx512bf16: AVX-512 VNNI):
+# quantize --weight-panels stores them, a load with the panels maps them and gives the frames
+# of packing them and of none; a file whose panels are of another layout packs them (and says
+# why); the weight cache written by a load with the panels stores them too; a level without
+# panels cannot store them
+PQ="$WORK/pq"; mkdir -p "$PQ"
+for f in "$M"/*; do [ "$(basename "$f")" = model.safetensors ] || ln -s "$f" "$PQ/"; done
+printf 'talker:\n  weight_panels: true\n' > "$WORK/pan.yaml"
+if "$BIN" info -m "$M" --weights int8 --weight-panels 2>/dev/null | grep -q "weight panels: [0-9.]* MiB"; then
+  expect_rc 0 "$BIN" quantize -m "$M" --weights int8 --weight-panels -o "$PQ/model.safetensors"
+  has "MiB of weight panels (layout " "$WORK/out"
+  expect_rc 0 "$BIN" info -m "$PQ" --weight-panels; has "weight panels: [0-9.]* MiB, mapped from the weight file" "$WORK/out"
+  expect_rc 0 "$BIN" info -m "$PQ"; has "weight panels: none" "$WORK/out"
+  expect_rc 0 "$BIN" codes -m "$PQ" -t "Hello there, how are you today?" -s vivian --max-frames 6 --seed 3 --profile "$WORK/pan.yaml" -o "$WORK/pq1.json"
+  expect_rc 0 "$BIN" codes -m "$PQ" -t "Hello there, how are you today?" -s vivian --max-frames 6 --seed 3 -o "$WORK/pq2.json"
+  XDG_CACHE_HOME="$WORK/wcp" expect_rc 0 "$BIN" codes -m "$M" -t "Hello there, how are you today?" -s vivian --max-frames 6 --seed 3 --weights int8 --profile "$WORK/pan.yaml" -o "$WORK/pq3.json"
+  if cmp -s "$WORK/pq1.json" "$WORK/pq2.json" && cmp -s "$WORK/pq1.json" "$WORK/pq3.json"; then ok; else bad "frames with mapped, packed and no weight panels differ"; fi
+  XDG_CACHE_HOME="$WORK/wcp" expect_rc 0 "$BIN" info -m "$M" --weights int8 --weight-panels
+  has "weight file: $WORK/wcp/codectalk/weights/.*(cache)" "$WORK/out"; has "weight panels: [0-9.]* MiB, mapped from the weight file" "$WORK/out"
+  sed 's/avx512-vnni-1/avx512-vnni-0/' "$PQ/model.safetensors" > "$WORK/pq-other.safetensors" && mv "$WORK/pq-other.safetensors" "$PQ/model.safetensors"
+  expect_rc 0 "$BIN" info -m "$PQ" --weight-panels; has "weight panels: [0-9.]* MiB, repacked at load" "$WORK/out"
+  has "note: the weight file's panels (layout 'avx512-vnni-0') are not this CPU's kernels' ('avx512-vnni-1'): packed at load" "$WORK/out"
+  expect_rc 0 "$BIN" codes -m "$PQ" -t "Hello there, how are you today?" -s vivian --max-frames 6 --seed 3 --profile "$WORK/pan.yaml" -o "$WORK/pq4.json"
+  if cmp -s "$WORK/pq1.json" "$WORK/pq4.json"; then ok; else bad "frames with panels packed beside a file's other layout differ"; fi
+fi
+CODECTALK_ISA=avx2 expect_rc 1 "$BIN" quantize -m "$M" --weights int8 --weight-panels -o "$WORK/pq-avx2.safetensors"
+has "error: --weight-panels: this CPU's kernels (avx2.*) have no weight panels" "$WORK/err"
+[ ! -e "$WORK/pq-avx2.safetensors" ] && ok || bad "quantize --weight-panels at avx2 wrote a file"
 
 expect_rc 0 "$BIN" tokenize -m "$M" --text "Hello world"
 if [ "$(cat "$WORK/out")" = "[9707, 1879]" ]; then ok; else bad "tokenize: $(cat "$WORK/out")"; fi

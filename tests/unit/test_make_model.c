@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ct_test.h"
+#include "io/safetensors.h"
 #include "io/st_write.h"
 #include "model/make_model.h"
 
@@ -462,6 +463,24 @@ static void test_writer(const char *tmp) {
     CHECK(ct_stw_begin(w, path, err, sizeof err) == CT_OK);
     CHECK(ct_stw_declare(w, "late", CT_STW_F32, 1, s5, err, sizeof err) == CT_ERR_STATE);
     CHECK(ct_stw_header_len(w) % 8 == 0 && ct_stw_header_len(w) > 0);
+    { /* ct_stw_align64: the data start at a multiple of 64 */
+        char p64[560];
+        ct_stw *w64 = NULL;
+        pjoin(p64, sizeof p64, tmp, "w64.safetensors");
+        CHECK(ct_stw_create(&w64, err, sizeof err) == CT_OK);
+        CHECK(ct_stw_declare(w64, "zeta", CT_STW_F32, 2, s23, err, sizeof err) == CT_OK);
+        ct_stw_align64(w64);
+        CHECK(ct_stw_begin(w64, p64, err, sizeof err) == CT_OK);
+        CHECK((8 + ct_stw_header_len(w64)) % 64 == 0);
+        float z[6] = {0};
+        CHECK(ct_stw_write(w64, z, sizeof z, err, sizeof err) == CT_OK && ct_stw_finish(w64, err, sizeof err) == CT_OK);
+        ct_st_file *f = NULL;
+        CHECK(ct_st_open(p64, &f, err, sizeof err) == CT_OK && f && ct_st_find(f, "zeta") &&
+              (uintptr_t)ct_st_find(f, "zeta")->data % 64 == 0);
+        ct_st_close(f);
+        ct_stw_free(w64);
+        remove(p64);
+    }
     size_t idx = 99;
     uint64_t rem = 0;
     /* Order by name: "alpha..." (decl 1), "empty" skipped, "mid" (3), "zeta" (0). */
