@@ -111,10 +111,12 @@ typedef struct {
                                       is rebuilt; a cache that cannot be written leaves the load
                                       working without it (ct_model_info.cache_warning). */
     int weight_panels;             /* 1: where the kernels have them (AVX-512 VNNI), INT8 and INT4
-                                      matrices are also repacked at load into 16-row panels that
-                                      calls of 4 (INT8) or 3 (INT4) or more tokens (batched
-                                      streams, prompts) read instead of the rows; costs about
-                                      the quantized weights' size again in memory
+                                      matrices also get 16-row panels that calls of 4 (INT8) or
+                                      3 (INT4) or more tokens (batched streams, prompts) read
+                                      instead of the rows: mapped from the weight file where it
+                                      stores them (`codectalk quantize --weight-panels`, the
+                                      weight cache), else repacked at load; costs about the
+                                      quantized weights' size again in memory
                                       (ct_model_info.packed_bytes; docs/KERNELS.md "Weight panels
                                       packed at load"). 0 (default): rows only */
 } ct_model_params;

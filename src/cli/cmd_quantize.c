@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "cli/cli_common.h"
-#include "model/model_internal.h"
 #include "kernels/cpu.h"
+#include "model/model_internal.h"
 #include "model/wcache.h"
 
 /* Entry point of `codectalk quantize` (argv after the command name). */
@@ -79,7 +79,7 @@ int ct_cli_quantize(int argc, char **argv) {
     ct_model_qmats(m, e, n);
     /* header: the weight panels first (when asked for), every source tensor, quantized ones
        replaced, plus their scales (a source's own panels belong to its matrices: dropped) */
-    size_t off = 0, nt = ct_st_count(m->st);
+    size_t off = 0, nt = ct_st_count(m->st), nw = panels ? 1 : 0; /* nw: tensors written, scales apart */
     if (panels) {
         json_object_set_new(h, CT_PANELS_TENSOR, json_pack("{s:s,s:[I],s:[I,I]}", "dtype", "U8", "shape",
                                                            (json_int_t)m->pan_bytes, "data_offsets", (json_int_t)0,
@@ -91,6 +91,7 @@ int ct_cli_quantize(int argc, char **argv) {
     for (size_t i = 0; i < nt; i++) {
         const ct_st_tensor *t = ct_st_at(m->st, i);
         if (!strcmp(t->name, CT_PANELS_TENSOR)) continue;
+        nw++;
         const ct_mat *w = lookup(e, n, t->name);
         json_t *sh = json_array();
         size_t bytes = t->nbytes;
@@ -166,7 +167,7 @@ int ct_cli_quantize(int argc, char **argv) {
         goto done;
     }
     tmp_path[0] = 0;
-    printf("wrote %s: %zu tensors, %zu quantized (%s), %.1f MB of data", out, nt, nq, weights, (double)off / 1e6);
+    printf("wrote %s: %zu tensors, %zu quantized (%s), %.1f MB of data", out, nw, nq, weights, (double)off / 1e6);
     if (panels) printf(", %.1f MiB of weight panels (layout %s)", (double)m->pan_bytes / 1048576.0, ct_kernels()->xq_pan_layout);
     printf("\n");
     rc = 0;

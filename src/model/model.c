@@ -359,7 +359,7 @@ static void pan_run(void *ctx, int ith, int nth) {
     for (int i = ith; i < j->n; i += nth) ct_kernels()->xq_pan_pack(j->w[i], j->dst[i]);
 }
 
-/* The weight panels that a file stores (ct_model_panels_tensor) for m's matrices, when they fit
+/* The weight panels that a file stores (CT_PANELS_TENSOR) for m's matrices, when they fit
    these kernels: a U8 tensor of exactly total bytes, 64-byte aligned in the mapping, and the
    file's CT_PANELS_META_LAYOUT naming kt's layout; else NULL with the reason in m->pan_note
    ("" when the file has none). */
