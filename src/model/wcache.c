@@ -184,7 +184,10 @@ static size_t scale_bytes(const ct_mat *w) {
 }
 
 void ct_wcache_write(ct_model *m) {
-    if (!m->cache_path[0] || m->n_converted == 0) return;
+    /* converted at load, or read from a cache file without (usable) panels while this load
+       packed them: the file is rewritten with them (its old mapping stays valid) */
+    const int add_panels = m->n_cached && m->pan_bytes && !m->pan_mapped;
+    if (!m->cache_path[0] || (m->n_converted == 0 && !add_panels)) return;
     static atomic_uint seq;
     char e[768] = "", tmp[4200] = "";
     ct_stw *w = NULL;

@@ -15,7 +15,8 @@ void ct_wcache_open(ct_model *m, const char *cache_dir);
 
 /* After binding: when matrices were converted at load, writes every quantized layer / head
    matrix of m (and its scales) to m->cache_path atomically (a unique temporary file, then
-   rename); a failure is noted in m->cache_warn. */
+   rename), with the weight panels when the load packed them; a cache file that was used but
+   lacked this load's panels is rewritten the same way. A failure is noted in m->cache_warn. */
 void ct_wcache_write(ct_model *m);
 
 /* A quantizable matrix of a loaded model, named as in model.safetensors. */

@@ -63,6 +63,13 @@ if "$BIN" info -m "$M" --weights int8 --weight-panels 2>/dev/null | grep -q "wei
   if cmp -s "$WORK/pq1.json" "$WORK/pq2.json" && cmp -s "$WORK/pq1.json" "$WORK/pq3.json"; then ok; else bad "frames with mapped, packed and no weight panels differ"; fi
   XDG_CACHE_HOME="$WORK/wcp" expect_rc 0 "$BIN" info -m "$M" --weights int8 --weight-panels
   has "weight file: $WORK/wcp/codectalk/weights/.*(cache)" "$WORK/out"; has "weight panels: [0-9.]* MiB, mapped from the weight file" "$WORK/out"
+  # a cache written without panels: the first load with them packs them and rewrites it, the next maps them
+  XDG_CACHE_HOME="$WC" expect_rc 0 "$BIN" info -m "$M" --weights int8 --weight-panels
+  has "weight file: $WC/codectalk/weights/.*(cache)" "$WORK/out"; has "weight panels: [0-9.]* MiB, repacked at load" "$WORK/out"
+  XDG_CACHE_HOME="$WC" expect_rc 0 "$BIN" info -m "$M" --weights int8 --weight-panels
+  has "weight panels: [0-9.]* MiB, mapped from the weight file" "$WORK/out"
+  XDG_CACHE_HOME="$WC" expect_rc 0 "$BIN" codes -m "$M" -t "Hello there." -s vivian --max-frames 6 --weights int8 --profile "$WORK/pan.yaml" -o "$WORK/wc3.json"
+  if cmp -s "$WORK/wc1.json" "$WORK/wc3.json"; then ok; else bad "codes from a cache rewritten with panels differ"; fi
   sed 's/avx512-vnni-1/avx512-vnni-0/' "$PQ/model.safetensors" > "$WORK/pq-other.safetensors" && mv "$WORK/pq-other.safetensors" "$PQ/model.safetensors"
   expect_rc 0 "$BIN" info -m "$PQ" --weight-panels; has "weight panels: [0-9.]* MiB, repacked at load" "$WORK/out"
   has "note: the weight file's panels (layout 'avx512-vnni-0') are not this CPU's kernels' ('avx512-vnni-1'): packed at load" "$WORK/out"
