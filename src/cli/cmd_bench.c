@@ -140,18 +140,45 @@ static double codec_stream_ms(const ct_codec *c, ct_pool *pool, const int32_t *c
     return ms;
 }
 
+#define REPS_MAX 100
+
 /* Best-of-reps stage times of a session run (ms; codec[0] 1-frame pushes, codec[1] the ramp,
-   codec[2] 25-frame pushes). */
+   codec[2] 25-frame pushes), and per repetition the talker's and predictor's ms/frame with the
+   read GB/s probed at their working sets next to that repetition (the better of a probe just
+   before and one just after its frames; 0 without a probe). */
 typedef struct {
     double prefill, prefill_cpu, talk, pred, codec[3]; /* prefill_cpu: CPU ms, all threads */
-    int prompt_len, nf;
+    int prompt_len, nf, reps;
+    double talk_ctx; /* mean positions a talker step's attention reads (the prompt's and its own) */
+    double talk_r[REPS_MAX], pred_r[REPS_MAX], t_gbs_r[REPS_MAX], p_gbs_r[REPS_MAX];
+    int best_t, best_p; /* the repetitions that gave talk and pred */
 } model_times;
 
-/* Runs reps repetitions of `frames` frames on s (and the codec on its pool); 0, or -1 with the
-   error printed. */
+/* The stages' read probes: GB/s at the talker's working set (its weights tw and the KV rows
+   of kv_per_pos bytes per position its steps read) and the predictor's (pws). */
+typedef struct {
+    ct_read_probe *p;
+    uint64_t tw, pws;
+    double kv_per_pos;
+    int threads;
+} stage_probe;
+
+static void probe_stages(const stage_probe *sp, double ctx, double *t_gbs, double *p_gbs) {
+    if (!sp || !sp->p) return;
+    double t = ct_read_probe_gbs(sp->p, sp->tw + (uint64_t)(sp->kv_per_pos * ctx), sp->threads);
+    double p = ct_read_probe_gbs(sp->p, sp->pws, sp->threads);
+    if (t > *t_gbs) *t_gbs = t;
+    if (p > *p_gbs) *p_gbs = p;
+}
+
+/* Runs reps repetitions of `frames` frames on s (and the codec on its pool), probing the read
+   rates just before and just after each repetition's frames (after its prompt) when sp is
+   given; 0, or -1 with the error printed. */
 static int measure_model(ct_session *s, const ct_codec *codec, const ct_gen_params *g, int frames,
-                         int reps, int32_t *codes, model_times *o) {
-    *o = (model_times){1e30, 1e30, 1e30, 1e30, {1e30, 1e30, 1e30}, 0, 0};
+                         int reps, int32_t *codes, const stage_probe *sp, model_times *o) {
+    memset(o, 0, sizeof *o);
+    o->prefill = o->prefill_cpu = o->talk = o->pred = o->codec[0] = o->codec[1] = o->codec[2] = 1e30;
+    o->reps = reps;
     for (int rep = 0; rep < reps; rep++) {
         double t0 = ct_now_ms(), c0 = cpu_ms();
         if (ct_session_start(s, g) != CT_OK) {
@@ -161,12 +188,21 @@ static int measure_model(ct_session *s, const ct_codec *codec, const ct_gen_para
         double tp = ct_now_ms() - t0, tc = cpu_ms() - c0;
         o->prompt_len = ct_session_run_info(s).prompt_len;
         int got = 1, nf = 0;
+        /* the talker steps: one per frame but the last (the frame limit ends the run before
+           it); the step at position p attends to p + 1 positions */
+        const int pos0 = s->pos;
+        probe_stages(sp, pos0 + frames / 2.0, &o->t_gbs_r[rep], &o->p_gbs_r[rep]);
         while (got && nf < frames && ct_session_next_frame(s, codes + 16 * nf, &got) == CT_OK && got) nf++;
+        const int steps = s->pos - pos0;
         o->nf = nf;
+        o->talk_ctx = steps > 0 ? pos0 + (steps + 1) / 2.0 : 0;
+        probe_stages(sp, o->talk_ctx, &o->t_gbs_r[rep], &o->p_gbs_r[rep]);
         if (tp < o->prefill) o->prefill = tp;
         if (tc < o->prefill_cpu) o->prefill_cpu = tc;
-        if (nf && s->t_talker_ms / nf < o->talk) o->talk = s->t_talker_ms / nf;
-        if (nf && s->t_pred_ms / nf < o->pred) o->pred = s->t_pred_ms / nf;
+        o->talk_r[rep] = steps > 0 ? s->t_talker_ms / steps : 0;
+        o->pred_r[rep] = nf ? s->t_pred_ms / nf : 0;
+        if (steps > 0 && o->talk_r[rep] < o->talk) o->talk = o->talk_r[rep], o->best_t = rep;
+        if (nf && o->pred_r[rep] < o->pred) o->pred = o->pred_r[rep], o->best_p = rep;
         if (codec && nf) { /* the codec on the session's pool: 1-frame pushes, the seed ramp, 25-frame pushes */
             for (int mode = 0; mode < 3; mode++) {
                 double ms = codec_stream_ms(codec, s->pool, codes, nf, mode);
@@ -298,7 +334,7 @@ static int cmd_model(int argc, char **argv) {
     int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench model -m DIR [--weights FMT] [--threads N] [--frames N] [--compete N]\n"
                                             "Per-stage ms/frame, bytes/frame, GB/s, the stage's floor on this machine and the ratio to it.");
     if (r) return r < 0 ? 2 : 0;
-    if (frames < 2 || frames > 4000 || reps < 1 || reps > 100) {
+    if (frames < 2 || frames > 4000 || reps < 1 || reps > REPS_MAX) {
         fprintf(stderr, "error: --frames must be in [2, 4000] and --repeat in [1, 100]\n");
         return 2;
     }
@@ -342,7 +378,7 @@ static int cmd_model(int argc, char **argv) {
         ct_model_free(m);
         return 1;
     }
-    ct_machine mc; /* read GB/s per working set (8 MiB .. 2 GiB: 4x the largest last-level cache seen) */
+    ct_machine mc; /* the FMA peak, and read GB/s per working set (8 MiB .. 2 GiB: 4x the largest last-level cache seen) for the header */
     if (measure_roofline(threads, 2048, &mc) != 0) {
         ct_session_free(s);
         ct_codec_free(codec);
@@ -361,10 +397,29 @@ static int cmd_model(int argc, char **argv) {
     g.min_new_tokens = frames; /* measure exactly `frames` frames */
     g.seed = 1;
     int32_t *codes = malloc(sizeof(int32_t) * 16 * (size_t)frames);
+    /* the talker's bytes per step: its weights, and the f32 K and V rows its attention reads at
+       the run's mean context (the predictor's own KV, at most 16 positions, is left out) */
+    const ct_stack_cfg *tcfg = &m->cfg.talker;
+    const double kv_per_pos = 2.0 * tcfg->layers * tcfg->kv_heads * tcfg->head_dim * sizeof(float);
+    const uint64_t tw = stack_bytes(&m->talker) + mat_bytes(&m->codec_head);
+    uint64_t pb = stack_bytes(&m->pred) * (uint64_t)(m->cfg.n_groups - 1);
+    uint64_t pws = stack_bytes(&m->pred); /* distinct bytes the predictor reads per frame */
+    for (int gi = 0; gi < m->cfg.n_groups - 1; gi++) pb += mat_bytes(&m->pred_head[gi]), pws += mat_bytes(&m->pred_head[gi]);
+    if (m->has_proj) pb += mat_bytes(&m->mtp_proj) * (uint64_t)m->cfg.n_groups, pws += mat_bytes(&m->mtp_proj);
+    stage_probe sprobe = {NULL, tw, pws, kv_per_pos, threads};
+    const uint64_t tmax = tw + (uint64_t)(kv_per_pos * sp.max_context);
+    if (ct_read_probe_create(threads, tmax > pws ? tmax : pws, &sprobe.p, err, sizeof err) != CT_OK) {
+        fprintf(stderr, "error: %s\n", err);
+        ct_session_free(s);
+        ct_codec_free(codec);
+        ct_model_free(m);
+        return 1;
+    }
     model_times mt, ct = {0};
     pid_t pids[COMPETE_MAX];
     if (!codes) fprintf(stderr, "error: out of memory\n");
-    int rc = !codes || measure_model(s, codec, &g, frames, reps, codes, &mt) != 0;
+    int rc = !codes || measure_model(s, codec, &g, frames, reps, codes, &sprobe, &mt) != 0;
+    ct_read_probe_free(sprobe.p);
     double b_ms[BATCH_MAXB], b_fps[BATCH_MAXB], b_vmin[BATCH_MAXB], b_vmax[BATCH_MAXB];
     int nb = 0;
     if (!rc && streams > 0)
@@ -379,7 +434,7 @@ static int cmd_model(int argc, char **argv) {
             fprintf(stderr, "error: could only start %d of %d competing processes\n", started, compete);
             rc = 1;
         } else {
-            rc = measure_model(s, codec, &g, frames, reps, codes, &ct) != 0;
+            rc = measure_model(s, codec, &g, frames, reps, codes, NULL, &ct) != 0;
         }
         compete_stop(pids, started);
     }
@@ -393,16 +448,20 @@ static int cmd_model(int argc, char **argv) {
     const double best_prefill = mt.prefill, best_prefill_cpu = mt.prefill_cpu, best_talk = mt.talk, best_pred = mt.pred;
     const double *best_codec = mt.codec;
     const int prompt_len = mt.prompt_len, nf = mt.nf;
-    uint64_t tb = stack_bytes(&m->talker) + mat_bytes(&m->codec_head);
-    uint64_t pb = stack_bytes(&m->pred) * (uint64_t)(m->cfg.n_groups - 1);
-    uint64_t pws = stack_bytes(&m->pred); /* distinct bytes the predictor reads per frame */
-    for (int gi = 0; gi < m->cfg.n_groups - 1; gi++) pb += mat_bytes(&m->pred_head[gi]), pws += mat_bytes(&m->pred_head[gi]);
-    if (m->has_proj) pb += mat_bytes(&m->mtp_proj) * (uint64_t)m->cfg.n_groups, pws += mat_bytes(&m->mtp_proj);
     /* each stage's floor on this machine: its bytes at the read rate of its working set (the
        predictor re-reads its weights 15 times a frame, so they may stay in the last-level
-       cache), the codec's FLOPs at the FMA peak; ratio = ms / floor */
-    const double t_bw = ct_machine_read_gbs(&mc, tb, threads), p_bw = ct_machine_read_gbs(&mc, pws, threads);
+       cache), probed next to the repetition that gave its time; the codec's FLOPs at the FMA
+       peak; ratio = ms / floor */
+    const uint64_t tkv = (uint64_t)(kv_per_pos * mt.talk_ctx), tb = tw + tkv;
+    const double t_bw = mt.t_gbs_r[mt.best_t], p_bw = mt.p_gbs_r[mt.best_p];
     const double t_floor = tb / (t_bw * 1e9) * 1e3, p_floor = pb / (p_bw * 1e9) * 1e3;
+    double t_rmin = 1e30, t_rmax = 0, p_rmin = 1e30, p_rmax = 0; /* ms / floor per repetition */
+    for (int k = 0; k < mt.reps; k++) {
+        const double tr = mt.talk_r[k] / (tb / (mt.t_gbs_r[k] * 1e9) * 1e3);
+        const double pr = mt.pred_r[k] / (pb / (mt.p_gbs_r[k] * 1e9) * 1e3);
+        t_rmin = tr < t_rmin ? tr : t_rmin, t_rmax = tr > t_rmax ? tr : t_rmax;
+        p_rmin = pr < p_rmin ? pr : p_rmin, p_rmax = pr > p_rmax ? pr : p_rmax;
+    }
     double t_gbs = tb / (best_talk * 1e-3) / 1e9, p_gbs = pb / (best_pred * 1e-3) / 1e9;
     /* RTF with the codec at the seed's default ramp schedule (a streaming request's shape);
        the 1-frame-push figure is the exact schedule's worst case. */
@@ -430,15 +489,25 @@ static int cmd_model(int argc, char **argv) {
     const double pf_gflop = 2 * stack_macs(&m->talker) * prompt_len * 1e-9, pf_floor = pf_gflop / mc.fma_nt * 1e3;
     printf("| prefill (%d positions) | %.1f (once; %.0f ms CPU) | | | | %.1f | talker FMA %.0f GFLOP/s | %.2f | |\n",
            prompt_len, best_prefill, best_prefill_cpu, pf_floor, mc.fma_nt, best_prefill / pf_floor);
-    printf("| talker | %.2f | %.1f | %.1f | %.1f | %.2f | read %.1f GB/s | %.2f | %.0f%% |\n", best_talk, tb / 1e6,
-           tb / 1e6, t_gbs, t_floor, t_bw, best_talk / t_floor, 100 * best_talk / 80);
-    printf("| code predictor | %.2f | %.1f | %.1f | %.1f | %.2f | read %.1f GB/s | %.2f | %.0f%% |\n", best_pred, pb / 1e6,
-           pws / 1e6, p_gbs, p_floor, p_bw, best_pred / p_floor, 100 * best_pred / 80);
+    char t_x[64], p_x[64]; /* x floor, and its range over the repetitions */
+    if (mt.reps > 1) {
+        snprintf(t_x, sizeof t_x, "%.2f (%.2f-%.2f)", best_talk / t_floor, t_rmin, t_rmax);
+        snprintf(p_x, sizeof p_x, "%.2f (%.2f-%.2f)", best_pred / p_floor, p_rmin, p_rmax);
+    } else {
+        snprintf(t_x, sizeof t_x, "%.2f", best_talk / t_floor);
+        snprintf(p_x, sizeof p_x, "%.2f", best_pred / p_floor);
+    }
+    printf("| talker | %.2f | %.1f | %.1f | %.1f | %.2f | read %.1f GB/s next to it | %s | %.0f%% |\n", best_talk,
+           tb / 1e6, tb / 1e6, t_gbs, t_floor, t_bw, t_x, 100 * best_talk / 80);
+    printf("| code predictor | %.2f | %.1f | %.1f | %.1f | %.2f | read %.1f GB/s next to it | %s | %.0f%% |\n",
+           best_pred, pb / 1e6, pws / 1e6, p_gbs, p_floor, p_bw, p_x, 100 * best_pred / 80);
     if (codec)
         printf("| codec (stream, ramp 2..25) | %.2f | | | | %.2f | FMA %.0f GFLOP/s | %.2f | %.0f%% |\n", best_codec[1],
                c_floor, mc.fma_nt, best_codec[1] / c_floor, 100 * best_codec[1] / 80);
     printf("| frame | %.2f | | | | %.2f | sum of floors | %.2f | RTF %.3f |\n", total, floor_ms, total / floor_ms,
            total / 80);
+    printf("talker bytes per step: %.1f MB of weights, %.1f MB of K/V rows at a mean context of %.1f positions\n",
+           tw / 1e6, tkv / 1e6, mt.talk_ctx);
     if (codec) {
         printf("\n| codec decoder (%d threads) | ms/frame | GFLOP/frame | GFLOP/s | %% of FMA peak | share of 80 ms |\n", threads);
         printf("|---|---|---|---|---|---|\n");
@@ -494,6 +563,16 @@ static int cmd_model(int argc, char **argv) {
         if (fl) json_object_update(j, fl);
         json_decref(fl);
         if (j) json_object_set_new(j, "roofline", roofline_json(&mc));
+        json_t *rr = j ? json_array() : NULL; /* per repetition: stage times and the read rates probed next to them */
+        for (int k = 0; rr && k < mt.reps; k++)
+            json_array_append_new(rr, json_pack("{s:f,s:f,s:f,s:f}", "talker_ms", mt.talk_r[k], "predictor_ms",
+                                                mt.pred_r[k], "talker_floor_gbs", mt.t_gbs_r[k],
+                                                "predictor_floor_gbs", mt.p_gbs_r[k]));
+        if (rr) json_object_set_new(j, "repetitions", rr);
+        if (j) {
+            json_object_set_new(j, "talker_kv_bytes", json_real((double)tkv));
+            json_object_set_new(j, "talker_context", json_real(mt.talk_ctx));
+        }
         if (j) {
             json_object_set_new(j, "prefill_cpu_ms", json_real(best_prefill_cpu));
             json_object_set_new(j, "prefill_floor_ms", json_real(pf_floor));

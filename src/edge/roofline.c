@@ -24,6 +24,7 @@ static double now_s(void) {
 typedef struct {
     const float *buf;
     size_t n;       /* floats */
+    int t;          /* threads that take part (the pool's first t) */
     int wide;       /* 2 = avx512, 1 = avx2, 0 = scalar */
     float sink[64];
     long fma_iters;
@@ -93,8 +94,10 @@ static float read_scalar(const float *p, size_t n) {
 
 static void read_job(void *ctx, int ith, int nth) {
     job *j = ctx;
+    (void)nth;
+    if (ith >= j->t) return;
     int lo, hi;
-    ct_pool_split((int)(j->n / 4096), ith, nth, 1, &lo, &hi);
+    ct_pool_split((int)(j->n / 4096), ith, j->t, 1, &lo, &hi);
     const float *p = j->buf + (size_t)lo * 4096;
     size_t n = (size_t)(hi - lo) * 4096;
     float r;
@@ -110,6 +113,7 @@ static void read_job(void *ctx, int ith, int nth) {
 static void fma_job(void *ctx, int ith, int nth) {
     job *j = ctx;
     (void)nth;
+    if (ith >= j->t) return;
     float r = 0;
 #if defined(__x86_64__)
     if (j->wide == 2) r = fma512(j->fma_iters);
@@ -129,13 +133,13 @@ static double run_read(ct_pool *p, job *j) {
     return best;
 }
 
-static double run_fma(ct_pool *p, job *j, int nth) {
+static double run_fma(ct_pool *p, job *j) {
     double best = 0;
     int lanes = j->wide == 2 ? 16 : 8;
     for (int rep = 0; rep < 3; rep++) {
         double t = now_s();
         ct_pool_run(p, fma_job, j);
-        double gf = (double)j->fma_iters * FMA_CHAINS * lanes * 2 * nth / (now_s() - t) / 1e9;
+        double gf = (double)j->fma_iters * FMA_CHAINS * lanes * 2 * j->t / (now_s() - t) / 1e9;
         if (gf > best) best = gf;
     }
     return best;
@@ -147,51 +151,84 @@ static int vec_width(void) {
     return ct_isa_supported(CT_ISA_AVX512, &f) ? 2 : ct_isa_supported(CT_ISA_AVX2, &f) ? 1 : 0;
 }
 
+struct ct_read_probe {
+    ct_pool *pool; /* n_threads */
+    float *buf;
+    size_t cap; /* floats */
+    int n_threads;
+    job j;
+};
+
+ct_status ct_read_probe_create(int n_threads, uint64_t max_bytes, ct_read_probe **out, char *err, size_t errcap) {
+    *out = NULL;
+    if (n_threads < 1) n_threads = 1;
+    size_t cap = ((size_t)(max_bytes / sizeof(float)) + 4095) & ~(size_t)4095;
+    if (cap < 4096) cap = 4096;
+    ct_read_probe *p = calloc(1, sizeof *p);
+    float *buf = p ? malloc(cap * sizeof(float)) : NULL;
+    if (!buf || ct_pool_create(n_threads, NULL, 0, &p->pool) != CT_OK) {
+        free(buf);
+        free(p);
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "roofline: cannot allocate a %llu-byte buffer and %d threads",
+                       (unsigned long long)(cap * sizeof(float)), n_threads);
+    }
+    for (size_t i = 0; i < cap; i++) buf[i] = (float)(i & 7);
+    p->buf = buf;
+    p->cap = cap;
+    p->n_threads = n_threads;
+    p->j.buf = buf;
+    p->j.wide = vec_width();
+    *out = p;
+    return CT_OK;
+}
+
+double ct_read_probe_gbs(ct_read_probe *p, uint64_t bytes, int t) {
+    size_t n = (size_t)(bytes / sizeof(float)) & ~(size_t)4095;
+    p->j.n = n < 4096 ? 4096 : n > p->cap ? p->cap : n;
+    p->j.t = t < 1 ? 1 : t > p->n_threads ? p->n_threads : t;
+    return run_read(p->pool, &p->j);
+}
+
+void ct_read_probe_free(ct_read_probe *p) {
+    if (!p) return;
+    ct_pool_free(p->pool);
+    free(p->buf);
+    free(p);
+}
+
 ct_status ct_roofline_machine(int n_threads, const uint64_t *sizes, int n_sizes, ct_machine *out, char *err,
                               size_t errcap) {
     memset(out, 0, sizeof *out);
     if (n_threads < 1) n_threads = 1;
     if (n_sizes < 1 || n_sizes > CT_COST_SIZES)
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "roofline: 1..%d buffer sizes", CT_COST_SIZES);
-    job j;
-    memset(&j, 0, sizeof j);
-    j.wide = vec_width();
-    uint64_t big = sizes[n_sizes - 1];
-    float *buf = malloc((size_t)big);
-    ct_pool *p1 = NULL, *pn = NULL;
-    if (!buf || ct_pool_create(1, NULL, 0, &p1) != CT_OK || ct_pool_create(n_threads, NULL, 0, &pn) != CT_OK) {
-        free(buf);
-        ct_pool_free(p1);
-        ct_pool_free(pn);
-        return ct_errf(err, errcap, CT_ERR_NOMEM, "roofline: cannot allocate a %llu-byte buffer and %d threads",
-                       (unsigned long long)big, n_threads);
-    }
-    for (size_t i = 0; i < big / sizeof(float); i++) buf[i] = (float)(i & 7);
-    j.buf = buf;
+    ct_read_probe *p = NULL;
+    ct_status st = ct_read_probe_create(n_threads, sizes[n_sizes - 1], &p, err, errcap);
+    if (st != CT_OK) return st;
     for (int k = 0; k < n_sizes; k++) {
-        j.n = (size_t)(sizes[k] / sizeof(float)) & ~(size_t)4095;
         out->bytes[k] = sizes[k];
-        out->gbs_1t[k] = run_read(p1, &j);
-        out->gbs_nt[k] = run_read(pn, &j);
+        out->gbs_1t[k] = ct_read_probe_gbs(p, sizes[k], 1);
+        out->gbs_nt[k] = ct_read_probe_gbs(p, sizes[k], n_threads);
     }
     for (int k = 0; k < n_sizes; k++) /* a busy core can make n threads read slower than one: keep the better */
         if (out->gbs_nt[k] < out->gbs_1t[k]) out->gbs_nt[k] = out->gbs_1t[k];
     out->n_sizes = n_sizes;
     out->n_threads = n_threads;
-    j.fma_iters = 4000000;
-    if (j.wide) {
-        out->fma_1t = run_fma(p1, &j, 1);
-        out->fma_nt = run_fma(pn, &j, n_threads);
+    job *j = &p->j;
+    j->fma_iters = 4000000;
+    if (j->wide) {
+        j->t = 1;
+        out->fma_1t = run_fma(p->pool, j);
+        j->t = n_threads;
+        out->fma_nt = run_fma(p->pool, j);
         if (out->fma_nt < out->fma_1t) out->fma_nt = out->fma_1t;
     } else { /* no vector FMA: the scalar rate of one FMA per cycle is not measured; assume 2 GFLOP/s/thread */
         out->fma_1t = 2.0;
         out->fma_nt = 2.0 * n_threads;
     }
     snprintf(out->source, sizeof out->source, "measured (%s, %d threads)",
-             j.wide == 2 ? "avx512" : j.wide == 1 ? "avx2" : "scalar", n_threads);
-    ct_pool_free(p1);
-    ct_pool_free(pn);
-    free(buf);
+             j->wide == 2 ? "avx512" : j->wide == 1 ? "avx2" : "scalar", n_threads);
+    ct_read_probe_free(p);
     return CT_OK;
 }
 

@@ -35,9 +35,9 @@ assert all(c[k] > 0 for k in ("talker_ms", "predictor_ms", "codec_ms", "total_ms
 assert abs(c["total_ms"] - (c["talker_ms"] + c["predictor_ms"] + c["codec_ms"])) < 1e-9
 PY
 # every stage's floor on this machine and ms / floor; the frame against the sum of the floors,
-# the codec's floor included; the roofline per working set that the floors come from
-python3 - "$WORK/b.json" <<'PY' && ok || bad "bench model floors JSON"
-import json, math, sys
+# the codec's floor included; the roofline per working set that heads the output
+python3 - "$WORK/b.json" "$M/config.json" <<'PY' && ok || bad "bench model floors JSON"
+import json, sys
 d = json.load(open(sys.argv[1]))
 close = lambda a, b: abs(a - b) <= 1e-6 * max(1.0, abs(b))
 for st, ms in (("talker", "talker_ms"), ("predictor", "predictor_ms"), ("codec", "codec_ms")):
@@ -49,16 +49,21 @@ assert close(d["frame_ratio"], d["total_ms"] / d["floor_ms"])
 assert close(d["codec_floor_ms"], d["codec_gflop_per_frame"] / d["roofline"]["fma_gflops_nt"] * 1e3)
 r = d["roofline"]
 assert r["sizes_bytes"] == sorted(r["sizes_bytes"]) and len(r["sizes_bytes"]) >= 4 and r["sizes_bytes"][-1] == 2 << 30
+# the talker's and predictor's floors: the read rate probed at their working sets next to the
+# repetition that gave their time (the roofline above only heads the output)
+reps = d["repetitions"]
+assert len(reps) == 1
 for st, b in (("talker", "talker_bytes"), ("predictor", "predictor_bytes")):
-    ws = d[st + "_working_set_bytes"]
-    sz, g = r["sizes_bytes"], r["read_gbs_nt"]
-    k = next((i for i, s in enumerate(sz) if s >= ws), len(sz) - 1)
-    want = g[k]  # the rate measured at its working set, log-interpolated between two sizes
-    if 0 < k and sz[k - 1] < ws < sz[k]:
-        want = g[k - 1] + (g[k] - g[k - 1]) * math.log(ws / sz[k - 1]) / math.log(sz[k] / sz[k - 1])
-    assert close(d[st + "_floor_gbs"], want), st
+    rep = next(e for e in reps if e[st + "_ms"] == d[st + "_ms"])
+    assert d[st + "_floor_gbs"] == rep[st + "_floor_gbs"] > 0, st
     assert close(d[st + "_floor_ms"], d[b] / (d[st + "_floor_gbs"] * 1e9) * 1e3), st
 assert d["predictor_working_set_bytes"] < d["predictor_bytes"]  # 15 passes over the same weights
+# the talker's bytes per step: its weights and the f32 K/V rows at the mean context of its steps (one
+# per frame but the last: the one at position p attends to p + 1 positions)
+t = json.load(open(sys.argv[2]))["talker_config"]
+assert d["talker_context"] == d["prompt_len"] + d["frames"] / 2
+assert close(d["talker_kv_bytes"], 2 * t["num_hidden_layers"] * t["num_key_value_heads"] * t["head_dim"] * 4 * d["talker_context"])
+assert d["talker_bytes"] == d["talker_working_set_bytes"] > d["talker_kv_bytes"] > 0
 assert d["weights_source"] == "stored" and d["weights"] == "bf16/bf16" and d["converted"] == 0 and d["load_ms"] > 0 and d["load_cpu_ms"] > 0
 # the prompt: its CPU time and its floor, the talker's matmuls at the FMA peak
 assert d["prefill_cpu_ms"] > 0 and d["prefill_floor_ms"] > 0
@@ -67,6 +72,7 @@ assert close(d["prefill_floor_ms"], d["prefill_gflop"] / d["roofline"]["fma_gflo
 PY
 has "| prefill ([0-9]* positions) | .* ms CPU) | .* | talker FMA .* GFLOP/s | " "$WORK/out"
 has "| frame | .* | sum of floors | " "$WORK/out"
+has "^talker bytes per step: [0-9.]* MB of weights, [0-9.]* MB of K/V rows at a mean context of [0-9.]* positions$" "$WORK/out"
 has "| codec (stream, ramp 2..25) | .* | FMA .* GFLOP/s | " "$WORK/out"
 # the codec decoder's table: the ramp, 1-frame pushes and steady 25-frame pushes, each against the FMA peak
 for row in "stream, 25-frame pushes (steady)" "stream, ramp 2,4,8,16,25" "stream, 1-frame pushes (exact)"; do
@@ -98,6 +104,22 @@ for f in "$M"/*; do [ "$(basename "$f")" = model.safetensors ] || ln -s "$f" "$Q
 expect_rc 0 "$BIN" quantize -m "$M" --weights int8 -o "$Q/model.safetensors"
 expect_rc 0 "$BIN" bench model -m "$Q" --threads 2 --frames 4 --repeat 3 --no-codec --streams 2 --json "$WORK/s3.json"
 has "| vs 1 stream per round, 3 rounds |" "$WORK/out"; has "| 1 stream | .* | 1.00x | 1.00-1.00x |" "$WORK/out"
+# three repetitions: each stage's ratio, and its range over the repetitions (each against its own probe)
+python3 - "$WORK/s3.json" "$WORK/out" <<'PY' && ok || bad "bench model ratios per repetition"
+import json, re, sys
+d = json.load(open(sys.argv[1])); out = open(sys.argv[2]).read()
+reps = d["repetitions"]
+assert len(reps) == 3
+for st, name, b in (("talker", "talker", "talker_bytes"), ("predictor", "code predictor", "predictor_bytes")):
+    best = min(reps, key=lambda e: e[st + "_ms"])
+    assert d[st + "_ms"] == best[st + "_ms"] and d[st + "_floor_gbs"] == best[st + "_floor_gbs"], st
+    ratios = [e[st + "_ms"] / (d[b] / (e[st + "_floor_gbs"] * 1e9) * 1e3) for e in reps]
+    m = re.search(r"\| %s \|.*\| read ([0-9.]+) GB/s next to it \| ([0-9.]+) \(([0-9.]+)-([0-9.]+)\) \|" % name, out)
+    assert m, st
+    assert abs(float(m.group(1)) - d[st + "_floor_gbs"]) < 0.051, st
+    assert abs(float(m.group(2)) - d[st + "_ratio"]) < 0.0051, st
+    assert abs(float(m.group(3)) - min(ratios)) < 0.0051 and abs(float(m.group(4)) - max(ratios)) < 0.0051, st
+PY
 has "^model .*, weights int8/int8, 2 threads, .*quantized: " "$WORK/out"
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["weights"] == "int8/int8"' "$WORK/s3.json" \
   && ok || bad "bench model JSON weights of a quantize output"
