@@ -64,6 +64,27 @@ static inline int ct_test_skip(const char *why) {
     return CT_TEST_SKIP;
 }
 
+/* The VmFlags line of the /proc/self/smaps entry whose range holds addr, into out ("" when
+   none or no smaps): " hg" in it means MADV_HUGEPAGE. */
+static inline void ct_test_vm_flags(const void *addr, char *out, size_t cap) {
+    out[0] = 0;
+    FILE *fp = fopen("/proc/self/smaps", "r");
+    if (!fp) return;
+    char line[512];
+    int in = 0;
+    while (fgets(line, sizeof line, fp)) {
+        unsigned long lo, hi;
+        const char *dash = strchr(line, '-'), *sp = strchr(line, ' ');
+        if (dash && sp && dash < sp && sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+            in = (unsigned long)(size_t)addr >= lo && (unsigned long)(size_t)addr < hi;
+        else if (in && !strncmp(line, "VmFlags:", 8)) {
+            snprintf(out, cap, "%s", line);
+            break;
+        }
+    }
+    fclose(fp);
+}
+
 /* Normalised MSE of got against ref: sum((g-r)^2) / max(sum(r^2), tiny). */
 static inline double ct_nmse(const float *got, const float *ref, size_t n) {
     double num = 0, den = 0;

@@ -1,11 +1,13 @@
 /* Roofline probes: a streaming read over a buffer (large: DRAM; smaller: the working sets that may
    stay in cache) and a register-resident FMA loop, on 1 and N threads of a pool. Vector code is
    selected at run time by target attributes. */
+#define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include "edge/roofline.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "core/pool.h"
@@ -165,7 +167,13 @@ ct_status ct_read_probe_create(int n_threads, uint64_t max_bytes, ct_read_probe 
     size_t cap = ((size_t)(max_bytes / sizeof(float)) + 4095) & ~(size_t)4095;
     if (cap < 4096) cap = 4096;
     ct_read_probe *p = calloc(1, sizeof *p);
-    float *buf = p ? malloc(cap * sizeof(float)) : NULL;
+    /* in 2 MiB pages where the kernel grants them, as the streamed weights are mapped (they
+       read faster than 4 KiB ones: docs/KERNELS.md "Huge pages for the streamed weights") */
+    const size_t huge = (size_t)2 << 20, bytes = (cap * sizeof(float) + huge - 1) / huge * huge;
+    float *buf = p ? aligned_alloc(huge, bytes) : NULL;
+#ifdef MADV_HUGEPAGE
+    if (buf) madvise(buf, bytes, MADV_HUGEPAGE);
+#endif
     if (!buf || ct_pool_create(n_threads, NULL, 0, &p->pool) != CT_OK) {
         free(buf);
         free(p);

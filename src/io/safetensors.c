@@ -1,9 +1,11 @@
 /* Safetensors reader: mmap + strict header validation (the header is untrusted input). */
+#define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include "io/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,6 +287,40 @@ void ct_st_close(ct_st_file *f) {
     free(f->names);
     json_decref(f->meta);
     free(f);
+}
+
+typedef struct {
+    uintptr_t lo, hi;
+} byte_range;
+
+static int range_cmp(const void *a, const void *b) {
+    const byte_range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+size_t ct_st_advise_huge(ct_st_file *f, const char *const *names, int n) {
+    if (!f || !f->map || n <= 0) return 0;
+    byte_range *r = malloc(sizeof *r * (f->n ? f->n : 1));
+    if (!r) return 0; /* a hint only */
+    size_t nr = 0, done = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        const ct_st_tensor *t = &f->t[i];
+        int hit = 0;
+        for (int k = 0; k < n && !hit; k++) hit = strstr(t->name, names[k]) != NULL;
+        if (hit && t->nbytes) r[nr++] = (byte_range){(uintptr_t)t->data, (uintptr_t)t->data + t->nbytes};
+    }
+    qsort(r, nr, sizeof *r, range_cmp);
+#ifdef MADV_HUGEPAGE
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), join = (uintptr_t)2 << 20;
+    for (size_t i = 0; i < nr;) {
+        uintptr_t lo = r[i].lo, hi = r[i].hi;
+        for (i++; i < nr && r[i].lo < hi + join; i++) hi = r[i].hi > hi ? r[i].hi : hi;
+        lo &= ~(pg - 1); /* madvise rounds the length up to the page */
+        if (madvise((void *)lo, (size_t)(hi - lo), MADV_HUGEPAGE) == 0) done += (size_t)(hi - lo);
+    }
+#endif
+    free(r);
+    return done;
 }
 
 const char *ct_st_meta(const ct_st_file *f, const char *key) {

@@ -50,6 +50,14 @@ const ct_st_tensor *ct_st_find(const ct_st_file *f, const char *name);
    NULL when there is no such key or its value is not a string. */
 const char *ct_st_meta(const ct_st_file *f, const char *key);
 
+/* Asks for huge pages behind the tensors of f whose names contain one of names[n]: Linux
+   MADV_HUGEPAGE over their bytes (ranges less than 2 MiB apart joined), so that the page
+   cache read through the mapping from then on comes in 2 MiB folios where the kernel can,
+   and later mappings of those folios take 2 MiB pages, which stream faster than 4 KiB ones
+   (docs/KERNELS.md "Huge pages for the streamed weights"). Call it before anything reads
+   those bytes. Returns the bytes advised: 0 for a buffer, no match, or a refusal. */
+size_t ct_st_advise_huge(ct_st_file *f, const char *const *names, int n);
+
 /* Formats a shape as "[a, b, c]" into buf. Returns buf. */
 char *ct_st_shape_str(const int64_t *shape, int ndim, char *buf, size_t cap);
 

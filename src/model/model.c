@@ -463,6 +463,20 @@ static int parse_wfmt(const char *s, int *fmt) {
     return 1;
 }
 
+/* The tensors every frame streams, by name: the layer matrices of both stacks (with their
+   scales and norms), the heads, the projection and stored panels. The embedding tables, read
+   a row per token, are left out. */
+static const char *const streamed_names[] = {".layers.", "talker.code_predictor.lm_head.", "talker.codec_head.",
+                                             "talker.code_predictor.small_to_mtp_projection.", CT_PANELS_TENSOR};
+
+/* Huge pages for the streamed weights in the model's file and the weight cache, before
+   binding reads any of them (docs/KERNELS.md "Huge pages for the streamed weights"). */
+static void advise_streamed(ct_model *m) {
+    const int n = (int)(sizeof streamed_names / sizeof *streamed_names);
+    ct_st_advise_huge(m->st, streamed_names, n);
+    ct_st_advise_huge(m->qst, streamed_names, n);
+}
+
 ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model **out,
                         char *err, size_t errcap) {
     if (!dir || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "model: NULL argument");
@@ -520,6 +534,7 @@ ct_status ct_model_load(const char *dir, const ct_model_params *params, ct_model
     if (st != CT_OK) goto fail;
     snprintf(m->src_path, sizeof m->src_path, "%s", path);
     ct_wcache_open(m, p.cache_dir);
+    advise_streamed(m);
     st = bind_all(m, err, errcap);
     if (st == CT_OK) st = pack_panels(m, err, errcap);
     if (st != CT_OK) goto fail;

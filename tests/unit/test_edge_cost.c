@@ -12,6 +12,7 @@
 #include "ct_test.h"
 #include "edge/machine.h"
 #include "edge/plan.h"
+#include "edge/roofline.h"
 #include "io/safetensors.h"
 #include "test_machine.h"
 #include "test_models.h"
@@ -237,7 +238,35 @@ static void test_machine_cache(void) {
     rmdir(dir);
 }
 
+/* The read probe: GB/s over a prefix of its buffer on 1 or n threads (sizes clamped to the
+   buffer), and the buffer in huge pages where the kernel has them, as the streamed weights are
+   (docs/KERNELS.md "Huge pages for the streamed weights"). */
+static void test_read_probe(void) {
+    const uint64_t MiB = 1ull << 20;
+    ct_read_probe *p = NULL;
+    char err[256];
+    CHECK(ct_read_probe_create(2, 64 * MiB, &p, err, sizeof err) == CT_OK);
+    if (!p) return;
+    const double g1 = ct_read_probe_gbs(p, 32 * MiB, 1), g2 = ct_read_probe_gbs(p, 64 * MiB, 2);
+    const double tiny = ct_read_probe_gbs(p, 100, 2), over = ct_read_probe_gbs(p, 1ull << 40, 9);
+    CHECKF(g1 > 0.1 && g2 > 0.1 && tiny > 0.1 && over > 0.1 && isfinite(tiny) && isfinite(over),
+           "%.1f %.1f %.1f %.1f GB/s", g1, g2, tiny, over);
+    if (access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0) {
+        FILE *fp = fopen("/proc/self/smaps", "r");
+        char line[512];
+        long size_kb = 0, huge = 0;
+        while (fp && fgets(line, sizeof line, fp)) {
+            if (!strncmp(line, "Size:", 5)) size_kb = strtol(line + 5, NULL, 10);
+            if (!strncmp(line, "VmFlags:", 8) && strstr(line, " hg") && size_kb >= 64 * 1024) huge = size_kb;
+        }
+        if (fp) fclose(fp);
+        CHECKF(huge > 0, "no MADV_HUGEPAGE mapping of 64 MiB or more while the probe lives");
+    }
+    ct_read_probe_free(p);
+}
+
 int main(void) {
+    test_read_probe();
     test_bytes();
     test_rates();
     test_predict();

@@ -1,5 +1,6 @@
 /* Safetensors reader: valid files parse; every kind of lying or truncated header is rejected. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,6 +17,55 @@ static size_t make(const char *hdr, size_t data_len) {
     memcpy(buf + 8, hdr, hl);
     for (size_t i = 0; i < data_len; i++) buf[8 + hl + i] = (uint8_t)i;
     return 8 + hl + data_len;
+}
+
+/* ct_st_advise_huge: huge pages asked for the named tensors of a mapped file only, ranges
+   2 MiB or more apart kept apart (the table between two layer tensors stays out). */
+static void check_advise_huge(void) {
+    const size_t MiB = (size_t)1 << 20;
+    char hdr[512], path[] = "/tmp/ct_st_hugeXXXXXX";
+    snprintf(hdr, sizeof hdr,
+             "{\"x.layers.0.w\":{\"dtype\":\"U8\",\"shape\":[%zu],\"data_offsets\":[0,%zu]},"
+             "\"emb\":{\"dtype\":\"U8\",\"shape\":[%zu],\"data_offsets\":[%zu,%zu]},"
+             "\"x.layers.1.w\":{\"dtype\":\"U8\",\"shape\":[%zu],\"data_offsets\":[%zu,%zu]}}",
+             3 * MiB, 3 * MiB, 4 * MiB, 3 * MiB, 7 * MiB, 2 * MiB, 7 * MiB, 9 * MiB);
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    size_t hl = strlen(hdr);
+    uint8_t len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hl >> (8 * i));
+    int ok = write(fd, len8, 8) == 8 && write(fd, hdr, hl) == (ssize_t)hl && ftruncate(fd, (off_t)(8 + hl + 9 * MiB)) == 0;
+    close(fd);
+    CHECK(ok);
+    char err[256];
+    ct_st_file *f = NULL;
+    CHECK(ok && ct_st_open(path, &f, err, sizeof err) == CT_OK);
+    unlink(path);
+    if (!f) return;
+    const char *none[1] = {"nothing"}, *layers[1] = {".layers."};
+    CHECK(ct_st_advise_huge(f, none, 1) == 0);
+    const size_t got = ct_st_advise_huge(f, layers, 1);
+    const ct_st_tensor *l0 = ct_st_find(f, "x.layers.0.w"), *l1 = ct_st_find(f, "x.layers.1.w"), *e = ct_st_find(f, "emb");
+    char fl[512];
+    if (access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0) { /* a kernel with THP */
+        /* the two layer tensors, each widened to whole pages */
+        CHECKF(got >= 5 * MiB && got <= 5 * MiB + 3 * 4096, "advised %zu bytes", got);
+        ct_test_vm_flags((const uint8_t *)l0->data + MiB, fl, sizeof fl);
+        CHECKF(strstr(fl, " hg") != NULL, "first layer tensor: %s", fl);
+        ct_test_vm_flags((const uint8_t *)l1->data + MiB, fl, sizeof fl);
+        CHECKF(strstr(fl, " hg") != NULL, "second layer tensor: %s", fl);
+        ct_test_vm_flags((const uint8_t *)e->data + 2 * MiB, fl, sizeof fl);
+        CHECKF(fl[0] && strstr(fl, " hg") == NULL, "the table between them: %s", fl);
+    } else {
+        CHECKF(got == 0, "advised %zu bytes without THP", got);
+    }
+    ct_st_close(f);
+    /* an in-memory buffer has no mapping to advise */
+    CHECK(ct_st_open_buffer(buf, make("{\"x.layers.0.w\":{\"dtype\":\"U8\",\"shape\":[16],\"data_offsets\":[0,16]}}", 16),
+                            &f, err, sizeof err) == CT_OK);
+    CHECK(ct_st_advise_huge(f, layers, 1) == 0);
+    ct_st_close(f);
 }
 
 static ct_status try_open(const char *hdr, size_t data_len, char *err, size_t cap) {
@@ -109,5 +159,6 @@ int main(void) {
     char sb[64];
     int64_t shp[3] = {2, 3, 4};
     CHECK(strcmp(ct_st_shape_str(shp, 3, sb, sizeof sb), "[2, 3, 4]") == 0);
+    check_advise_huge();
     return ct_test_finish();
 }

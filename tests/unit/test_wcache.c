@@ -133,10 +133,27 @@ int main(void) {
         CHECK(m2 && ct_model_get_info(m2).weight_bytes == pi.weight_bytes);
         CHECKF(m2 && gen(m2, c2) && memcmp(ref, c2, sizeof ref) == 0, "codes from the cache (%s/%s)", FMT[f][0],
                FMT[f][1]);
+        /* the streamed weights mapped from the cache file are advised huge pages (the layer
+           matrices; docs/KERNELS.md "Huge pages for the streamed weights") */
+        char fl[512];
+        if (m2 && access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0) {
+            ct_test_vm_flags(m2->t_layers[0].q.data, fl, sizeof fl);
+            CHECKF(strstr(fl, " hg") != NULL, "cache-mapped layer weights: %s", fl);
+        }
         ct_model_free(m2);
         ct_model_free(m1);
         ct_model_free(plain);
     }
+    /* and so are the ones mapped from the model's own file */
+    ct_model *st = load("bf16", "bf16", NULL, CT_OK);
+    char fl[512];
+    if (st && access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0) {
+        ct_test_vm_flags(st->t_layers[0].down.data, fl, sizeof fl);
+        CHECKF(strstr(fl, " hg") != NULL, "file-mapped layer weights: %s", fl);
+        ct_test_vm_flags(st->p_layers[0].gate.data, fl, sizeof fl);
+        CHECKF(strstr(fl, " hg") != NULL, "file-mapped predictor weights: %s", fl);
+    }
+    ct_model_free(st);
     char wdir[2400];
     snprintf(wdir, sizeof wdir, "%s/weights", CACHE);
     CHECK(stray_files(wdir) == 0);
