@@ -144,7 +144,7 @@ static double codec_stream_ms(const ct_codec *c, ct_pool *pool, const int32_t *c
 
 /* Best-of-reps stage times of a session run (ms; codec[0] 1-frame pushes, codec[1] the ramp,
    codec[2] 25-frame pushes), and per repetition the talker's and predictor's ms/frame with the
-   read GB/s probed at their working sets next to that repetition (the better of a probe just
+   read GB/s probed at their working sets next to that repetition (the mean of a probe just
    before and one just after its frames; 0 without a probe). */
 typedef struct {
     double prefill, prefill_cpu, talk, pred, codec[3]; /* prefill_cpu: CPU ms, all threads */
@@ -163,12 +163,13 @@ typedef struct {
     int threads;
 } stage_probe;
 
+/* Adds half of each probe's GB/s to *t_gbs and *p_gbs: called just before and just after a
+   repetition's frames, they sum to the mean of the two (the host's bandwidth moves within
+   seconds; either end alone can catch a burst or a dip). */
 static void probe_stages(const stage_probe *sp, double ctx, double *t_gbs, double *p_gbs) {
     if (!sp || !sp->p) return;
-    double t = ct_read_probe_gbs(sp->p, sp->tw + (uint64_t)(sp->kv_per_pos * ctx), sp->threads);
-    double p = ct_read_probe_gbs(sp->p, sp->pws, sp->threads);
-    if (t > *t_gbs) *t_gbs = t;
-    if (p > *p_gbs) *p_gbs = p;
+    *t_gbs += 0.5 * ct_read_probe_gbs(sp->p, sp->tw + (uint64_t)(sp->kv_per_pos * ctx), sp->threads);
+    *p_gbs += 0.5 * ct_read_probe_gbs(sp->p, sp->pws, sp->threads);
 }
 
 /* Runs reps repetitions of `frames` frames on s (and the codec on its pool), probing the read

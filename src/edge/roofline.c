@@ -194,7 +194,10 @@ double ct_read_probe_gbs(ct_read_probe *p, uint64_t bytes, int t) {
     size_t n = (size_t)(bytes / sizeof(float)) & ~(size_t)4095;
     p->j.n = n < 4096 ? 4096 : n > p->cap ? p->cap : n;
     p->j.t = t < 1 ? 1 : t > p->n_threads ? p->n_threads : t;
-    return run_read(p->pool, &p->j);
+    /* one thread reads on the caller alone: a pool run would wake the idle workers each pass,
+       and a woken worker can land on the caller's core and stay there for the next
+       n-thread run, which then measures one core */
+    return run_read(p->j.t == 1 ? NULL : p->pool, &p->j);
 }
 
 void ct_read_probe_free(ct_read_probe *p) {
@@ -226,7 +229,7 @@ ct_status ct_roofline_machine(int n_threads, const uint64_t *sizes, int n_sizes,
     j->fma_iters = 4000000;
     if (j->wide) {
         j->t = 1;
-        out->fma_1t = run_fma(p->pool, j);
+        out->fma_1t = run_fma(NULL, j); /* on the caller alone, as ct_read_probe_gbs's one thread */
         j->t = n_threads;
         out->fma_nt = run_fma(p->pool, j);
         if (out->fma_nt < out->fma_1t) out->fma_nt = out->fma_1t;
