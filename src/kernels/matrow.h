@@ -15,18 +15,19 @@
 #define CT_PF_L2 16384
 #endif
 
-/* A 4-row block's one-token prefetch where its rows are contiguous (row i at p0 + i x rb bytes)
-   and a loop step reads 64 bytes of each row at byte offset kb: each row's line CT_PF_ROW
-   ahead into L2, and the block's bytes in address order, 4 lines a step from 3 rows +
-   CT_PF_ROW ahead, so that every line of the next blocks is asked for before the block's last
-   row needs it. Against the per-row L1 + L2 pair above, one thread read 2048 x 1024 ..
-   1024 x 3072 INT8 from memory 16-32% faster, and the BF16 and INT8 decode steps took 12-15%
-   less (docs/KERNELS.md "Decode prefetch"). */
+/* An R-row block's one-token prefetch where its rows are contiguous (row i at p0 + i x rb
+   bytes) and a loop step reads 64 bytes of each row at byte offset kb (call it for each row i
+   of the step): the row's line CT_PF_ROW ahead into L2, and the block's bytes in address
+   order, R lines a step from R - 1 rows + CT_PF_ROW ahead, so that every line of the next
+   blocks is asked for before the block's last row needs it. Against the per-row L1 + L2 pair
+   above, one thread read 2048 x 1024 .. 1024 x 3072 INT8 from memory 16-32% faster, and the
+   BF16 and INT8 decode steps took 12-15% less (docs/KERNELS.md "Decode prefetch"). */
 #define CT_PF_ROW 8192
-#define CT_PF_BLK4(p0, p, rb, kb, i)                                                                  \
+#define CT_PF_BLK(R, p0, p, rb, kb, i)                                                                 \
     do {                                                                                               \
         _mm_prefetch((const char *)(p) + (kb) + CT_PF_ROW, _MM_HINT_T1);                               \
-        _mm_prefetch((const char *)(p0) + 4 * (size_t)(kb) + 64 * (size_t)(i) + 3 * (size_t)(rb) + CT_PF_ROW, \
+        _mm_prefetch((const char *)(p0) + (size_t)(R) * (size_t)(kb) + 64 * (size_t)(i) +             \
+                         ((size_t)(R) - 1) * (size_t)(rb) + CT_PF_ROW,                                 \
                      _MM_HINT_T1);                                                                     \
     } while (0)
 

@@ -249,8 +249,11 @@ static void test_read_probe(void) {
     if (!p) return;
     const double g1 = ct_read_probe_gbs(p, 32 * MiB, 1), g2 = ct_read_probe_gbs(p, 64 * MiB, 2);
     const double tiny = ct_read_probe_gbs(p, 100, 2), over = ct_read_probe_gbs(p, 1ull << 40, 9);
-    CHECKF(g1 > 0.1 && g2 > 0.1 && tiny > 0.1 && over > 0.1 && isfinite(tiny) && isfinite(over),
-           "%.1f %.1f %.1f %.1f GB/s", g1, g2, tiny, over);
+    /* rates only positive and finite: a loaded CI machine can make 16 KiB on 2 threads take a
+       scheduler slice (ASan, two tests at once), so no speed is asked of them */
+    CHECKF(g1 > 0 && g2 > 0 && tiny > 0 && over > 0 && isfinite(g1) && isfinite(g2) && isfinite(tiny) &&
+               isfinite(over),
+           "%g %g %g %g GB/s", g1, g2, tiny, over);
     if (access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0) {
         FILE *fp = fopen("/proc/self/smaps", "r");
         char line[512];

@@ -81,7 +81,7 @@ ALWAYS_INLINE void blk4e(const ct_mat *w, const float *x, int r, int nr, int pf,
     for (; k + 32 <= C; k += 32) {
         if (pf)
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) CT_PF_BLK4(p[0], p[i], (size_t)C * e2 / 2, (size_t)k * e2 / 2, i);
+            for (int i = 0; i < 4; i++) CT_PF_BLK(4, p[0], p[i], (size_t)C * e2 / 2, (size_t)k * e2 / 2, i);
         __m512 w0[4], w1[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {

@@ -125,10 +125,7 @@ ALWAYS_INLINE void xq_blk4_i8(const ct_mat *w, int r, int nr, int t0, const int 
     for (int g = 0; g < G; g++) {
         if ((g & 1) == 0) {
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                _mm_prefetch((const char *)p[i] + g * 32 + XQ_PF, _MM_HINT_T0);
-                _mm_prefetch((const char *)p[i] + g * 32 + XQ_PF2, _MM_HINT_T1);
-            }
+            for (int i = 0; i < 4; i++) CT_PF_BLK(4, p[0], p[i], w->cols, (size_t)g * 32, i);
         }
 #if CT_DOT_VNNI
         __m256i wu[4]; /* q + 128 */

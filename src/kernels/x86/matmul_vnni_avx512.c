@@ -55,7 +55,7 @@
 /* INT4 weight prefetch per row: XQ_PFB bytes ahead into L1 and XQ_PFB2 bytes ahead
    into L2 (best of 0.5-8 KiB x 8-32 KiB on the DRAM-bound talker and predictor,
    docs/BENCH.md); its group scales (a separate stream, a quarter of the weight
-   bytes) a quarter as far ahead. INT8 rows: CT_PF_BLK4 (kernels/matrow.h). */
+   bytes) a quarter as far ahead. INT8 rows: CT_PF_BLK (kernels/matrow.h). */
 #ifndef XQ_PFB
 #define XQ_PFB 1024
 #endif
@@ -263,7 +263,7 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int 
     for (int k = 0; k < C; k += 64) {
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
-            CT_PF_BLK4(p[0], p[i], C, k, i);
+            CT_PF_BLK(4, p[0], p[i], C, k, i);
         }
         __m512i wv[4], wt[4];
 #pragma GCC unroll 4
