@@ -893,7 +893,7 @@ static int cmd_kernels(int argc, char **argv) {
     const size_t set = (size_t)1024 << 20; /* bytes of weights per format, past a 480 MiB L3 */
     float *x = malloc(sizeof(float) * 40 * 3072), *y = malloc(sizeof(float) * 40 * 3072);
     float *wf = malloc(sizeof(float) * 3072 * 1024);
-    uint8_t *buf = malloc(set + ((size_t)8 << 20));
+    uint8_t *buf = aligned_alloc(64, set + ((size_t)8 << 20)); /* panels: 64-byte aligned */
     float *sc = malloc(sizeof(float) * 3072 * 1024 / CT_Q4_GROUP * 64);
     if (!x || !y || !wf || !buf || !sc) {
         fprintf(stderr, "error: out of memory\n");
@@ -914,9 +914,16 @@ static int cmd_kernels(int argc, char **argv) {
            set >> 20);
     printf("| format | rows x cols | tokens | us/call | GB/s (weights) | GFLOP/s | us/call, in cache | GFLOP/s, in cache |\n"
            "|---|---|---|---|---|---|---|---|\n");
-    static const char *fn[4] = {"bf16", "f32", "int8", "int4"};
-    for (int f = 0; f < 4; f++)
+    /* "int8/int4 panels": the same matrices with ct_mat.pan packed as `--weight-panels` packs them at
+       load (where the level has them), timed at the token counts that read them */
+    static const char *fn[6] = {"bf16", "f32", "int8", "int4", "int8 panels", "int4 panels"};
+    const ct_kernel_table *kt = ct_kernels();
+    for (int f = 0; f < 6; f++)
         for (int si = 0; si < 3; si++) {
+            const int pf = f >= 4, qf = pf ? f - 2 : f; /* panels; the format whose rows they hold */
+            if (pf && (!kt->xq_pan_pack || !kt->xq ||
+                       !kt->xq_pan_bytes(qf == 2 ? CT_DT_I8 : CT_DT_U8, shapes[si][0], shapes[si][1])))
+                continue;
             const int R = shapes[si][0], C = shapes[si][1];
             ct_mat m = {0};
             m.rows = R;
@@ -930,7 +937,7 @@ static int cmd_kernels(int argc, char **argv) {
                 m.dtype = CT_DT_F32;
                 mb = (size_t)R * C * 4;
                 memcpy(buf, wf, mb);
-            } else if (f == 2) {
+            } else if (qf == 2) {
                 m.dtype = CT_DT_I8;
                 mb = (size_t)R * C;
                 ct_quantize_i8(wf, CT_DT_F32, R, C, (int8_t *)buf, sc);
@@ -939,23 +946,26 @@ static int cmd_kernels(int argc, char **argv) {
                 mb = (size_t)R * C / 2;
                 ct_quantize_q4(wf, CT_DT_F32, R, C, buf, sc);
             }
-            /* each copy: the weights, then their scales (INT8 per row, INT4 per group) */
-            const size_t ssz = f == 2 ? (size_t)R * sizeof(float) : f == 3 ? (size_t)R * C / CT_Q4_GROUP * sizeof(float) : 0;
-            const size_t stride = (mb + ssz + 63) & ~(size_t)63;
+            /* each copy: the weights, then their scales (INT8 per row, INT4 per group), then its panels */
+            const size_t ssz = qf == 2 ? (size_t)R * sizeof(float) : qf == 3 ? (size_t)R * C / CT_Q4_GROUP * sizeof(float) : 0;
+            const size_t poff = (mb + ssz + 63) & ~(size_t)63;
+            const size_t psz = pf ? kt->xq_pan_bytes(m.dtype, R, C) : 0;
+            const size_t stride = (poff + psz + 63) & ~(size_t)63;
             if (ssz) memcpy(buf + mb, sc, ssz);
             /* the integer-dot mode, as the loader sets it */
-            m.xq = f >= 2 && ct_kernels()->xq && C % 64 == 0 && C <= CT_XQ_MAXC;
-            const int copies = (int)(set / stride);
-            for (int k = 1; k < copies; k++) memcpy(buf + (size_t)k * stride, buf, stride);
+            m.xq = qf >= 2 && kt->xq && C % 64 == 0 && C <= CT_XQ_MAXC;
             m.data = buf;
             m.scales = ssz ? (const float *)(buf + mb) : NULL;
+            if (pf) kt->xq_pan_pack(&m, buf + poff);
+            const int copies = (int)(set / stride);
+            for (int k = 1; k < copies; k++) memcpy(buf + (size_t)k * stride, buf, stride);
             for (double t_w = ct_now_ms() + 200; ct_now_ms() < t_w;) /* warm up: clocks, tiles */
                 ct_matmul_pool(pool, &m, NULL, x, y, 16);
             /* copy 0 is the in-cache one (and the warm-up's); the others are read in turn, the
                rotation carried across token counts, so a timed call from memory always reads the
                copy touched longest ago, never one the previous phase left in cache */
             size_t rot = 0;
-            for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
+            for (size_t ti = pf ? 2 : 0; ti < sizeof toks / sizeof *toks; ti++) { /* panels: from 4 tokens */
                 const int n = toks[ti];
                 double best[2] = {1e30, 1e30}; /* from memory, in cache */
                 for (int cached = 0; cached < 2; cached++) {
@@ -963,6 +973,7 @@ static int cmd_kernels(int argc, char **argv) {
                     for (int it = 0; ct_now_ms() < t_end || it < 3; it++) {
                         m.data = buf + (size_t)(cached ? 0 : 1 + rot++ % (size_t)(copies - 1)) * stride;
                         if (ssz) m.scales = (const float *)((const uint8_t *)m.data + mb);
+                        if (pf) m.pan = (const uint8_t *)m.data + poff;
                         double t0 = ct_now_ms();
                         ct_matmul_pool(pool, &m, NULL, x, y, n);
                         double t = ct_now_ms() - t0;
@@ -971,7 +982,9 @@ static int cmd_kernels(int argc, char **argv) {
                 }
                 m.data = buf;
                 m.scales = ssz ? (const float *)(buf + mb) : NULL;
-                const double bytes = (double)ct_mat_bytes(&m), flop = 2.0 * R * C * n;
+                /* bytes a call reads: the panels where it reads them (INT4's hold the group scales) */
+                const double bytes = pf ? (double)psz + (qf == 2 ? (double)ssz : 0) : (double)ct_mat_bytes(&m),
+                             flop = 2.0 * R * C * n;
                 printf("| %s | %d x %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f |\n", fn[f], R, C, n, best[0] * 1e3,
                        bytes / (best[0] * 1e-3) / 1e9, flop / (best[0] * 1e-3) / 1e9, best[1] * 1e3,
                        flop / (best[1] * 1e-3) / 1e9);

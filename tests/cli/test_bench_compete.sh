@@ -169,9 +169,15 @@ has "INT8/INT4 with \(f32 activations\|int8 activations (integer-dot mode with [
 has "| format | rows x cols | tokens | us/call | GB/s (weights) | GFLOP/s | us/call, in cache | GFLOP/s, in cache |" "$WORK/out"
 python3 - "$WORK/out" <<'PY' && ok || bad "bench kernels matmul rows"
 import sys
-rows = [l.split("|")[1:-1] for l in open(sys.argv[1]) if l.split("|")[1:2] in ([" bf16 "], [" f32 "], [" int8 "], [" int4 "])]
+lines = open(sys.argv[1]).read().splitlines()
+rows = [l.split("|")[1:-1] for l in lines if l.split("|")[1:2] in ([" bf16 "], [" f32 "], [" int8 "], [" int4 "])]
 assert len(rows) == 4 * 3 * 6, len(rows)
-for r in rows:
+# the panels packed at load, where the level has them (its header names VPDPBUSD on AVX-512): 4-40 tokens
+pan = [l.split("|")[1:-1] for l in lines if l.split("|")[1:2] in ([" int8 panels "], [" int4 panels "])]
+vnni512 = "integer-dot mode with VPDPBUSD (AVX-512 VNNI)," in "\n".join(lines)
+assert len(pan) == (2 * 3 * 4 if vnni512 else 0), len(pan)
+assert [int(r[2]) for r in pan[:4]] == ([4, 8, 16, 40] if vnni512 else []), pan[:4]
+for r in rows + pan:
     assert len(r) == 8, r
     assert all(float(v) > 0 for v in r[2:]), r
 PY
