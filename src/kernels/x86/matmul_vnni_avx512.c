@@ -518,9 +518,13 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_i8(const xq_pbuf *B, const uint8_t (*w0)[6
     for (int p = 0; p < NP; p++)
         for (int t = 0; t < NT; t++) acc[p][t][0] = acc[p][t][1] = _mm512_setzero_ps();
     for (int k = 0; k < C; k += 64, w0 += WS, w1 += WS) {
-        if (PP) { /* packed at load: every line of the step XQ_PP_PF bytes ahead into L2 */
+        if (PP) { /* packed at load: every line of the step into L2 twice, 2 XQ_PP_PF and XQ_PP_PF
+                     bytes ahead (once was measured slower from memory: docs/KERNELS.md) */
 #pragma GCC unroll 32
-            for (int l = 0; l < WS; l++) _mm_prefetch((const char *)w0[l] + XQ_PP_PF, _MM_HINT_T1);
+            for (int l = 0; l < WS; l++) {
+                _mm_prefetch((const char *)w0[l] + 2 * XQ_PP_PF, _MM_HINT_T1);
+                _mm_prefetch((const char *)w0[l] + XQ_PP_PF, _MM_HINT_T1);
+            }
         }
 #pragma GCC unroll 2
         for (int b = 0; b < 2; b++) {
