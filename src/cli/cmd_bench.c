@@ -219,10 +219,12 @@ static int measure_model(ct_session *s, const ct_codec *codec, const ct_gen_para
    interleaved rounds (each round times every B once, so a host whose speed drifts moves all B
    alike): best ms per step and aggregate frames/s per B into ms[] / fps[] (index k for B =
    1 << k), and the smallest and largest per-round "vs 1 stream" ratio (B x round's 1-stream ms
-   / round's B ms) into vmin[] / vmax[]; how many B values in *nb. 0, or -1 with the error
-   printed. */
+   / round's B ms) into vmin[] / vmax[], and the best round's talker and predictor ms per step
+   (the first stream's stage timers, which every batched step advances by its stage's wall time)
+   into tk[] / pr[]; how many B values in *nb. 0, or -1 with the error printed. */
 #define BATCH_MAXB 6 /* B up to 32 */
-static int batched_run(const ct_model *m, const ct_gen_params *g0, int threads, int frames, int B, double *ms) {
+static int batched_run(const ct_model *m, const ct_gen_params *g0, int threads, int frames, int B, double *ms,
+                       double *tk, double *pr) {
     char err[1024] = "";
     ct_batch *b = NULL;
     ct_session *ss[1 << (BATCH_MAXB - 1)] = {0};
@@ -242,12 +244,17 @@ static int batched_run(const ct_model *m, const ct_gen_params *g0, int threads, 
         }
     }
     if (ok) ok = ct_batch_step(b, ss, B, codes, got) == CT_OK; /* warm-up step */
+    const double tk0 = ok ? ss[0]->t_talker_ms : 0, pr0 = ok ? ss[0]->t_pred_ms : 0;
     double t0 = ct_now_ms();
     for (int f = 0; ok && f < frames; f++) {
         ok = ct_batch_step(b, ss, B, codes, got) == CT_OK;
         for (int i = 0; ok && i < B; i++) done += got[i];
     }
     const double el = ct_now_ms() - t0;
+    if (ok) {
+        *tk = (ss[0]->t_talker_ms - tk0) / frames;
+        *pr = (ss[0]->t_pred_ms - pr0) / frames;
+    }
     if (ok && done != B * frames) {
         snprintf(err, sizeof err, "batched decode of %d streams made %d of %d frames", B, done, B * frames);
         ok = 0;
@@ -265,18 +272,23 @@ static int batched_run(const ct_model *m, const ct_gen_params *g0, int threads, 
 }
 
 static int measure_batched(const ct_model *m, const ct_gen_params *g0, int threads, int frames, int max_streams,
-                           int rounds, double *ms, double *fps, double *vmin, double *vmax, int *nb) {
+                           int rounds, double *ms, double *fps, double *vmin, double *vmax, double *tk, double *pr,
+                           int *nb) {
     int n = 0;
     while (n < BATCH_MAXB && (1 << n) <= max_streams) n++;
     for (int k = 0; k < n; k++) ms[k] = vmin[k] = vmax[k] = 0;
     for (int r = 0; r < rounds; r++) {
         double one = 0;
         for (int k = 0; k < n; k++) {
-            double t;
-            if (batched_run(m, g0, threads, frames, 1 << k, &t) != 0) return -1;
+            double t, a, b;
+            if (batched_run(m, g0, threads, frames, 1 << k, &t, &a, &b) != 0) return -1;
             if (k == 0) one = t;
             const double v = (1 << k) * one / t;
-            if (r == 0 || t < ms[k]) ms[k] = t;
+            if (r == 0 || t < ms[k]) {
+                ms[k] = t;
+                tk[k] = a;
+                pr[k] = b;
+            }
             if (r == 0 || v < vmin[k]) vmin[k] = v;
             if (r == 0 || v > vmax[k]) vmax[k] = v;
         }
@@ -421,10 +433,12 @@ static int cmd_model(int argc, char **argv) {
     if (!codes) fprintf(stderr, "error: out of memory\n");
     int rc = !codes || measure_model(s, codec, &g, frames, reps, codes, &sprobe, &mt) != 0;
     ct_read_probe_free(sprobe.p);
-    double b_ms[BATCH_MAXB], b_fps[BATCH_MAXB], b_vmin[BATCH_MAXB], b_vmax[BATCH_MAXB];
+    double b_ms[BATCH_MAXB], b_fps[BATCH_MAXB], b_vmin[BATCH_MAXB], b_vmax[BATCH_MAXB], b_tk[BATCH_MAXB],
+        b_pr[BATCH_MAXB];
     int nb = 0;
     if (!rc && streams > 0)
-        rc = measure_batched(m, &g, threads, frames, streams, reps, b_ms, b_fps, b_vmin, b_vmax, &nb) != 0;
+        rc = measure_batched(m, &g, threads, frames, streams, reps, b_ms, b_fps, b_vmin, b_vmax, b_tk, b_pr,
+                             &nb) != 0;
     if (!rc && compete > 0) {
         int started = compete_start(compete, pids);
         printf("compete: %d busy-loop process(es) started, pids", started);
@@ -524,11 +538,13 @@ static int cmd_model(int argc, char **argv) {
     }
     if (nb) {
         printf("\n| batched decode (talker + predictor), %d threads | ms per step | aggregate frames/s | vs 1 stream "
-               "| vs 1 stream per round, %d round%s |\n|---|---|---|---|---|\n",
+               "| vs 1 stream per round, %d round%s | talker ms per step (x 1 stream) | predictor ms per step (x 1 "
+               "stream) |\n|---|---|---|---|---|---|---|\n",
                threads, reps, reps > 1 ? "s" : "");
         for (int k = 0; k < nb; k++)
-            printf("| %d stream%s | %.2f | %.2f | %.2fx | %.2f-%.2fx |\n", 1 << k, k ? "s" : "", b_ms[k], b_fps[k],
-                   b_fps[k] / b_fps[0], b_vmin[k], b_vmax[k]);
+            printf("| %d stream%s | %.2f | %.2f | %.2fx | %.2f-%.2fx | %.2f (%.2fx) | %.2f (%.2fx) |\n", 1 << k,
+                   k ? "s" : "", b_ms[k], b_fps[k], b_fps[k] / b_fps[0], b_vmin[k], b_vmax[k], b_tk[k],
+                   b_tk[k] / b_tk[0], b_pr[k], b_pr[k] / b_pr[0]);
     }
     /* throughput kept under the competing load: uncontended ms / contended ms, per stage */
     const double c_total = ct.talk + ct.pred + (codec ? ct.codec[1] : 0);
@@ -591,10 +607,11 @@ static int cmd_model(int argc, char **argv) {
         if (j && nb) {
             json_t *a = json_array();
             for (int k = 0; k < nb; k++)
-                json_array_append_new(a, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f}", "streams", 1 << k, "ms_per_step",
-                                                   b_ms[k], "frames_per_s", b_fps[k], "vs_1_stream",
+                json_array_append_new(a, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "streams", 1 << k,
+                                                   "ms_per_step", b_ms[k], "frames_per_s", b_fps[k], "vs_1_stream",
                                                    b_fps[k] / b_fps[0], "vs_1_stream_round_min", b_vmin[k],
-                                                   "vs_1_stream_round_max", b_vmax[k]));
+                                                   "vs_1_stream_round_max", b_vmax[k], "talker_ms_per_step",
+                                                   b_tk[k], "predictor_ms_per_step", b_pr[k]));
             json_object_set_new(j, "batched_decode", a);
         }
         if (j && compete > 0) {

@@ -85,7 +85,7 @@ if grep -q "batched decode" "$WORK/out"; then bad "batched table without --strea
 # --streams N: batched decode (ct_batch_step) of 1, 2, 4 streams, each step making every stream's frame;
 # --repeat rounds interleave the stream counts: best ms per B, and the per-round ratio's range
 expect_rc 0 "$BIN" bench model -m "$M" --threads 2 --frames 4 --repeat 1 --no-codec --streams 5 --json "$WORK/s.json"
-has "| batched decode (talker + predictor), 2 threads | ms per step | aggregate frames/s | vs 1 stream | vs 1 stream per round, 1 round |" "$WORK/out"
+has "| batched decode (talker + predictor), 2 threads | ms per step | aggregate frames/s | vs 1 stream | vs 1 stream per round, 1 round | talker ms per step (x 1 stream) | predictor ms per step (x 1 stream) |" "$WORK/out"
 has "| 1 stream | .* | 1.00x | 1.00-1.00x |" "$WORK/out"; has "| 4 streams | " "$WORK/out"
 if grep -q "| 8 streams |" "$WORK/out"; then bad "8 streams past --streams 5"; else ok; fi
 python3 - "$WORK/s.json" <<'PY' && ok || bad "batched decode JSON"
@@ -97,6 +97,9 @@ for e in b:
     assert abs(e["vs_1_stream"] - e["frames_per_s"] / b[0]["frames_per_s"]) < 1e-9
     # one round: its ratio is the ratio of the bests
     assert abs(e["vs_1_stream_round_min"] - e["vs_1_stream"]) < 1e-9 and abs(e["vs_1_stream_round_max"] - e["vs_1_stream"]) < 1e-9
+    # the stages of the same steps: timed inside them, together most of each step
+    t, p = e["talker_ms_per_step"], e["predictor_ms_per_step"]
+    assert t > 0 and p > 0 and 0.5 * e["ms_per_step"] <= t + p <= e["ms_per_step"] * (1 + 1e-9), e
 PY
 # (on a quantize output: the header and the JSON name the formats loaded, not the --weights default)
 Q="$WORK/q8"; mkdir -p "$Q"
