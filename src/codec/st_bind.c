@@ -1,6 +1,8 @@
 /* Loading helpers shared by the speech-tokenizer decoder and encoder loaders (st_bind.h). */
 #include "codec/st_bind.h"
 
+#include "core/fileio.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
-/* Whole-file reading with explicit limits. */
+/* Whole-file reading with explicit limits, atomic writes, file-kind checks. */
 #include "core/fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,24 @@ ct_status ct_read_file(const char *path, size_t max_bytes, char **out, size_t *l
                        size_t errcap) {
     *out = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return ct_errf(err, errcap, CT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    /* O_NONBLOCK: a FIFO in place of the file must not block the open; fstat refuses it */
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return ct_errf(err, errcap, CT_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file", path);
+    if (fstat(fd, &sb) != 0) {
+        const int e = errno;
+        close(fd);
+        return ct_errf(err, errcap, CT_ERR_IO, "cannot stat '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file (%s)", path, ct_file_kind(sb.st_mode));
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        const int e = errno;
+        close(fd);
+        return ct_errf(err, errcap, CT_ERR_IO, "cannot open '%s': %s", path, strerror(e));
     }
     if ((size_t)sb.st_size > max_bytes) {
         fclose(f);
@@ -40,6 +53,22 @@ ct_status ct_read_file(const char *path, size_t max_bytes, char **out, size_t *l
     *out = buf;
     *len = n;
     return CT_OK;
+}
+
+const char *ct_file_kind(unsigned mode) {
+    const mode_t m = (mode_t)mode;
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a plain file";
+}
+
+ct_status ct_check_regular(const char *path, char *err, size_t errcap) {
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return CT_OK;
+    return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file (%s)", path, ct_file_kind(sb.st_mode));
 }
 
 int ct_file_exists(const char *path) {

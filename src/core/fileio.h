@@ -7,7 +7,8 @@
 #include "core/status.h"
 
 /* Reads path into a NUL-terminated malloc'd buffer (*out, caller frees). Files larger than
-   max_bytes fail with CT_ERR_LIMIT. */
+   max_bytes fail with CT_ERR_LIMIT; a path that is not a regular file (a FIFO, a device, a
+   directory) fails with CT_ERR_IO "'PATH' is not a regular file (a FIFO)", never waiting on it. */
 ct_status ct_read_file(const char *path, size_t max_bytes, char **out, size_t *len, char *err,
                        size_t errcap);
 
@@ -22,5 +23,13 @@ ct_status ct_mkdir_parents(const char *path, char *err, size_t errcap);
 
 /* 1 if path names an existing regular file. */
 int ct_file_exists(const char *path);
+
+/* Refuses a path that exists but is not a regular file (a FIFO, a device, a directory, a
+   socket), so that opening it never blocks on a FIFO: CT_ERR_IO with "'PATH' is not a regular
+   file (a FIFO)". A missing path passes (the caller's open names that error). */
+ct_status ct_check_regular(const char *path, char *err, size_t errcap);
+
+/* What a st_mode names, for those messages: "a directory", "a FIFO", ..., "not a plain file". */
+const char *ct_file_kind(unsigned mode);
 
 #endif

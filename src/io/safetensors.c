@@ -2,6 +2,8 @@
 #define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include "io/safetensors.h"
 
+#include "core/fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -211,21 +213,6 @@ static ct_status finish_open(ct_st_file *f, ct_st_file **out, char *err, size_t 
     return CT_OK;
 }
 
-static const char *file_kind(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a plain file";
-}
-
-ct_status ct_check_regular(const char *path, char *err, size_t errcap) {
-    struct stat sb;
-    if (!path || stat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return CT_OK;
-    return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file (%s)", path, file_kind(sb.st_mode));
-}
-
 ct_status ct_st_open(const char *path, ct_st_file **out, char *err, size_t errcap) {
     if (!path || !out) return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "safetensors: NULL argument");
     *out = NULL;
@@ -242,7 +229,7 @@ ct_status ct_st_open(const char *path, ct_st_file **out, char *err, size_t errca
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
         return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file (%s)", path,
-                       file_kind(sb.st_mode));
+                       ct_file_kind(sb.st_mode));
     }
     ct_st_file *f = calloc(1, sizeof *f);
     if (!f) {

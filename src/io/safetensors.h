@@ -27,11 +27,6 @@ typedef struct ct_st_file ct_st_file;
    CT_ERR_FORMAT (message naming the tensor) for any inconsistency. */
 ct_status ct_st_open(const char *path, ct_st_file **out, char *err, size_t errcap);
 
-/* Refuses a path that exists but is not a regular file (a FIFO, a device, a directory, a
-   socket), so that opening a model file never blocks on a FIFO: CT_ERR_IO with "'PATH' is not
-   a regular file (a FIFO)". A missing path passes (the caller's open names that error). */
-ct_status ct_check_regular(const char *path, char *err, size_t errcap);
-
 /* Same validation over an in-memory buffer (borrowed; must outlive the handle). */
 ct_status ct_st_open_buffer(const void *buf, size_t len, ct_st_file **out, char *err,
                             size_t errcap);

@@ -8,7 +8,6 @@
 #include <strings.h>
 
 #include "core/fileio.h"
-#include "io/safetensors.h" /* ct_check_regular */
 #include "text/langcode.h"
 
 const char *ct_model_kind_name(ct_model_kind k) {
@@ -405,9 +404,7 @@ ct_status ct_config_load(const char *dir, ct_config *cfg, char *err, size_t errc
     size_t cl = 0, gl = 0;
     char inner[512];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    ct_status st = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
-    if (st != CT_OK) return st;
-    st = ct_read_file(path, 1 << 24, &cj, &cl, inner, sizeof inner);
+    ct_status st = ct_read_file(path, 1 << 24, &cj, &cl, inner, sizeof inner); /* refuses a FIFO */
     if (st != CT_OK) return ct_errf(err, errcap, st, "%s", inner);
     snprintf(path, sizeof path, "%s/generation_config.json", dir);
     if ((st = ct_check_regular(path, err, errcap)) != CT_OK) { /* optional, but not a FIFO */

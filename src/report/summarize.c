@@ -232,7 +232,12 @@ static int walk(run *r, const char *rel, int depth, dev_t skip_dev, ino_t skip_i
         }
         size_t l = strlen(e->d_name);
         if (l > 5 && strcmp(e->d_name + l - 5, ".json") == 0) {
-            if (S_ISLNK(sb.st_mode) && (stat(cfull, &sb) != 0 || !S_ISREG(sb.st_mode))) continue;
+            if (S_ISLNK(sb.st_mode) && stat(cfull, &sb) != 0) continue; /* a dangling link */
+            if (!S_ISREG(sb.st_mode)) { /* a FIFO would block the read */
+                logf_(r, "warning", cfull, "not a regular file, skipped");
+                r->res->n_skipped++;
+                continue;
+            }
             ok = pl_add(pl, crel);
         }
     }

@@ -4,7 +4,7 @@
  * from these files; see docs/TOKENIZER.md. */
 #include "text/bpe.h"
 
-#include "io/safetensors.h" /* ct_check_regular */
+#include "core/fileio.h" /* ct_check_regular */
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <jansson.h>

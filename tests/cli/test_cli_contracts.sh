@@ -83,6 +83,11 @@ for f in model.safetensors speech_tokenizer/model.safetensors config.json genera
   expect_rc 1 "$BIN" info -m "$WORK/fifo";   has "not a regular file" "$WORK/err"
 done
 expect_rc 1 "$BIN" synth -m "$WORK/fifo" -t "Hi." -s vivian -o "$WORK/x.wav"; has "not a regular file" "$WORK/err"
+# ... and so are the other files a command reads whole: a deploy profile, a voice file
+mkfifo "$WORK/fifo_in"
+expect_rc 1 "$BIN" synth -m "$M" -t "Hi." -s vivian --profile "$WORK/fifo_in" -o "$WORK/x.wav"
+has "not a regular file (a FIFO)" "$WORK/err"
+expect_rc 1 "$BIN" voice info "$WORK/fifo_in"; has "not a regular file (a FIFO)" "$WORK/err"
 
 # ---- -o: special files are written in place, regular files by rename ----------------------
 # (through symlinks in WORK, so that a regression cannot replace a device node; the direct

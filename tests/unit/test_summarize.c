@@ -439,6 +439,15 @@ static void test_errors(const char *tmp) {
     CHECK(ct_summarize_dir(dir, NULL, NULL, &res, err, sizeof err) == CT_OK);
     CHECK(res.n_json == 1 && res.n_skipped == 0);
     ct_summarize_result_free(&res);
+    /* a FIFO named like a result is skipped with a warning, never waited on */
+    snprintf(out, sizeof out, "%s/pipe.json", dir);
+    CHECK(mkfifo(out, 0600) == 0);
+    alarm(60);
+    CHECK(ct_summarize_dir(dir, NULL, NULL, &res, err, sizeof err) == CT_OK);
+    alarm(0);
+    CHECK(res.n_json == 1 && res.n_skipped == 1 && res.log && strstr(res.log, "pipe.json: not a regular file, skipped"));
+    ct_summarize_result_free(&res);
+    unlink(out);
 
     /* an empty directory still gets a summary saying so */
     snprintf(dir, sizeof dir, "%s/empty", tmp);
