@@ -9,6 +9,7 @@
 
 #include "codec/codec_internal.h"
 #include "codec/st_bind.h"
+#include "core/fileio.h"
 
 void ct_codec_free(ct_codec *c) {
     if (!c) return;
@@ -27,7 +28,7 @@ int ct_codec_n_groups(const ct_codec *c) { return c ? c->n_q : 0; }
 static ct_status parse_config(ct_codec *c, const char *path, int *up_ratios, int *rates, char *err,
                               size_t errcap) {
     json_t *root = NULL;
-    ct_status st = ct_cfg_load(path, &root, err, errcap);
+    ct_status st = ct_json_load_object(path, &root, err, errcap);
     if (st != CT_OK) return st;
     json_t *d = json_object_get(root, "decoder_config");
     if (!json_is_object(d)) {

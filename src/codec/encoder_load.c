@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "codec/encoder.h"
+#include "core/fileio.h"
 
 #define SEC "encoder_config"
 #define NAMEF(buf, ...) snprintf(buf, sizeof buf, __VA_ARGS__)
@@ -62,7 +63,7 @@ static ct_status need_str(json_t *o, const char *key, const char *want, const ch
 static ct_status parse_config(ct_speech_encoder *e, const char *path, int *ratios, int *n_quant, char *err,
                               size_t errcap) {
     json_t *root = NULL;
-    ct_status st = ct_cfg_load(path, &root, err, errcap);
+    ct_status st = ct_json_load_object(path, &root, err, errcap);
     if (st != CT_OK) return st;
     json_t *o = json_object_get(root, SEC);
     int up[CT_ENC_MAX_STAGES] = {0}, vq_hidden = 0, n_sem = 0, sr = 0, ch = 0, growth = 0, valid = 0;

@@ -1,9 +1,6 @@
 /* Loading helpers shared by the speech-tokenizer decoder and encoder loaders (st_bind.h). */
 #include "codec/st_bind.h"
 
-#include "core/fileio.h"
-
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,26 +47,6 @@ void ct_allocs_free(ct_allocs *a) {
 
 /* ---------------------------------------------------------------------------------------
  * Config */
-
-ct_status ct_cfg_load(const char *path, json_t **root, char *err, size_t errcap) {
-    json_error_t je;
-    *root = NULL;
-    ct_status rs = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
-    if (rs != CT_OK) return rs;
-    json_t *r = json_load_file(path, 0, &je);
-    if (!r) {
-        FILE *fp = fopen(path, "rb");
-        if (!fp) return ct_errf(err, errcap, CT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        fclose(fp);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s:%d: %s", path, je.line, je.text);
-    }
-    if (!json_is_object(r)) {
-        json_decref(r);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: not a JSON object", path);
-    }
-    *root = r;
-    return CT_OK;
-}
 
 ct_status ct_cfg_int(json_t *o, const char *section, const char *key, int lo, int hi, int *out,
                      const char *path, char *err, size_t errcap) {

@@ -34,8 +34,6 @@ ct_status ct_cfg_real(json_t *o, const char *section, const char *key, double lo
 /* An integer array of 1..maxn entries, each in [lo, hi]; *n gets the count. */
 ct_status ct_cfg_int_array(json_t *o, const char *section, const char *key, int maxn, int lo, int hi,
                            int *vals, int *n, const char *path, char *err, size_t errcap);
-/* Loads path (a regular file) as a JSON object into *root (json_decref it). */
-ct_status ct_cfg_load(const char *path, json_t **root, char *err, size_t errcap);
 
 /* Tensor binding from an open file; allocations go to al. what names the component in
  * out-of-memory messages ("codec", "speech encoder"). */

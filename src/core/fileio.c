@@ -71,6 +71,27 @@ ct_status ct_check_regular(const char *path, char *err, size_t errcap) {
     return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file (%s)", path, ct_file_kind(sb.st_mode));
 }
 
+ct_status ct_json_load_object(const char *path, json_t **root, char *err, size_t errcap) {
+    *root = NULL;
+    ct_status st = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
+    if (st != CT_OK) return st;
+    json_error_t je;
+    json_t *r = json_load_file(path, 0, &je);
+    if (!r) {
+        FILE *f = fopen(path, "rb");
+        if (!f) return ct_errf(err, errcap, CT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        fclose(f);
+        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: JSON error at line %d column %d: %s", path, je.line,
+                       je.column, je.text);
+    }
+    if (!json_is_object(r)) {
+        json_decref(r);
+        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: top level is not a JSON object", path);
+    }
+    *root = r;
+    return CT_OK;
+}
+
 int ct_file_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);

@@ -2,6 +2,7 @@
 #ifndef CT_FILEIO_H
 #define CT_FILEIO_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -31,5 +32,11 @@ ct_status ct_check_regular(const char *path, char *err, size_t errcap);
 
 /* What a st_mode names, for those messages: "a directory", "a FIFO", ..., "not a plain file". */
 const char *ct_file_kind(unsigned mode);
+
+/* Loads path as a JSON document whose top level is an object into *root (json_decref it): a
+   non-regular file is refused as ct_check_regular does; an unreadable path is CT_ERR_IO "cannot
+   open PATH: reason", bad JSON CT_ERR_FORMAT "PATH: JSON error at line L column C: what", and
+   another top level CT_ERR_FORMAT "PATH: top level is not a JSON object". */
+ct_status ct_json_load_object(const char *path, json_t **root, char *err, size_t errcap);
 
 #endif

@@ -290,22 +290,9 @@ static void merge_insert(ct_bpe *t, int32_t left, int32_t right, int32_t rank, i
  * ---------------------------------------------------------------------------------------- */
 
 static ct_status load_vocab(ct_bpe *t, const char *path, const byte_map *bm, char *err, size_t errcap) {
-    json_error_t je;
-    ct_status rs = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
+    json_t *root;
+    ct_status rs = ct_json_load_object(path, &root, err, errcap);
     if (rs != CT_OK) return rs;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) {
-        FILE *f = fopen(path, "rb");
-        if (!f) return ct_errf(err, errcap, CT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        fclose(f);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: JSON error at line %d column %d: %s", path, je.line,
-                       je.column, je.text);
-    }
-    if (!json_is_object(root)) {
-        ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: top level is not a JSON object", path);
-        json_decref(root);
-        return est;
-    }
     size_t n = json_object_size(root);
     if (n == 0 || n > MAX_ID) {
         ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: bad number of tokens (%zu)", path, n);
@@ -475,19 +462,11 @@ static int added_cmp(const void *pa, const void *pb) {
 }
 
 static ct_status load_added(ct_bpe *t, const char *path, char *err, size_t errcap) {
-    json_error_t je;
-    ct_status rs = ct_check_regular(path, err, errcap); /* a FIFO must not block the read */
+    json_t *root;
+    ct_status rs = ct_json_load_object(path, &root, err, errcap);
     if (rs != CT_OK) return rs;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) {
-        FILE *f = fopen(path, "rb");
-        if (!f) return ct_errf(err, errcap, CT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        fclose(f);
-        return ct_errf(err, errcap, CT_ERR_FORMAT, "%s: JSON error at line %d column %d: %s", path, je.line,
-                       je.column, je.text);
-    }
     ct_status st = CT_OK;
-    json_t *dec = json_is_object(root) ? json_object_get(root, "added_tokens_decoder") : NULL;
+    json_t *dec = json_object_get(root, "added_tokens_decoder");
     if (!json_is_object(dec)) {
         ct_status est = ct_errf(err, errcap, CT_ERR_FORMAT, "%s: no \"added_tokens_decoder\" object", path);
         json_decref(root);
