@@ -5,7 +5,8 @@
  *
  * The GEMM, SnakeBeta and ELU have per-ISA variants: the scalar reference (ref/conv_ref.c) and
  * AVX2 / AVX-512 (x86/conv_*.c), chosen with the matmul level (kernels/cpu.h:
- * ct_cv_kernels_for, ct_kernel_table.cv_gemm / cv_snake). Within one variant every output
+ * ct_cv_kernels_for, ct_kernel_table.cv_gemm / cv_snake; where AMX is on, the table's GEMM is
+ * the AMX one). Within one variant every output
  * element is accumulated in the same order (bias / previous Y first, then taps in the given
  * order, input channels ascending; a K-blocked variant stores and reloads the exact partial
  * sum) whichever row tile, panel group or row / panel range computes it, so a caller that
@@ -76,6 +77,9 @@ void ct_cv_gemm_range_avx2(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
 void ct_cv_snake_rows_avx2(float *y, const float *x, int r0, int r1, int c, const float *ealpha,
                            const float *inv_beta);
 void ct_cv_gemm_range_avx512(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1);
+/* AMX tiles on split bf16 operands (x86/conv_amx_body.h): within about 3 * 2^-18 of |x w| per
+   product; needs AMX-BF16 with the tile permission granted (ct_amx_available). */
+void ct_cv_gemm_range_amx(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1);
 void ct_cv_snake_rows_avx512(float *y, const float *x, int r0, int r1, int c, const float *ealpha,
                              const float *inv_beta);
 #endif

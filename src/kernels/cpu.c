@@ -263,6 +263,7 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
         ct_matmul_avx2_dot_select(vk);
         table.amx = isa == CT_ISA_AVX512BF16 && ct_amx_available();
         ct_matmul_amx_enable(table.amx);
+        if (table.amx) table.cv_gemm = ct_cv_gemm_range_amx; /* the codec's GEMMs on tiles as well */
         const char *ba = getenv("CODECTALK_BF16_ACT");
         table.bf16act = isa == CT_ISA_AVX512BF16 && ba && strcmp(ba, "1") == 0;
         ct_matmul_bf16act_enable(table.bf16act);

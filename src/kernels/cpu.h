@@ -73,7 +73,7 @@ static inline void ct_xq_scope_end(void) {
 typedef struct {
     ct_isa isa;
     ct_matmul_rows_fn matmul_rows;
-    int amx;     /* 1: the avx512bf16 variant uses AMX tiles for BF16 prefill */
+    int amx;     /* 1: the avx512bf16 variant uses AMX tiles for BF16 prefill and the codec's GEMMs */
     int bf16act; /* 1: bf16-activation mode (CODECTALK_BF16_ACT=1) */
     ct_attend_head_fn attend_head; /* attention over one KV head (kernels/attn.h) */
     int xq;      /* 1: INT8/INT4 weights load in the integer-dot mode (ct_mat.xq): the level has
