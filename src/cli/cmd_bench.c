@@ -680,8 +680,23 @@ static int codec_gemms(const ct_codec *c, cgemm *g, int cap) {
     return n;
 }
 
+/* Best ms per call of codec GEMM g through ex over about ms ms (at least 3 calls). */
+static double time_codec_gemm(const ct_cv_exec *ex, const cgemm *g, const float *xi, float *y, int ms) {
+    double best = 1e30, t_end = ct_now_ms() + ms;
+    for (int it = 0; ct_now_ms() < t_end || it < 3; it++) {
+        double t0 = ct_now_ms();
+        if (g->kind == 0) ct_cv_conv_causal_ex(ex, y, xi, g->n, g->w, 1, NULL);
+        else if (g->kind == 1) ct_cv_linear_ex(ex, y, xi, g->n, g->w, NULL, 0);
+        else ct_cv_tconv_causal_ex(ex, y, xi, g->n, g->w, g->s, NULL);
+        double t = ct_now_ms() - t0;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
 /* The codec GEMMs of model's speech_tokenizer/ on pool: ms per call (best), GFLOP/s and % of
-   the FMA peak. 0, or 1 with the error printed. */
+   the FMA peak; where the kernel table's GEMM is not the level's own (AMX tiles), the level's
+   FMA GEMM's ms per call beside it. 0, or 1 with the error printed. */
 static int bench_codec_gemms(const char *model, ct_pool *pool, int threads, int ms) {
     char err[1024];
     ct_codec *c = NULL;
@@ -714,34 +729,37 @@ static int bench_codec_gemms(const char *model, ct_pool *pool, int threads, int 
         ct_codec_free(c);
         return 1;
     }
-    ct_cv_exec ex;
+    ct_cv_exec ex, own;
     ct_cv_exec_init(&ex, pool);
-    printf("\ncodec decoder GEMMs of %s, a steady 25-frame push, %d threads; F32 FMA peak %.0f GFLOP/s\n", model,
-           threads, mc.fma_nt);
-    printf("| codec GEMM | k | cin x cout | input rows | ms/call | GFLOP/s | %% of FMA peak |\n|---|---|---|---|---|---|---|\n");
-    double tot_ms = 0, tot_gf = 0;
+    ct_cv_exec_init_isa(&own, pool, ex.isa);
+    const int alt = own.gemm != ex.gemm; /* AMX tiles (kernels/cpu.c) */
+    printf("\ncodec decoder GEMMs of %s, a steady 25-frame push, %d threads, GEMM %s; F32 FMA peak %.0f GFLOP/s\n",
+           model, threads, alt ? "on AMX tiles (split bf16)" : "FMA", mc.fma_nt);
+    printf("| codec GEMM | k | cin x cout | input rows | ms/call | GFLOP/s | %% of FMA peak |%s\n|---|---|---|---|---|---|---|%s\n",
+           alt ? " ms/call, FMA GEMM | vs FMA |" : "", alt ? "---|---|" : "");
+    double tot_ms = 0, tot_gf = 0, tot_own = 0;
     for (int i = 0; i < ng; i++) {
         const ct_cv_packed *w = g[i].w;
         const float *xi = x + (size_t)w->k * w->cin; /* history rows before row 0 */
         /* multiply-adds: a transposed conv's output row uses k / s taps */
         const double taps = g[i].kind == 2 ? (double)w->k / g[i].s : w->k;
         const double gf = 2.0 * g[i].n * g[i].s * taps * w->cin * w->cout * 1e-9;
-        double best = 1e30, t_end = ct_now_ms() + ms;
-        for (int it = 0; ct_now_ms() < t_end || it < 3; it++) {
-            double t0 = ct_now_ms();
-            if (g[i].kind == 0) ct_cv_conv_causal_ex(&ex, y, xi, g[i].n, w, 1, NULL);
-            else if (g[i].kind == 1) ct_cv_linear_ex(&ex, y, xi, g[i].n, w, NULL, 0);
-            else ct_cv_tconv_causal_ex(&ex, y, xi, g[i].n, w, g[i].s, NULL);
-            double t = ct_now_ms() - t0;
-            if (t < best) best = t;
-        }
+        const double best = time_codec_gemm(&ex, &g[i], xi, y, ms);
         tot_ms += best;
         tot_gf += gf;
-        printf("| %s | %d | %d x %d | %d | %.3f | %.0f | %.0f%% |\n", g[i].name, w->k, w->cin, w->cout, g[i].n, best,
+        printf("| %s | %d | %d x %d | %d | %.3f | %.0f | %.0f%% |", g[i].name, w->k, w->cin, w->cout, g[i].n, best,
                gf / (best * 1e-3), 100 * gf / (best * 1e-3) / mc.fma_nt);
+        if (alt) {
+            const double b2 = time_codec_gemm(&own, &g[i], xi, y, ms);
+            tot_own += b2;
+            printf(" %.3f | %.2fx |", b2, b2 / best);
+        }
+        printf("\n");
     }
-    printf("| all of the above | | | | %.2f | %.0f | %.0f%% |\n", tot_ms, tot_gf / (tot_ms * 1e-3),
+    printf("| all of the above | | | | %.2f | %.0f | %.0f%% |", tot_ms, tot_gf / (tot_ms * 1e-3),
            100 * tot_gf / (tot_ms * 1e-3) / mc.fma_nt);
+    if (alt) printf(" %.2f | %.2fx |", tot_own, tot_own / tot_ms);
+    printf("\n");
     free(x);
     free(y);
     ct_codec_free(c);

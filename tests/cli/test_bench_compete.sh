@@ -186,6 +186,15 @@ for r in rows + pan:
     assert all(float(v) > 0 for v in r[2:]), r
 PY
 has "codec decoder GEMMs of $M, a steady 25-frame push" "$WORK/out"
+# the GEMM the kernel table runs: on AMX tiles where the kernels' id names AMX (with the level's
+# FMA GEMM timed beside it, and their ratio), else FMA alone
+if grep -q "^kernels avx512bf16+amx, " "$WORK/out"; then
+  has "GEMM on AMX tiles (split bf16);" "$WORK/out"; has "| % of FMA peak | ms/call, FMA GEMM | vs FMA |" "$WORK/out"
+  has "| all of the above | .* | [0-9.]* | [0-9.]*x |$" "$WORK/out"
+else
+  has ", GEMM FMA; F32 FMA peak" "$WORK/out"
+  if grep -q "ms/call, FMA GEMM" "$WORK/out"; then bad "an FMA column without AMX"; else ok; fi
+fi
 for g in "pre_conv" "transformer q" "upsample 0 tconv" "upsample 1 pwconv1" "decoder.0 conv" "block 0 tconv" \
          "block 3 residual conv" "all of the above"; do has "| $g | " "$WORK/out"; done
 # ... and the decode batched across streams (solo and batched PCM compared inside: a mismatch exits 1)
