@@ -158,6 +158,28 @@ static ct_status wcodebook(ct_binder *L, ct_codec *c, const char *prefix, int g)
     return CT_OK;
 }
 
+/* Marks the weights whose GEMM calls read at least CT_CODEC_AMX_ROWS input rows per frame for the
+   AMX GEMM where it runs (kernels/conv.h ct_cv_packed.amx): the decoder from decoder.0 on and the
+   last upsampling stage's pointwise convs; the pre-transformer and the transformer (1 row per
+   frame) and the first upsampling stages keep the FMA GEMM. */
+#define CT_CODEC_AMX_ROWS 4
+static void mark_amx(ct_codec *c) {
+    int rpf = 1; /* input rows per frame of the stage */
+    for (int u = 0; u < c->n_up; u++) {
+        c->up[u].tconv.amx = rpf >= CT_CODEC_AMX_ROWS;
+        rpf *= c->up[u].ratio;
+        c->up[u].pw1.amx = c->up[u].pw2.amx = rpf >= CT_CODEC_AMX_ROWS;
+    }
+    c->dec0.amx = rpf >= CT_CODEC_AMX_ROWS;
+    for (int b = 0; b < c->n_blocks; b++) {
+        ct_codec_block *bl = &c->blocks[b];
+        bl->tconv.amx = rpf >= CT_CODEC_AMX_ROWS;
+        rpf *= bl->rate;
+        for (int j = 0; j < CT_CODEC_N_RU; j++) bl->ru[j].c1.amx = bl->ru[j].c2.amx = rpf >= CT_CODEC_AMX_ROWS;
+    }
+    c->fin.amx = rpf >= CT_CODEC_AMX_ROWS;
+}
+
 static ct_status bind_all(ct_binder *L, ct_codec *c, const int *up_ratios, const int *rates) {
     char name[160], pre[128];
     const int D = c->entry_dim, O = c->vq_dim, Lt = c->latent, H = c->hidden;
@@ -284,6 +306,7 @@ static ct_status bind_all(ct_binder *L, ct_codec *c, const int *up_ratios, const
     TRY(ct_bind_conv(L, name, 1, cin, CT_CODEC_CONV_K, &c->fin));
     NAMEF(name, "decoder.decoder.%d.conv.bias", c->n_blocks + 2);
     TRY(ct_bind_vec(L, name, 1, &c->fin_b));
+    mark_amx(c);
     return CT_OK;
 }
 

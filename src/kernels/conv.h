@@ -30,6 +30,8 @@
 typedef struct {
     float *w;
     int k, cin, cout, nb;
+    int amx; /* 1: ct_cv_gemm_range_amx takes its calls (they have many rows); 0: it passes them to
+                the FMA GEMM */
 } ct_cv_packed;
 
 /* Allocates p->w for (k, cin, cout), zero-filled. Returns 0 on success, -1 on NOMEM. */
@@ -78,7 +80,8 @@ void ct_cv_snake_rows_avx2(float *y, const float *x, int r0, int r1, int c, cons
                            const float *inv_beta);
 void ct_cv_gemm_range_avx512(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1);
 /* AMX tiles on split bf16 operands (x86/conv_amx_body.h): within about 3 * 2^-18 of |x w| per
-   product; needs AMX-BF16 with the tile permission granted (ct_amx_available). */
+   product, for weights marked amx (the others: ct_cv_gemm_range_avx512); needs AMX-BF16 with the
+   tile permission granted (ct_amx_available). */
 void ct_cv_gemm_range_amx(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1);
 void ct_cv_snake_rows_avx512(float *y, const float *x, int r0, int r1, int c, const float *ealpha,
                              const float *inv_beta);

@@ -120,6 +120,7 @@ static void test_gemm(int cin, int cout, int k, int dil, int n, int accumulate, 
     float *src = malloc(sizeof(float) * (size_t)cout * cin * k);
     for (size_t i = 0; i < (size_t)cout * cin * k; i++) src[i] = rndf();
     ct_cv_pack_conv(&W, src);
+    W.amx = 1; /* the AMX GEMM takes it (the levels' GEMMs ignore the mark) */
     float *x = malloc(sizeof(float) * (size_t)(H + n) * cin), *bias = malloc(sizeof(float) * (size_t)cout);
     for (size_t i = 0; i < (size_t)(H + n) * cin; i++) x[i] = rndf();
     for (int i = 0; i < cout; i++) bias[i] = rndf();
@@ -178,6 +179,14 @@ static void test_gemm(int cin, int cout, int k, int dil, int n, int accumulate, 
                    gv[v].name, cin, cout, n, ct_pool_threads(pools[t]));
         }
     }
+    /* a weight not marked amx: the AMX GEMM passes its calls to its fallback (here the scalar
+       reference), bit for bit */
+    W.amx = 0;
+    a.Y = y;
+    memcpy(y, y0, sizeof(float) * ny);
+    cv_gemm_amx_emul(&a, 0, W.nb, 0, n);
+    CHECKF(memcmp(y, ref, sizeof(float) * ny) == 0, "gemm amx, weight not marked, cin %d cout %d n %d: not the fallback",
+           cin, cout, n);
     ct_cv_packed_free(&W);
     free(src), free(x), free(bias), free(y0), free(ref), free(y), free(y2), free(bound);
 }
@@ -276,6 +285,23 @@ static void test_decoder(const char *dir, ct_pool **pools) {
     ct_status st = ct_codec_load(dir, &c, err, sizeof err);
     CHECKF(st == CT_OK, "load: %s", err);
     if (st != CT_OK) return;
+    /* the weights the AMX GEMM takes: those whose calls read at least 4 input rows per frame */
+    {
+        int rpf = 1, bad = c->pre_conv.amx + c->layers[0].q.amx + c->layers[0].down.amx + c->in_proj.amx;
+        for (int u = 0; u < c->n_up; u++) {
+            bad += c->up[u].tconv.amx != (rpf >= 4);
+            rpf *= c->up[u].ratio;
+            bad += c->up[u].pw1.amx != (rpf >= 4) || c->up[u].pw2.amx != (rpf >= 4);
+        }
+        bad += c->dec0.amx != (rpf >= 4);
+        for (int b = 0; b < c->n_blocks; b++) {
+            bad += c->blocks[b].tconv.amx != (rpf >= 4);
+            rpf *= c->blocks[b].rate;
+            bad += c->blocks[b].ru[0].c1.amx != 1 || c->blocks[b].ru[2].c2.amx != 1;
+        }
+        bad += c->fin.amx != 1;
+        CHECKF(bad == 0 && c->dec0.amx == 1, "AMX marks of the codec's weights: %d wrong", bad);
+    }
     enum { NF = 40 };
     const int G = ct_codec_n_groups(c), SPF = ct_codec_samples_per_frame(c);
     int32_t *codes = malloc(sizeof(int32_t) * NF * (size_t)G);

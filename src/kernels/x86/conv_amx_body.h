@@ -11,8 +11,12 @@
  * the same order (taps, then 32-channel steps, ascending) whatever the row / panel range, so any
  * split between threads or calls gives the same bits.
  *
+ * Weights not marked amx (ct_cv_packed.amx: calls of few rows, which would fill a 32-row tile pair
+ * with padding) and shapes whose split rows do not fit xa go to CV_AMX_FALLBACK; the choice
+ * depends on the weight alone, so every call of a weight takes the same GEMM.
+ *
  * The includer defines CV_AMX_FN (the function's name), CV_AMX_ATTR (its target attribute),
- * CV_AMX_FALLBACK (the GEMM for shapes whose split rows do not fit xa) and the tile operations
+ * CV_AMX_FALLBACK (the GEMM those calls take) and the tile operations
  * TILE_CFG(cfg), TILE_ZERO(t), TILE_LOAD(t, base, stride), TILE_DP(c, a, b) (TDPBF16PS),
  * TILE_STORE(t, base, stride), TILE_RELEASE(): the AMX instructions (x86/conv_amx_avx512.c) or
  * an emulation (tests/unit/test_codec_kernels.c). */
@@ -76,7 +80,7 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
     const ct_cv_packed *W = a->W;
     const int cin = W->cin, cout = W->cout, K = W->k, nib = (cin + 31) / 32, cin2 = nib * 32;
     const int S = a->ntaps * nib;
-    if (r0 >= r1 || b0 >= b1 || S <= 0) {
+    if (r0 >= r1 || b0 >= b1 || S <= 0 || !W->amx) {
         if (r0 < r1 && b0 < b1) CV_AMX_FALLBACK(a, b0, b1, r0, r1);
         return;
     }
