@@ -8,7 +8,9 @@
  * (1-frame and ramp pushes) == one-shot and threads 1 == 2 == 3, bit for bit, per variant,
  * with variants agreeing to NMSE < 1e-9. The AMX GEMM (x86/conv_amx_body.h) is held to 2e-5 * the
  * same sum and to the same partition and thread checks: its body over an emulation of the tiles
- * (below) on every machine, and the AMX instructions themselves where the CPU grants AMX (there
+ * (below) on every machine (again with the AMX build's VCVTNE2PS2BF16 splits where the CPU has
+ * AVX-512 BF16, bit for bit the scalar splits' result), and the AMX instructions themselves where
+ * the CPU grants AMX (there
  * the kernel table's decoder, AMX, also goes through the decoder checks). */
 #include <math.h>
 #include <stdint.h>
@@ -94,6 +96,14 @@ __attribute__((optimize("no-tree-vectorize"))) static void emu_dp(int c, int a, 
 #define TILE_STORE(t, p, s) emu_store(t, p, s)
 #define TILE_RELEASE() (emu.on = 0)
 #include "kernels/x86/conv_amx_body.h"
+#if defined(__x86_64__)
+/* again with the AMX build's bf16 splits (VCVTNE2PS2BF16), where the CPU has AVX-512 BF16: the
+   same bits as the scalar splits */
+#include "kernels/x86/conv_amx_split.h"
+#undef CV_AMX_FN
+#define CV_AMX_FN cv_gemm_amx_emul_bf16
+#include "kernels/x86/conv_amx_body.h"
+#endif
 
 /* The GEMM variants checked: the levels' (isas) and the AMX body, emulated and, where granted, real. */
 typedef struct {
@@ -107,6 +117,12 @@ static gemm_variant gv[8];
 static void find_gemm_variants(void) {
     for (int v = 0; v < n_isas; v++) gv[n_gv++] = (gemm_variant){ct_isa_name(isas[v]), isas[v], NULL, 1e-5f};
     gv[n_gv++] = (gemm_variant){"amx (emulated tiles)", CT_ISA_SCALAR, cv_gemm_amx_emul, 2e-5f};
+#if defined(__x86_64__)
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    if (ct_isa_supported(CT_ISA_AVX512BF16, &f))
+        gv[n_gv++] = (gemm_variant){"amx (emulated tiles, bf16 splits)", CT_ISA_SCALAR, cv_gemm_amx_emul_bf16, 2e-5f};
+#endif
 #if defined(__x86_64__)
     if (ct_amx_available()) gv[n_gv++] = (gemm_variant){"amx", CT_ISA_AVX512BF16, ct_cv_gemm_range_amx, 2e-5f};
 #endif
@@ -179,6 +195,18 @@ static void test_gemm(int cin, int cout, int k, int dil, int n, int accumulate, 
                    gv[v].name, cin, cout, n, ct_pool_threads(pools[t]));
         }
     }
+#if defined(__x86_64__)
+    /* the vector splits give the scalar splits' bits */
+    if (gv[n_gv - 1].fn == cv_gemm_amx_emul_bf16 || (n_gv > 1 && gv[n_gv - 2].fn == cv_gemm_amx_emul_bf16)) {
+        a.Y = y;
+        memcpy(y, y0, sizeof(float) * ny);
+        cv_gemm_amx_emul(&a, 0, W.nb, 0, n);
+        a.Y = y2;
+        memcpy(y2, y0, sizeof(float) * ny);
+        cv_gemm_amx_emul_bf16(&a, 0, W.nb, 0, n);
+        CHECKF(memcmp(y, y2, sizeof(float) * ny) == 0, "amx bf16 splits vs scalar splits, cin %d cout %d n %d", cin, cout, n);
+    }
+#endif
     /* a weight not marked amx: the AMX GEMM passes its calls to its fallback (here the scalar
        reference), bit for bit */
     W.amx = 0;

@@ -20,6 +20,8 @@
  * TILE_CFG(cfg), TILE_ZERO(t), TILE_LOAD(t, base, stride), TILE_DP(c, a, b) (TDPBF16PS),
  * TILE_STORE(t, base, stride), TILE_RELEASE(): the AMX instructions (x86/conv_amx_avx512.c) or
  * an emulation (tests/unit/test_codec_kernels.c). */
+#ifndef CT_CV_AMX_BODY_ONCE /* the shared part: the body may be built more than once per file */
+#define CT_CV_AMX_BODY_ONCE
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -58,22 +60,25 @@ static inline void cv_split(float x, uint16_t *h, uint16_t *l) {
 }
 
 /* Split of n contiguous values (the includer may define CV_SPLIT_ROW, same contract). */
-#ifndef CV_SPLIT_ROW
-#define CV_SPLIT_ROW cv_split_row
-static inline void cv_split_row(const float *x, int n, uint16_t *h, uint16_t *l) {
+static inline void cv_split_row_c(const float *x, int n, uint16_t *h, uint16_t *l) {
     for (int i = 0; i < n; i++) cv_split(x[i], h + i, l + i);
 }
-#endif
 /* Split of 16 channels of two weight rows into pair order: h[2 o + e] from (e ? w1 : w0)[o] (the
    includer may define CV_SPLIT_PAIRS, same contract). */
-#ifndef CV_SPLIT_PAIRS
-#define CV_SPLIT_PAIRS cv_split_pairs
-static inline void cv_split_pairs(const float *w0, const float *w1, uint16_t *h, uint16_t *l) {
+static inline void cv_split_pairs_c(const float *w0, const float *w1, uint16_t *h, uint16_t *l) {
     for (int o = 0; o < 16; o++) {
         cv_split(w0[o], h + 2 * o, l + 2 * o);
         cv_split(w1[o], h + 2 * o + 1, l + 2 * o + 1);
     }
 }
+#endif /* CT_CV_AMX_BODY_ONCE */
+
+#ifdef CV_SPLIT_ROW
+#define CV_SPLIT_ROW_USE CV_SPLIT_ROW
+#define CV_SPLIT_PAIRS_USE CV_SPLIT_PAIRS
+#else
+#define CV_SPLIT_ROW_USE cv_split_row_c
+#define CV_SPLIT_PAIRS_USE cv_split_pairs_c
 #endif
 
 CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1) {
@@ -118,7 +123,7 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
                 continue;
             }
             const float *x = a->X + (ptrdiff_t)src * (ptrdiff_t)a->ldx;
-            CV_SPLIT_ROW(x, cin, h, l);
+            CV_SPLIT_ROW_USE(x, cin, h, l);
             for (int i = cin; i < cin2; i++) h[i] = l[i] = 0;
         }
         for (int pb = b0; pb < b1; pb += 2) {
@@ -133,7 +138,7 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
                         static const float zero[16];
                         for (int p = 0; p < 16; p++) {
                             const int i = i0 + 2 * p;
-                            CV_SPLIT_PAIRS(i < cin ? w + (size_t)i * CT_CV_OB : zero,
+                            CV_SPLIT_PAIRS_USE(i < cin ? w + (size_t)i * CT_CV_OB : zero,
                                            i + 1 < cin ? w + (size_t)(i + 1) * CT_CV_OB : zero, h + p * 32, l + p * 32);
                         }
                     }
@@ -205,3 +210,5 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
     }
     TILE_RELEASE();
 }
+#undef CV_SPLIT_ROW_USE
+#undef CV_SPLIT_PAIRS_USE
