@@ -288,7 +288,7 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
                     : isa == CT_ISA_NEON       ? "SMULL"
                     : isa == CT_ISA_SCALAR     ? "none"
                                                : vnni_names[vk];
-        snprintf(table.id, sizeof table.id, "%s, %s%s%s%s", ct_isa_name(isa), table.dot, table.amx ? ", amx" : "",
+        snprintf(table.id, sizeof table.id, "%s, %s%s%s%s", ct_isa_name(isa), table.dot, table.amx ? ", amx (prefill, codec)" : "",
                  table.bf16act ? ", bf16 act" : "", table.xq || isa == CT_ISA_SCALAR ? "" : ", f32 act");
         __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);
     } else if (table.isa != isa) {

@@ -92,7 +92,7 @@ typedef struct {
     const char *dot; /* the integer-dot mode's product instruction at this level on this CPU
                         ("VPDPBUSD (AVX-VNNI)", "VPMADDUBSW", "SDOT", ...; "none" at scalar) */
     char id[96];     /* what selects the arithmetic and speed: "avx512bf16, VPDPBUSD (AVX-512 VNNI)",
-                        then ", amx", ", bf16 act", ", f32 act" where they apply (ct_kernels_id) */
+                        then ", amx (prefill, codec)", ", bf16 act", ", f32 act" where they apply (ct_kernels_id) */
     ct_cv_gemm_fn cv_gemm;   /* codec-decoder multi-tap GEMM (kernels/conv.h) */
     ct_cv_snake_fn cv_snake; /* codec-decoder SnakeBeta */
     ct_cv_elu_fn cv_elu;     /* speech-encoder ELU */
