@@ -1,19 +1,20 @@
 /* The codec-decoder multi-tap GEMM (kernels/conv.h, ct_cv_gemm_fn) on AMX tiles, f32-accurate
  * through split bf16 operands: x = xh + xl and w = wh + wl (xh = bf16(x), xl = bf16(x - xh)), and
  * each product as xh*wh + xh*wl + xl*wh (xl*wl, 2^-18 relative, is dropped). Per product the
- * error stays within about 3 * 2^-18 of |x w| (docs/KERNELS.md "AMX codec GEMM").
+ * error stays within about 3 * 2^-18 of |x w| (docs/CODEC.md "Kernels").
  *
  * C tiles hold 16 rows (time steps) x 16 output channels (one panel); A tiles 16 rows x 32 input
  * channels of the split X; B tiles the split weights of 32 input channels x 16 channels in pair
  * order. X rows are split once per block of rows into xa, the weights once per block of rows and
- * per K chunk of reduction steps into wb (both thread-local, sized up front); a K chunk's partial
- * sums go through pt in f32, exactly. Every output element takes the same tile operations in
+ * per K chunk of reduction steps into wb (a thread's buffers, of a fixed size, allocated at its
+ * first call); a K chunk's partial sums go through pt in f32, exactly. Every output element takes the same tile operations in
  * the same order (taps, then 32-channel steps, ascending) whatever the row / panel range, so any
  * split between threads or calls gives the same bits.
  *
  * Weights not marked amx (ct_cv_packed.amx: calls of few rows, which would fill a 32-row tile pair
  * with padding) and shapes whose split rows do not fit xa go to CV_AMX_FALLBACK; the choice
- * depends on the weight alone, so every call of a weight takes the same GEMM.
+ * depends on the weight alone, so every call of a weight takes the same GEMM (but in a thread
+ * that cannot allocate its buffers, which takes the fallback too).
  *
  * The includer defines CV_AMX_FN (the function's name), CV_AMX_ATTR (its target attribute),
  * CV_AMX_FALLBACK (the GEMM those calls take) and the tile operations
@@ -22,8 +23,10 @@
  * an emulation (tests/unit/test_codec_kernels.c). */
 #ifndef CT_CV_AMX_BODY_ONCE /* the shared part: the body may be built more than once per file */
 #define CT_CV_AMX_BODY_ONCE
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/conv.h"
@@ -38,9 +41,30 @@ typedef struct {
     uint8_t rows[16];
 } cv_amx_cfg;
 
-static _Thread_local _Alignas(64) uint16_t cv_xa[2][CVA_ELEMS];             /* [hi, lo][row][cin2] */
-static _Thread_local _Alignas(64) uint16_t cv_wb[2][CVB_STEPS][2][16 * 32]; /* [hi, lo][step][panel][pair][ch][2] */
-static _Thread_local _Alignas(64) float cv_pt[2][CVA_MAXR][16];              /* [panel][row][ch] partial sums */
+/* A thread's buffers (1.2 MiB), allocated at its first call and freed when it exits: thread-local
+   arrays would add their size to every thread of every process that links the library, AMX or not. */
+typedef struct {
+    _Alignas(64) uint16_t xa[2][CVA_ELEMS];             /* [hi, lo][row][cin2] */
+    _Alignas(64) uint16_t wb[2][CVB_STEPS][2][16 * 32]; /* [hi, lo][step][panel][pair][ch][2] */
+    _Alignas(64) float pt[2][CVA_MAXR][16];             /* [panel][row][ch] partial sums */
+} cv_amx_buf;
+static _Thread_local cv_amx_buf *cv_buf;
+static pthread_key_t cv_key;
+static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
+static int cv_key_ok;
+static void cv_key_make(void) { cv_key_ok = pthread_key_create(&cv_key, free) == 0; }
+/* This thread's buffers, or NULL when they cannot be had (the caller then takes the fallback). */
+static cv_amx_buf *cv_bufs(void) {
+    if (cv_buf) return cv_buf;
+    pthread_once(&cv_once, cv_key_make);
+    if (!cv_key_ok) return NULL;
+    cv_amx_buf *b = aligned_alloc(64, sizeof *b);
+    if (b && pthread_setspecific(cv_key, b) != 0) {
+        free(b);
+        b = NULL;
+    }
+    return cv_buf = b;
+}
 
 /* bf16 of x, rounded to nearest even (NaN stays NaN). */
 static inline uint16_t cv_bf16(float x) {
@@ -97,7 +121,8 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
     /* rows per block: a multiple of 32 whose split rows (with the taps' span) fit xa */
     int RB = (CVA_ELEMS / cin2 - (omax - omin)) / 32 * 32;
     if (RB > CVA_MAXR) RB = CVA_MAXR;
-    if (RB < 32) {
+    cv_amx_buf *B = RB >= 32 ? cv_bufs() : NULL;
+    if (!B) {
         CV_AMX_FALLBACK(a, b0, b1, r0, r1);
         return;
     }
@@ -116,7 +141,7 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
         /* X rows R0 + omin + j; rows past the last one a valid output reads are zeros */
         for (int j = 0; j < nx; j++) {
             const int src = R0 + omin + j;
-            uint16_t *h = cv_xa[0] + (size_t)j * cin2, *l = cv_xa[1] + (size_t)j * cin2;
+            uint16_t *h = B->xa[0] + (size_t)j * cin2, *l = B->xa[1] + (size_t)j * cin2;
             if (src > r1 - 1 + omax) {
                 memset(h, 0, sizeof(uint16_t) * (size_t)cin2);
                 memset(l, 0, sizeof(uint16_t) * (size_t)cin2);
@@ -134,7 +159,7 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
                     const int q = s / nib, i0 = (s % nib) * 32;
                     for (int j = 0; j < 1 + two; j++) {
                         const float *w = W->w + ((size_t)(pb + j) * (size_t)K + (size_t)a->tap[q]) * (size_t)cin * CT_CV_OB;
-                        uint16_t *h = cv_wb[0][s - s0][j], *l = cv_wb[1][s - s0][j];
+                        uint16_t *h = B->wb[0][s - s0][j], *l = B->wb[1][s - s0][j];
                         static const float zero[16];
                         for (int p = 0; p < 16; p++) {
                             const int i = i0 + 2 * p;
@@ -151,10 +176,10 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
                         TILE_ZERO(2);
                         TILE_ZERO(3);
                     } else {
-                        TILE_LOAD(0, cv_pt[0][rb], 64);
-                        TILE_LOAD(1, cv_pt[0][rb + 16], 64);
-                        TILE_LOAD(2, cv_pt[1][rb], 64);
-                        TILE_LOAD(3, cv_pt[1][rb + 16], 64);
+                        TILE_LOAD(0, B->pt[0][rb], 64);
+                        TILE_LOAD(1, B->pt[0][rb + 16], 64);
+                        TILE_LOAD(2, B->pt[1][rb], 64);
+                        TILE_LOAD(3, B->pt[1][rb + 16], 64);
                     }
                     for (int s = s0; s < s1; s++) {
                         const int q = s / nib, i0 = (s % nib) * 32;
@@ -163,14 +188,14 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
 #define CV_PASS(xp, wp, loadx)                                                                      \
     do {                                                                                            \
         if (loadx) {                                                                                \
-            TILE_LOAD(4, cv_xa[xp] + xo, xs);                                                       \
-            TILE_LOAD(5, cv_xa[xp] + xo + (size_t)16 * cin2, xs);                                   \
+            TILE_LOAD(4, B->xa[xp] + xo, xs);                                                       \
+            TILE_LOAD(5, B->xa[xp] + xo + (size_t)16 * cin2, xs);                                   \
         }                                                                                           \
-        TILE_LOAD(6, cv_wb[wp][s - s0][0], 64);                                                     \
+        TILE_LOAD(6, B->wb[wp][s - s0][0], 64);                                                     \
         TILE_DP(0, 4, 6);                                                                           \
         TILE_DP(1, 5, 6);                                                                           \
         if (two) {                                                                                  \
-            TILE_LOAD(7, cv_wb[wp][s - s0][1], 64);                                                 \
+            TILE_LOAD(7, B->wb[wp][s - s0][1], 64);                                                 \
             TILE_DP(2, 4, 7);                                                                       \
             TILE_DP(3, 5, 7);                                                                       \
         }                                                                                           \
@@ -181,10 +206,10 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
 #undef CV_PASS
                     }
                     if (s1 < S) {
-                        TILE_STORE(0, cv_pt[0][rb], 64);
-                        TILE_STORE(1, cv_pt[0][rb + 16], 64);
-                        TILE_STORE(2, cv_pt[1][rb], 64);
-                        TILE_STORE(3, cv_pt[1][rb + 16], 64);
+                        TILE_STORE(0, B->pt[0][rb], 64);
+                        TILE_STORE(1, B->pt[0][rb + 16], 64);
+                        TILE_STORE(2, B->pt[1][rb], 64);
+                        TILE_STORE(3, B->pt[1][rb + 16], 64);
                         continue;
                     }
                     TILE_STORE(0, ct[0], 64);
