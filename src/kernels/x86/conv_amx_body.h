@@ -30,16 +30,12 @@
 #include <string.h>
 
 #include "kernels/conv.h"
+#include "kernels/x86/amx_cfg.h"
 
 #define CVA_ELEMS (1 << 18) /* split X elements per part (hi, lo): 512 KiB each */
 #define CVA_MAXR 256        /* rows per block */
 #define CVB_STEPS 32        /* 32-channel reduction steps per K chunk: 128 KiB of split weights */
 
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} cv_amx_cfg;
 
 /* A thread's buffers (1.2 MiB), allocated at its first call and freed when it exits: thread-local
    arrays would add their size to every thread of every process that links the library, AMX or not. */
@@ -126,13 +122,8 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
         CV_AMX_FALLBACK(a, b0, b1, r0, r1);
         return;
     }
-    cv_amx_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) {
-        cfg.colsb[i] = 64;
-        cfg.rows[i] = 16;
-    }
+    ct_amx_cfg cfg;
+    ct_amx_cfg_full(&cfg);
     TILE_CFG(&cfg);
     float ct[4][256];
     const size_t xs = (size_t)cin2 * 2; /* split X row stride in bytes */

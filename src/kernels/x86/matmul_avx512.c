@@ -19,6 +19,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/matrow.h"
+#include "kernels/x86/amx_cfg.h"
 #include "kernels/x86/simd512.h"
 
 
@@ -656,11 +657,6 @@ AMX_TARGET static void amx_dequant(const ct_mat *w, int r, int nr) {
 static int amx_on;    /* set by ct_matmul_amx_enable */
 static int bf16act_on; /* set by ct_matmul_bf16act_enable */
 
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_cfg;
 
 /* Packs tokens [0, nt) of x[.][C] as bf16 pairs (hi and, when lo_too, lo) into B-tile order,
    zero-padding the last 16-token block. */
@@ -704,13 +700,8 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
     const int R = w->rows, C = w->cols, P = C / 2, split = !bf16act_on || w->dtype != CT_DT_BF16;
     const size_t ws = (size_t)C * 2; /* weight row stride in bytes */
     const int tp = (AMX_PAIRS / P) / 16 * 16 < 64 ? (AMX_PAIRS / P) / 16 * 16 : 64; /* tokens/pass */
-    amx_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int i = 0; i < 8; i++) {
-        cfg.colsb[i] = 64;
-        cfg.rows[i] = 16;
-    }
+    ct_amx_cfg cfg;
+    ct_amx_cfg_full(&cfg);
     _tile_loadconfig(&cfg);
     float tile[4][256];
     const int rfull = r0 + (r1 - r0) / 16 * 16;
