@@ -10,7 +10,8 @@ trap 'rm -rf "$WORK"' EXIT
 pass=0; fail=0
 ok()   { pass=$((pass+1)); }
 bad()  { fail=$((fail+1)); echo "FAIL: $*" >&2; }
-expect_rc() { local want=$1; shift; timeout 60 "$@" >"$WORK/out" 2>"$WORK/err"; local rc=$?
+# expect_rc RC CMD...: CMD's exit status is RC, within 60 s (CT_RC_TIMEOUT=S set on the call: S s)
+expect_rc() { local want=$1; shift; timeout "${CT_RC_TIMEOUT:-60}" "$@" >"$WORK/out" 2>"$WORK/err"; local rc=$?
   if [ "$rc" = "$want" ]; then ok; else bad "rc $rc (want $want): $*"; head -c 600 "$WORK/err" >&2; fi; }
 has() { if grep -qi -e "$1" "$2"; then ok; else bad "'$1' not in $2: $(head -c 400 "$2")"; fi; }
 finish() { echo "${1:+$1: }$pass passed, $fail failed"; [ "$fail" = 0 ]; }

@@ -11,12 +11,14 @@
    an error. */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "core/pool.h"
 #include "core/rng.h"
 #include "ct_test.h"
 #include "kernels/cpu.h"
+#include "kernels/tbuf.h"
 
 static float urand(ct_rng *r) { return (float)(ct_rng_uniform(r) * 2.0 - 1.0); }
 
@@ -746,6 +748,69 @@ static void check_pan(ct_rng *rng, const ct_cpu_features *f) {
 }
 #endif
 
+/* The kernels' per-thread buffers (kernels/tbuf.h) when a thread cannot get them (ct_tbuf_fail,
+   as a failed allocation): the avx2 and avx512 GEMMs read the activations in place, bit for bit
+   the result with their buffer; the bf16-activation mode runs the avx512 kernel. Each call in a
+   thread of its own, which holds no buffer yet. */
+typedef struct {
+    ct_matmul_rows_fn fn;
+    const ct_mat *w;
+    const float *x;
+    float *y;
+    int n, fail;
+} tbuf_job;
+static void *tbuf_run(void *p) {
+    tbuf_job *j = p;
+    __atomic_store_n(&ct_tbuf_fail, j->fail, __ATOMIC_RELAXED);
+    j->fn(j->w, NULL, j->x, j->y, j->n, 0, j->w->rows);
+    __atomic_store_n(&ct_tbuf_fail, 0, __ATOMIC_RELAXED);
+    return NULL;
+}
+static void tbuf_call(tbuf_job *j) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, tbuf_run, j) != 0) {
+        CHECKF(0, "pthread_create");
+        return;
+    }
+    pthread_join(t, NULL);
+}
+static void check_tbuf(const ct_cpu_features *f) {
+    enum { R = 70, C = 1024, N = 37 };
+    ct_rng own, *rng = &own; /* its own stream: the checks after it keep their data */
+    ct_rng_init(rng, 11, 0);
+    uint16_t *wh = malloc(sizeof(uint16_t) * R * C);
+    float *x = malloc(sizeof(float) * N * C), *y0 = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * N * R);
+    for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(urand(rng));
+    for (int i = 0; i < N * C; i++) x[i] = urand(rng);
+    ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL};
+    int tested = 0;
+#if defined(__x86_64__)
+    static const ct_isa lv[2] = {CT_ISA_AVX2, CT_ISA_AVX512};
+    for (int i = 0; i < 2; i++) {
+        if (!ct_isa_supported(lv[i], f)) continue;
+        tbuf_job a = {ct_matmul_rows_for(lv[i]), &w, x, y0, N, 0}, b = a;
+        b.y = y1;
+        b.fail = 1;
+        tbuf_call(&a);
+        tbuf_call(&b);
+        CHECKF(memcmp(y0, y1, sizeof(float) * N * R) == 0, "%s GEMM without its activation buffer differs",
+               ct_isa_name(lv[i]));
+        tested++;
+    }
+    if (ct_isa_supported(CT_ISA_AVX512BF16, f) && !ct_amx_available()) {
+        ct_matmul_bf16act_enable(1);
+        tbuf_job a = {ct_matmul_rows_avx512, &w, x, y0, N, 0}, b = {ct_matmul_rows_avx512bf16, &w, x, y1, N, 1};
+        tbuf_call(&a);
+        tbuf_call(&b);
+        ct_matmul_bf16act_enable(0);
+        CHECKF(memcmp(y0, y1, sizeof(float) * N * R) == 0, "bf16-activation mode without its buffer: not the avx512 kernel");
+        tested++;
+    }
+#endif
+    printf("per-thread buffers refused: %d checks\n", tested);
+    free(wh), free(x), free(y0), free(y1);
+}
+
 int main(void) {
     ct_cpu_features f;
     ct_cpu_detect(&f);
@@ -759,6 +824,7 @@ int main(void) {
     check_pan(&rng, &f);
 #endif
     check_attention(&rng);
+    check_tbuf(&f);
     check_swiglu(&f);
     check_rmsnorm(&f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};

@@ -23,13 +23,12 @@
  * an emulation (tests/unit/test_codec_kernels.c). */
 #ifndef CT_CV_AMX_BODY_ONCE /* the shared part: the body may be built more than once per file */
 #define CT_CV_AMX_BODY_ONCE
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/conv.h"
+#include "kernels/tbuf.h"
 #include "kernels/x86/amx_cfg.h"
 
 #define CVA_ELEMS (1 << 18) /* split X elements per part (hi, lo): 512 KiB each */
@@ -44,23 +43,8 @@ typedef struct {
     _Alignas(64) uint16_t wb[2][CVB_STEPS][2][16 * 32]; /* [hi, lo][step][panel][pair][ch][2] */
     _Alignas(64) float pt[2][CVA_MAXR][16];             /* [panel][row][ch] partial sums */
 } cv_amx_buf;
-static _Thread_local cv_amx_buf *cv_buf;
-static pthread_key_t cv_key;
-static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
-static int cv_key_ok;
-static void cv_key_make(void) { cv_key_ok = pthread_key_create(&cv_key, free) == 0; }
-/* This thread's buffers, or NULL when they cannot be had (the caller then takes the fallback). */
-static cv_amx_buf *cv_bufs(void) {
-    if (cv_buf) return cv_buf;
-    pthread_once(&cv_once, cv_key_make);
-    if (!cv_key_ok) return NULL;
-    cv_amx_buf *b = aligned_alloc(64, sizeof *b);
-    if (b && pthread_setspecific(cv_key, b) != 0) {
-        free(b);
-        b = NULL;
-    }
-    return cv_buf = b;
-}
+static ct_tbuf cv_tbuf = CT_TBUF(sizeof(cv_amx_buf));
+static _Thread_local void *cv_tl;
 
 /* bf16 of x, rounded to nearest even (NaN stays NaN). */
 static inline uint16_t cv_bf16(float x) {
@@ -117,7 +101,7 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
     /* rows per block: a multiple of 32 whose split rows (with the taps' span) fit xa */
     int RB = (CVA_ELEMS / cin2 - (omax - omin)) / 32 * 32;
     if (RB > CVA_MAXR) RB = CVA_MAXR;
-    cv_amx_buf *B = RB >= 32 ? cv_bufs() : NULL;
+    cv_amx_buf *B = RB >= 32 ? ct_tbuf_get(&cv_tbuf, &cv_tl) : NULL;
     if (!B) {
         CV_AMX_FALLBACK(a, b0, b1, r0, r1);
         return;

@@ -9,6 +9,7 @@
 #include "kernels/cpu.h"
 #include "kernels/matrow.h"
 #include "kernels/ops.h"
+#include "kernels/tbuf.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -202,7 +203,9 @@ ALWAYS_INLINE void row_stream(const ct_mat *w, const ct_dtype DT, int r, const f
    whatever n, and the thread count changes nothing (test_kernels checks it bit for bit). */
 #define G2T G2T_MAX    /* most tokens per block (2 rows x 6 tokens = 12 accumulators) */
 #define G2X_FLOATS (64 * (3072 + 16)) /* g2x: 64 tokens of 3072 columns, 772 KiB per thread */
-static _Thread_local _Alignas(64) float g2x[G2X_FLOATS]; /* the activations, rows C + 16 floats apart */
+/* g2x: the activations, rows C + 16 floats apart (a thread's buffer, kernels/tbuf.h) */
+static ct_tbuf g2x_tb = CT_TBUF(sizeof(float) * G2X_FLOATS);
+static _Thread_local void *g2x_tl;
 
 #define G2_KB 512   /* columns per K block: a 6-token block's activations (12 KiB) stay in L1 */
 #define G2_PF_PAIRS 4 /* the first token block (rows from DRAM): row pairs ahead prefetched into L2 */
@@ -291,7 +294,9 @@ ALWAYS_INLINE void gemm2_rows(const ct_mat *w, const ct_dtype DT, const float *b
                               float *y, int n, int r0, int r1) {
     const int R = w->rows, C = w->cols, C16 = C & ~15;
     const int nb = (n + G2T - 1) / G2T, xs = C + 16;
-    const int all = (size_t)n * xs <= G2X_FLOATS, blk = !all && (size_t)G2T * xs <= G2X_FLOATS;
+    /* (without the buffer, the activations are read where they are: the same results) */
+    float *const g2x = ct_tbuf_get(&g2x_tb, &g2x_tl);
+    const int all = g2x && (size_t)n * xs <= G2X_FLOATS, blk = g2x && !all && (size_t)G2T * xs <= G2X_FLOATS;
     if (all)
         for (int t = 0; t < n; t++) memcpy(g2x + (size_t)t * xs, x + (size_t)t * C, (size_t)C * sizeof(float));
     for (int rc = r0; rc < r1; rc += G2_RCHUNK) {

@@ -19,6 +19,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/matrow.h"
+#include "kernels/tbuf.h"
 #include "kernels/x86/amx_cfg.h"
 #include "kernels/x86/simd512.h"
 
@@ -166,7 +167,9 @@ ALWAYS_INLINE __m512 q4_blk4(const ct_mat *w, const float *x, int r, int nr, con
 #define GT 5               /* most tokens per block (4 rows x 5 tokens = 20 accumulators) */
 #define GEMM_MIN_TOKENS 3  /* below: blk4e (the one- and two-token blocks, with prefetch) */
 #define GX_FLOATS (64 * (3072 + 16)) /* gx: 64 tokens of 3072 columns, 772 KiB per thread */
-static _Thread_local _Alignas(64) float gx[GX_FLOATS]; /* the activations, rows C + 16 floats apart */
+/* gx: the activations, rows C + 16 floats apart (a thread's buffer, kernels/tbuf.h) */
+static ct_tbuf gx_tb = CT_TBUF(sizeof(float) * GX_FLOATS);
+static _Thread_local void *gx_tl;
 
 /* One column pass of gemm4 over 4 rows p[4] (dtype DT, a constant) and NT tokens x[NT][xs]:
    chunks k0, k0 + 32, ... below C32, then (tail) the ragged tail, into accumulators started at
@@ -321,7 +324,9 @@ ALWAYS_INLINE void gemm_rows(const ct_mat *w, const ct_dtype DT, const float *bi
     const int nb = (n + tmax - 1) / tmax, xs = C + 16;
     /* the activations copied rows C + 16 floats apart (64 bytes apart modulo 4 KiB: no L1 set
        conflicts between the tokens of a block): all n at once when they fit, else per block */
-    const int all = (size_t)n * xs <= GX_FLOATS, blk = !all && (size_t)tmax * xs <= GX_FLOATS;
+    /* (without the buffer, the activations are read where they are: the same results) */
+    float *const gx = ct_tbuf_get(&gx_tb, &gx_tl);
+    const int all = gx && (size_t)n * xs <= GX_FLOATS, blk = gx && !all && (size_t)tmax * xs <= GX_FLOATS;
     if (all)
         for (int t = 0; t < n; t++) memcpy(gx + (size_t)t * xs, x + (size_t)t * C, (size_t)C * sizeof(float));
     for (int rc = r0; rc < r1; rc += RCHUNK) {
@@ -495,7 +500,9 @@ void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, f
 
 #define DP_T 6 /* most tokens per block (4 rows x 6 tokens = 24 accumulators) */
 #define DP_XELEMS (64 * (3072 + 32)) /* dp_xb: 64 tokens of 3072 columns, 388 KiB per thread */
-static _Thread_local _Alignas(64) uint16_t dp_xb[DP_XELEMS]; /* bf16 activations, zero-padded rows */
+/* dp_xb: bf16 activations, zero-padded rows (a thread's buffer, kernels/tbuf.h) */
+static ct_tbuf dp_tb = CT_TBUF(sizeof(uint16_t) * DP_XELEMS);
+static _Thread_local void *dp_tl;
 
 /* Rounds nt tokens of x[.][C] to bf16 into d, rows xs apart, zero-padded to cp (C rounded up to
    32) columns. */
@@ -568,6 +575,7 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
                               int r0, int r1) {
     const int R = w->rows, C = w->cols, cp = (C + 31) & ~31, xs = cp + 32;
     const int nb = (n + DP_T - 1) / DP_T, all = (size_t)n * xs <= DP_XELEMS;
+    uint16_t *const dp_xb = dp_tl; /* the caller got it (ct_matmul_rows_avx512bf16) */
     if (all) dp_convert(x, C, cp, xs, n, dp_xb);
     for (int rc = r0; rc < r1; rc += RCHUNK) {
         const int rce = rc + RCHUNK < r1 ? rc + RCHUNK : r1;
@@ -623,13 +631,18 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
                           64-128 rows ahead measured 12-45% slower on the talker) */
 #endif
 
-static _Thread_local _Alignas(64) uint32_t amx_hi[AMX_PAIRS], amx_lo[AMX_PAIRS];
 #define AMX_WMAXC 6144 /* widest INT8/INT4 row dequantized to bf16 for the tiles */
-static _Thread_local _Alignas(64) uint16_t amx_w[32 * AMX_WMAXC]; /* 32 dequantized rows */
+/* A thread's buffers of the tiles (kernels/tbuf.h) */
+typedef struct {
+    _Alignas(64) uint32_t hi[AMX_PAIRS], lo[AMX_PAIRS]; /* the activations' bf16 pairs, B-tile order */
+    _Alignas(64) uint16_t w[32 * AMX_WMAXC];            /* 32 dequantized rows */
+} amx_buf;
+static ct_tbuf amx_tb = CT_TBUF(sizeof(amx_buf));
+static _Thread_local void *amx_tl;
 
 /* Rows [r, r + nr) of an INT8 (q exactly, row scale applied at the store) or INT4
    (bf16(scale * q)) matrix as bf16 into amx_w. */
-AMX_TARGET static void amx_dequant(const ct_mat *w, int r, int nr) {
+AMX_TARGET static void amx_dequant(const ct_mat *w, int r, int nr, uint16_t *amx_w) {
     const int C = w->cols;
     for (int i = 0; i < nr; i++) {
         const uint8_t *p = ct_row_ptr(w, r + i);
@@ -660,7 +673,7 @@ static int bf16act_on; /* set by ct_matmul_bf16act_enable */
 
 /* Packs tokens [0, nt) of x[.][C] as bf16 pairs (hi and, when lo_too, lo) into B-tile order,
    zero-padding the last 16-token block. */
-AMX_TARGET static void amx_pack(const float *x, int C, int nt, int lo_too) {
+AMX_TARGET static void amx_pack(const float *x, int C, int nt, int lo_too, uint32_t *amx_hi, uint32_t *amx_lo) {
     const int P = C / 2, nb = (nt + 15) / 16;
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
                                                              12, 13, 14, 15),
@@ -698,6 +711,8 @@ AMX_TARGET static void amx_store(const ct_mat *w, const float *tile, const float
 AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float *x, float *y,
                                 int n, int r0, int r1) {
     const int R = w->rows, C = w->cols, P = C / 2, split = !bf16act_on || w->dtype != CT_DT_BF16;
+    amx_buf *const B = amx_tl; /* the caller got it (ct_matmul_rows_avx512bf16) */
+    const uint32_t *const amx_hi = B->hi, *const amx_lo = B->lo;
     const size_t ws = (size_t)C * 2; /* weight row stride in bytes */
     const int tp = (AMX_PAIRS / P) / 16 * 16 < 64 ? (AMX_PAIRS / P) / 16 * 16 : 64; /* tokens/pass */
     ct_amx_cfg cfg;
@@ -709,14 +724,14 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
         const int nt = n - t0 < tp ? n - t0 : tp;
         const float *xt = x + (size_t)t0 * C;
         float *yt = y + (size_t)t0 * R;
-        amx_pack(xt, C, nt, split);
+        amx_pack(xt, C, nt, split, B->hi, B->lo);
         const int nb = (nt + 15) / 16;
         for (int r = r0; r < rfull; r += 32) {
             const int two = r + 32 <= rfull;
             const uint16_t *a0 = (const uint16_t *)w->data + (size_t)r * C;
             if (w->dtype != CT_DT_BF16) { /* INT8 / INT4: dequantize the row pair */
-                amx_dequant(w, r, two ? 32 : 16);
-                a0 = amx_w;
+                amx_dequant(w, r, two ? 32 : 16, B->w);
+                a0 = B->w;
             }
             const uint16_t *a1 = two ? a0 + (size_t)16 * C : a0;
             for (int b = 0; b < nb; b += 2) {
@@ -769,7 +784,7 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
     }
     _tile_release();
     if (rfull < r1) {
-        if (bf16act_on && w->dtype == CT_DT_BF16) gemm_dp(w, bias, x, y, n, rfull, r1);
+        if (bf16act_on && w->dtype == CT_DT_BF16 && ct_tbuf_get(&dp_tb, &dp_tl)) gemm_dp(w, bias, x, y, n, rfull, r1);
         else f32_rows(w, bias, x, y, n, rfull, r1);
     }
 }
@@ -796,10 +811,12 @@ void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *
        for one token, and 2-4 batched tokens cost about the same as one); quantized weights
        only from CT_AMX_MIN_TOKENS (their dequantization would cost more than it saves) */
     const int amx_min = w->dtype == CT_DT_BF16 && !bf16act_on ? 1 : CT_AMX_MIN_TOKENS;
+    /* (a thread that cannot get the tiles' or the bf16 activations' buffer takes the next path) */
     if ((w->dtype == CT_DT_BF16 || (q && w->cols <= AMX_WMAXC)) && amx_on && n >= amx_min &&
-        w->cols % 32 == 0 && w->cols / 2 * 16 <= AMX_PAIRS)
+        w->cols % 32 == 0 && w->cols / 2 * 16 <= AMX_PAIRS && ct_tbuf_get(&amx_tb, &amx_tl))
         gemm_amx(w, bias, x, y, n, r0, r1);
-    else if (w->dtype == CT_DT_BF16 && bf16act_on && n >= CT_DP_MIN_TOKENS && w->cols <= DP_MAXC)
+    else if (w->dtype == CT_DT_BF16 && bf16act_on && n >= CT_DP_MIN_TOKENS && w->cols <= DP_MAXC &&
+             ct_tbuf_get(&dp_tb, &dp_tl))
         gemm_dp(w, bias, x, y, n, r0, r1);
     else
         ct_matmul_rows_avx512(w, bias, x, y, n, r0, r1);
