@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -102,21 +103,28 @@ ct_status ct_sha256_file(const char *path, char hex[65], char *err, size_t errca
         close(fd);
         return ct_errf(err, errcap, CT_ERR_IO, "'%s' is not a regular file", path);
     }
+    enum { BUF = 1 << 20 };
+    unsigned char *buf = malloc(BUF);
+    if (!buf) {
+        close(fd);
+        return ct_errf(err, errcap, CT_ERR_NOMEM, "hashing '%s': out of memory", path);
+    }
     ct_sha256_ctx c;
     ct_sha256_init(&c);
-    static _Thread_local unsigned char buf[1 << 16];
     for (;;) {
-        ssize_t k = read(fd, buf, sizeof buf);
+        ssize_t k = read(fd, buf, BUF);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) {
             int e = errno;
             close(fd);
+            free(buf);
             return ct_errf(err, errcap, CT_ERR_IO, "cannot read '%s': %s", path, strerror(e));
         }
         if (k == 0) break;
         ct_sha256_update(&c, buf, (size_t)k);
     }
     close(fd);
+    free(buf);
     uint8_t d[32];
     ct_sha256_final(&c, d);
     ct_sha256_hex(d, hex);

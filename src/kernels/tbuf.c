@@ -33,3 +33,11 @@ void *ct_tbuf_get(ct_tbuf *b, void **tl) {
     }
     return *tl = p;
 }
+
+void *ct_tbuf_take(ct_tbuf *b, void **tl, int *borrowed) {
+    void *p = ct_tbuf_get(b, tl);
+    *borrowed = p == NULL;
+    if (p) return p;
+    pthread_mutex_lock(&b->mu);
+    return b->spare;
+}

@@ -157,6 +157,31 @@ static void check_batch_invariance(void) {
    pass), bit-identical results for any batch size and thread count, and the extra error of
    int8 activations against f32 activations (printed; NMSE <= 2e-2 over cases of 16 or more
    outputs on these inputs, whose 30x outliers coarsen the step of their group). */
+/* The integer-dot kernels this CPU runs, to call directly: exact = 1 where they do the
+   reference's arithmetic bit for bit. */
+typedef struct {
+    ct_matmul_rows_fn fn;
+    const char *name;
+    int exact;
+} dot_kernel;
+static int dot_kernels(const ct_cpu_features *f, dot_kernel *dk) {
+    int ndk = 0;
+#if defined(__x86_64__)
+    if (ct_isa_supported(CT_ISA_AVX512BF16, f)) dk[ndk++] = (dot_kernel){ct_matmul_rows_vnni, "VNNI", 0};
+    if (ct_isa_supported(CT_ISA_AVX2, f)) dk[ndk++] = (dot_kernel){ct_matmul_rows_dot_avx2, "VPMADDUBSW", 1};
+    if (ct_isa_supported(CT_ISA_AVX2, f) && f->avx_vnni)
+        dk[ndk++] = (dot_kernel){ct_matmul_rows_dot_avxvnni, "AVX-VNNI", 1};
+    if (ct_isa_supported(CT_ISA_AVX2, f) && f->avx512vnni && f->avx512vl)
+        dk[ndk++] = (dot_kernel){ct_matmul_rows_dot_vnni256, "VNNI-256", 1};
+#elif defined(__aarch64__)
+    if (ct_isa_supported(CT_ISA_NEON_DOTPROD, f)) dk[ndk++] = (dot_kernel){ct_matmul_rows_sdot, "SDOT", 1};
+    if (ct_isa_supported(CT_ISA_NEON, f)) dk[ndk++] = (dot_kernel){ct_matmul_rows_smull, "SMULL", 1};
+#else
+    (void)f;
+#endif
+    return ndk;
+}
+
 static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
     enum { MR = 300, MC = 4160, MT = 37 };
     float *wf = malloc(sizeof(float) * MR * MC), *x = malloc(sizeof(float) * MT * MC);
@@ -376,23 +401,8 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
        and within the bound of the reference; the outputs that differ from it in any bit are
        counted and printed, and must be none for the kernels that do the reference's arithmetic
        (VPMADDUBSW, the 256-bit VPDPBUSD, SDOT, SMULL) */
-    struct {
-        ct_matmul_rows_fn fn;
-        const char *name;
-        int exact;
-    } dk[4];
-    int ndk = 0;
-#if defined(__x86_64__)
-    if (ct_isa_supported(CT_ISA_AVX512BF16, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_vnni, "VNNI", 0};
-    if (ct_isa_supported(CT_ISA_AVX2, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_dot_avx2, "VPMADDUBSW", 1};
-    if (ct_isa_supported(CT_ISA_AVX2, f) && f->avx_vnni)
-        dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_dot_avxvnni, "AVX-VNNI", 1};
-    if (ct_isa_supported(CT_ISA_AVX2, f) && f->avx512vnni && f->avx512vl)
-        dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_dot_vnni256, "VNNI-256", 1};
-#elif defined(__aarch64__)
-    if (ct_isa_supported(CT_ISA_NEON_DOTPROD, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_sdot, "SDOT", 1};
-    if (ct_isa_supported(CT_ISA_NEON, f)) dk[ndk++] = (__typeof__(dk[0])){ct_matmul_rows_smull, "SMULL", 1};
-#endif
+    dot_kernel dk[4];
+    const int ndk = dot_kernels(f, dk);
     for (int di = 0; di < ndk; di++) {
         const ct_matmul_rows_fn direct = dk[di].fn;
         const char *dname = dk[di].name;
@@ -811,6 +821,102 @@ static void check_tbuf(const ct_cpu_features *f) {
 }
 #endif
 
+/* The integer-dot kernels' buffers (kernels/tbuf.h) when threads cannot allocate their own
+   (ct_tbuf_fail, as failed allocations): they borrow the kind's spare, one at a time. Three
+   borrowing threads at once must each get bit for bit the result of a thread with its own
+   buffers, and a borrowing thread inside a reuse scope (ct_xq_scope_begin) must quantize its x
+   again after another thread has used the spare. */
+typedef struct {
+    ct_matmul_rows_fn fn;
+    const ct_mat *w;
+    const float *x, *x2;
+    float *y, *y2;
+    int n, rows, reps;
+} xqb_job;
+static void *xqb_run(void *p) {
+    const xqb_job *j = p;
+    for (int i = 0; i < j->reps; i++) j->fn(j->w, NULL, j->x, j->y, j->n, 0, j->rows);
+    return NULL;
+}
+static void *xqb_scoped(void *p) { /* y: x's rows in two calls (split at a multiple of 32, as
+                                      the panels need), with another thread's x2 between */
+    const xqb_job *j = p, o = {j->fn, j->w, j->x2, NULL, j->y2, NULL, j->n, j->rows, 1};
+    const int rs = j->rows / 64 * 32;
+    ct_xq_scope_begin();
+    j->fn(j->w, NULL, j->x, j->y, j->n, 0, rs);
+    pthread_t t;
+    if (pthread_create(&t, NULL, xqb_run, (void *)&o) == 0) pthread_join(t, NULL);
+    j->fn(j->w, NULL, j->x, j->y, j->n, rs, j->rows);
+    ct_xq_scope_end();
+    return NULL;
+}
+static void check_xq_borrow(ct_rng *rng, const ct_cpu_features *f) {
+    enum { R = 200, C = 1024, MT = 37 };
+    dot_kernel dk[4];
+    const int ndk = dot_kernels(f, dk);
+    float *wf = malloc(sizeof(float) * R * C), *sc = malloc(sizeof(float) * R * C / 32);
+    float *x = malloc(sizeof(float) * 2 * MT * C), *ref = malloc(sizeof(float) * 2 * MT * R);
+    float *y = malloc(sizeof(float) * 4 * MT * R);
+    void *qw = malloc((size_t)R * C);
+    for (int i = 0; i < R * C; i++) wf[i] = urand(rng);
+    for (int i = 0; i < 2 * MT * C; i++) x[i] = urand(rng);
+    static const int toks[] = {1, 3, 4, 20, 37};
+    int cases = 0;
+    for (int fmt = 0; fmt < 2; fmt++) {
+        ct_mat wv[2] = {{qw, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1, NULL}};
+        if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, qw, sc);
+        else ct_quantize_i8(wf, CT_DT_F32, R, C, qw, sc);
+        int nw = 1;
+        uint8_t *pan = NULL;
+#if defined(__x86_64__) /* the VNNI kernel's panels packed at load: their own path */
+        if (ct_isa_supported(CT_ISA_AVX512BF16, f)) {
+            pan = aligned_alloc(64, (ct_xq_pan_bytes(wv[0].dtype, R, C) + 63) & ~(size_t)63);
+            ct_xq_pan_pack(&wv[0], pan);
+            wv[1] = wv[0];
+            wv[1].pan = pan;
+            nw = 2;
+        }
+#endif
+        for (int di = 0; di < ndk; di++)
+            for (int wi = 0; wi < (dk[di].fn == dk[0].fn ? nw : 1); wi++)
+                for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
+                    const int n = toks[ti];
+                    const float *x1 = x, *x2 = x + (size_t)MT * C;
+                    float *r1 = ref, *r2 = ref + (size_t)MT * R;
+                    dk[di].fn(&wv[wi], NULL, x1, r1, n, 0, R); /* this thread holds its buffers */
+                    dk[di].fn(&wv[wi], NULL, x2, r2, n, 0, R);
+                    __atomic_store_n(&ct_tbuf_fail, 1, __ATOMIC_RELAXED);
+                    xqb_job j[3];
+                    pthread_t t[3];
+                    int made = 0;
+                    for (int k = 0; k < 3; k++) {
+                        j[k] = (xqb_job){dk[di].fn, &wv[wi], k == 1 ? x2 : x1, NULL, y + (size_t)k * MT * R, NULL, n, R, 4};
+                        made += pthread_create(&t[k], NULL, xqb_run, &j[k]) == 0;
+                    }
+                    for (int k = 0; k < made; k++) pthread_join(t[k], NULL);
+                    xqb_job js = {dk[di].fn, &wv[wi], x1, x2, y + (size_t)3 * MT * R, y, n, R, 1};
+                    pthread_t ts;
+                    made += pthread_create(&ts, NULL, xqb_scoped, &js) == 0;
+                    if (made == 4) pthread_join(ts, NULL);
+                    __atomic_store_n(&ct_tbuf_fail, 0, __ATOMIC_RELAXED);
+                    const size_t b = sizeof(float) * (size_t)n * R;
+                    CHECKF(made == 4, "pthread_create");
+                    CHECKF(memcmp(y, r2, b) == 0 && memcmp(y + (size_t)MT * R, r2, b) == 0 &&
+                               memcmp(y + (size_t)2 * MT * R, r1, b) == 0,
+                           "%s %s, %d tokens%s: borrowing threads at once differ from a thread's own buffers",
+                           dk[di].name, fmt ? "INT4" : "INT8", n, wi ? " (panels)" : "");
+                    CHECKF(memcmp(y + (size_t)3 * MT * R, r1, b) == 0,
+                           "%s %s, %d tokens%s: a borrowing thread reused activations another thread overwrote",
+                           dk[di].name, fmt ? "INT4" : "INT8", n, wi ? " (panels)" : "");
+                    cases++;
+                }
+        free(pan);
+    }
+    printf("integer-dot kernels on the borrowed spare buffer: %d cases\n", cases);
+    CHECK(cases > 0 || ndk == 0);
+    free(wf), free(sc), free(x), free(ref), free(y), free(qw);
+}
+
 int main(void) {
     ct_cpu_features f;
     ct_cpu_detect(&f);
@@ -827,6 +933,7 @@ int main(void) {
 #if defined(__x86_64__)
     check_tbuf(&f);
 #endif
+    check_xq_borrow(&rng, &f);
     check_swiglu(&f);
     check_rmsnorm(&f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};

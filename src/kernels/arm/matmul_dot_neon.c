@@ -18,6 +18,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/matrow.h"
+#include "kernels/tbuf.h"
 
 /* GCC declares vdotq_s32 for armv8.2-a+dotprod and inlines it into functions of that target;
    clang (before target-guarded intrinsics) declares it only under -march, so with clang SDOT
@@ -38,7 +39,12 @@ typedef struct {
     int32_t c8[XQ_TOK][CT_XQ_MAXC / CT_Q4_GROUP]; /* 8 * sum of each group's bytes (INT4 offset) */
 } xq_buf;
 
-static _Thread_local _Alignas(64) xq_buf xb;
+/* A thread's buffer (kernels/tbuf.h: on the heap at its first call; a thread that cannot
+   allocate it borrows the spare, one at a time, and its quantized activations are not reused
+   across calls then). */
+static _Alignas(64) xq_buf xq_spare;
+static ct_tbuf xq_tb = CT_TBUF_SPARE(sizeof(xq_buf), &xq_spare);
+static _Thread_local void *xq_tl;
 
 SDOT_INLINE int32x4_t sdot(int32x4_t acc, int8x16_t a, int8x16_t b) {
 #if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)
@@ -51,8 +57,8 @@ SDOT_INLINE int32x4_t sdot(int32x4_t acc, int8x16_t a, int8x16_t b) {
 
 /* ct_xq_quantize for token x[C] into slot t (FMAXNM ignores NaN as fmaxf does; FCVTNS rounds to
    nearest even as lrintf does in the default rounding mode). */
-static void xq_quantize_tok(const float *x, int C, int t) {
-    int8_t *q = xb.q[t];
+static void xq_quantize_tok(xq_buf *X, const float *x, int C, int t) {
+    int8_t *q = X->q[t];
     for (int g = 0; g < C / CT_Q4_GROUP; g++) {
         const float *xg = x + g * CT_Q4_GROUP;
         float32x4_t v[8];
@@ -64,13 +70,13 @@ static void xq_quantize_tok(const float *x, int C, int t) {
         float32x4_t m3 = vmaxnmq_f32(vabsq_f32(v[6]), vabsq_f32(v[7]));
         const float amax = vmaxnmvq_f32(vmaxnmq_f32(vmaxnmq_f32(m0, m1), vmaxnmq_f32(m2, m3)));
         if (!(amax >= CT_XQ_MIN_AMAX)) {
-            xb.s[t][g] = 0.0f;
-            xb.c8[t][g] = 0;
+            X->s[t][g] = 0.0f;
+            X->c8[t][g] = 0;
             memset(q + g * CT_Q4_GROUP, 0, CT_Q4_GROUP);
             continue;
         }
         const float inv = 127.0f / amax;
-        xb.s[t][g] = amax / 127.0f;
+        X->s[t][g] = amax / 127.0f;
         int32x4_t iv[8];
 #pragma GCC unroll 8
         for (int i = 0; i < 8; i++) iv[i] = vcvtnq_s32_f32(vmulq_n_f32(v[i], inv));
@@ -79,7 +85,7 @@ static void xq_quantize_tok(const float *x, int C, int t) {
         int8x16_t b0 = vmovn_high_s16(vmovn_s16(h0), h1), b1 = vmovn_high_s16(vmovn_s16(h2), h3);
         vst1q_s8(q + g * CT_Q4_GROUP, b0);
         vst1q_s8(q + g * CT_Q4_GROUP + 16, b1);
-        xb.c8[t][g] = 8 * ((int32_t)vaddlvq_s8(b0) + (int32_t)vaddlvq_s8(b1));
+        X->c8[t][g] = 8 * ((int32_t)vaddlvq_s8(b0) + (int32_t)vaddlvq_s8(b1));
     }
 }
 
@@ -117,13 +123,13 @@ static void xq_quantize_tok(const float *x, int C, int t) {
             sw = vsetq_lane_f32(sc[3][g], sw, 3);                                               \
         }                                                                                       \
         _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {                                  \
-            const int8_t *xq = xb.q[t0 + t] + g * CT_Q4_GROUP;                                  \
+            const int8_t *xq = X->q[t0 + t] + g * CT_Q4_GROUP;                                  \
             const int8x16_t x0 = vld1q_s8(xq), x1 = vld1q_s8(xq + 16);                          \
             int32x4_t a[4];                                                                     \
             _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) a[i] = SD(wl[i], wh[i], x0, x1); \
             int32x4_t d = vpaddq_s32(vpaddq_s32(a[0], a[1]), vpaddq_s32(a[2], a[3]));           \
-            if (Q4) d = vsubq_s32(d, vdupq_n_s32(xb.c8[t0 + t][g]));                            \
-            float32x4_t f = vmulq_n_f32(vcvtq_f32_s32(d), xb.s[t0 + t][g]);                     \
+            if (Q4) d = vsubq_s32(d, vdupq_n_s32(X->c8[t0 + t][g]));                            \
+            float32x4_t f = vmulq_n_f32(vcvtq_f32_s32(d), X->s[t0 + t][g]);                     \
             if (Q4) f = vmulq_f32(sw, f);                                                       \
             acc[t] = vaddq_f32(acc[t], f);                                                      \
         }                                                                                       \
@@ -143,11 +149,11 @@ SDOT_INLINE int32x4_t grp_sdot(int8x16_t wl, int8x16_t wh, int8x16_t x0, int8x16
 GRP_SMULL(0)
 GRP_SMULL(1)
 
-SDOT_INLINE void xq_blk4_sdot(const ct_mat *w, int r, int nr, int t0, const int NT, const int Q4,
+SDOT_INLINE void xq_blk4_sdot(const xq_buf *X, const ct_mat *w, int r, int nr, int t0, const int NT, const int Q4,
                               float32x4_t *acc) {
     XQ_BLK4_BODY(grp_sdot)
 }
-ALWAYS_INLINE void xq_blk4_smull(const ct_mat *w, int r, int nr, int t0, const int NT, const int Q4,
+ALWAYS_INLINE void xq_blk4_smull(const xq_buf *X, const ct_mat *w, int r, int nr, int t0, const int NT, const int Q4,
                                  float32x4_t *acc) {
     if (Q4) {
         XQ_BLK4_BODY(grp_smull1)
@@ -170,14 +176,14 @@ ALWAYS_INLINE void xq_blk4_smull(const ct_mat *w, int r, int nr, int t0, const i
             const int n4 = nt - t < 4 ? nt - t : 4;                                             \
             float32x4_t acc[4];                                                                 \
             switch (n4 + 4 * q4) {                                                              \
-            case 1: BLK(w, r, nr, t, 1, 0, acc); break;                                         \
-            case 2: BLK(w, r, nr, t, 2, 0, acc); break;                                         \
-            case 3: BLK(w, r, nr, t, 3, 0, acc); break;                                         \
-            case 4: BLK(w, r, nr, t, 4, 0, acc); break;                                         \
-            case 5: BLK(w, r, nr, t, 1, 1, acc); break;                                         \
-            case 6: BLK(w, r, nr, t, 2, 1, acc); break;                                         \
-            case 7: BLK(w, r, nr, t, 3, 1, acc); break;                                         \
-            default: BLK(w, r, nr, t, 4, 1, acc); break;                                        \
+            case 1: BLK(X, w, r, nr, t, 1, 0, acc); break;                                         \
+            case 2: BLK(X, w, r, nr, t, 2, 0, acc); break;                                         \
+            case 3: BLK(X, w, r, nr, t, 3, 0, acc); break;                                         \
+            case 4: BLK(X, w, r, nr, t, 4, 0, acc); break;                                         \
+            case 5: BLK(X, w, r, nr, t, 1, 1, acc); break;                                         \
+            case 6: BLK(X, w, r, nr, t, 2, 1, acc); break;                                         \
+            case 7: BLK(X, w, r, nr, t, 3, 1, acc); break;                                         \
+            default: BLK(X, w, r, nr, t, 4, 1, acc); break;                                        \
             }                                                                                   \
             for (int j = 0; j < n4; j++) {                                                      \
                 float o[4];                                                                     \
@@ -188,11 +194,11 @@ ALWAYS_INLINE void xq_blk4_smull(const ct_mat *w, int r, int nr, int t0, const i
         }                                                                                       \
     }
 
-SDOT_TARGET static void xq_rows_sdot(const ct_mat *w, const float *bias, float *y, int t0, int nt,
+SDOT_TARGET static void xq_rows_sdot(const xq_buf *X, const ct_mat *w, const float *bias, float *y, int t0, int nt,
                                      int r0, int r1) {
     XQ_ROWS_BODY(xq_blk4_sdot)
 }
-static void xq_rows_smull(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
+static void xq_rows_smull(const xq_buf *X, const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
                           int r1) {
     XQ_ROWS_BODY(xq_blk4_smull)
 }
@@ -202,16 +208,20 @@ static void xq_rows_smull(const ct_mat *w, const float *bias, float *y, int t0, 
 static void matmul_dot(const ct_mat *w, const float *bias, const float *x, float *y, int n, int r0,
                        int r1, int sd) {
     const int C = w->cols;
+    int borrowed;
+    xq_buf *X = ct_tbuf_take(&xq_tb, &xq_tl, &borrowed);
+    ct_xq_reuse *k = &ct_xq_tls; /* one layout for both formats: the key ignores it */
     for (int t0 = 0; t0 < n; t0 += XQ_TOK) {
         const int nt = n - t0 < XQ_TOK ? n - t0 : XQ_TOK;
-        ct_xq_reuse *k = &ct_xq_tls; /* one layout for both formats: the key ignores it */
         if (n > XQ_TOK || !k->on || k->x != x || k->n != n || k->cols != C) {
-            for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, t);
+            for (int t = 0; t < nt; t++) xq_quantize_tok(X, x + (size_t)(t0 + t) * C, C, t);
             if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, 0};
         }
-        if (sd) xq_rows_sdot(w, bias, y, t0, nt, r0, r1);
-        else xq_rows_smull(w, bias, y, t0, nt, r0, r1);
+        if (sd) xq_rows_sdot(X, w, bias, y, t0, nt, r0, r1);
+        else xq_rows_smull(X, w, bias, y, t0, nt, r0, r1);
     }
+    if (borrowed) k->x = NULL; /* the spare's contents do not outlive the call */
+    ct_tbuf_put(&xq_tb, borrowed);
 }
 
 void ct_matmul_rows_sdot(const ct_mat *w, const float *bias, const float *x, float *y, int n, int r0,

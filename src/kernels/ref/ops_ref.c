@@ -158,8 +158,8 @@ void ct_xq_quantize(const float *x, int cols, int8_t *q, float *s) {
 /* Integer-dot mode (ops.h): exact group dots, scaled and summed over groups in order. */
 static void matmul_xq_scalar(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                              int r0, int r1) {
-    static _Thread_local int8_t qx[CT_XQ_MAXC];
-    static _Thread_local float sx[CT_XQ_MAXC / CT_Q4_GROUP];
+    int8_t qx[CT_XQ_MAXC]; /* one token's quantized activations: 9 KiB of stack */
+    float sx[CT_XQ_MAXC / CT_Q4_GROUP];
     const int R = w->rows, C = w->cols, G = C / CT_Q4_GROUP;
     for (int t = 0; t < n; t++) {
         ct_xq_quantize(x + (size_t)t * C, C, qx, sx);

@@ -209,8 +209,7 @@ static _Thread_local void *g2x_tl;
 
 #define G2_KB 512   /* columns per K block: a 6-token block's activations (12 KiB) stay in L1 */
 #define G2_PF_PAIRS 4 /* the first token block (rows from DRAM): row pairs ahead prefetched into L2 */
-#define G2_RCHUNK 32 /* rows per chunk: their accumulators between K blocks take 12 KiB */
-static _Thread_local _Alignas(64) float g2acc[G2_RCHUNK / 2][2][2 * G2T * 8]; /* [row pair][even/odd][2t+i] */
+#define G2_RCHUNK 32 /* rows per chunk: their accumulators between K blocks take 12 KiB (stack) */
 
 #define G2_T(t, A0, A1)                                                                         \
     if (NT > t) {                                                                               \
@@ -296,6 +295,7 @@ ALWAYS_INLINE void gemm2_rows(const ct_mat *w, const ct_dtype DT, const float *b
     const int nb = (n + G2T - 1) / G2T, xs = C + 16;
     /* (without the buffer, the activations are read where they are: the same results) */
     float *const g2x = ct_tbuf_get(&g2x_tb, &g2x_tl);
+    _Alignas(64) float g2acc[G2_RCHUNK / 2][2][2 * G2T * 8]; /* [row pair][even/odd][2t+i] */
     const int all = g2x && (size_t)n * xs <= G2X_FLOATS, blk = g2x && !all && (size_t)G2T * xs <= G2X_FLOATS;
     if (all)
         for (int t = 0; t < n; t++) memcpy(g2x + (size_t)t * xs, x + (size_t)t * C, (size_t)C * sizeof(float));

@@ -31,6 +31,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/matrow.h"
+#include "kernels/tbuf.h"
 
 #define XQ_TOK 16   /* tokens quantized per pass (a prompt pass takes several) */
 #define XQ_PF 512   /* bytes ahead in each row prefetched into L1 (weights from DRAM) */
@@ -48,17 +49,15 @@ typedef struct {
                                                      INT8 with VPDPBUSD: 128 * the sum, x 4 */
 } xq_buf;
 
-static _Thread_local _Alignas(64) xq_buf xb;
-
 /* ct_xq_quantize for token x[C] into slot t: the group's |x| maximum taken as fmaxf takes it
    (a NaN lane never wins: MAXPS returns its second operand, the running maximum), the same
    127 / amax and amax / 127, VCVTPS2DQ rounding to nearest even as lrintf does. */
-static void xq_quantize_tok(const float *x, int C, int q4, int t) {
+static void xq_quantize_tok(xq_buf *X, const float *x, int C, int q4, int t) {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     const __m256i ones8 = _mm256_set1_epi8(1);
     const __m256i ones16 = _mm256_set1_epi16(1);
-    int8_t *q = xb.q[t];
+    int8_t *q = X->q[t];
     for (int g = 0; g < C / CT_Q4_GROUP; g++) {
         const float *xg = x + g * CT_Q4_GROUP;
         __m256 v[4], m = _mm256_setzero_ps();
@@ -81,7 +80,7 @@ static void xq_quantize_tok(const float *x, int C, int q4, int t) {
             const __m256i w16a = _mm256_packs_epi32(d[0], d[1]), w16b = _mm256_packs_epi32(d[2], d[3]);
             b = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w16a, w16b), perm);
         }
-        xb.s[t][g] = sg;
+        X->s[t][g] = sg;
         if (!q4 && !CT_DOT_VNNI) {
             _mm256_storeu_si256((__m256i *)(q + g * CT_Q4_GROUP), b);
             continue;
@@ -93,14 +92,14 @@ static void xq_quantize_tok(const float *x, int C, int q4, int t) {
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
         if (!q4) { /* VPDPBUSD's INT8 weights enter as q + 128 */
             _mm256_storeu_si256((__m256i *)(q + g * CT_Q4_GROUP), b);
-            _mm_storeu_si128((__m128i *)(xb.c8[t] + 4 * g), _mm_slli_epi32(s, 7));
+            _mm_storeu_si128((__m128i *)(X->c8[t] + 4 * g), _mm_slli_epi32(s, 7));
             continue;
         }
         const int P = g & ~1, hf = g & 1; /* pair and half */
         _mm_storeu_si128((__m128i *)(q + P * CT_Q4_GROUP + 16 * hf), _mm256_castsi256_si128(b));
         _mm_storeu_si128((__m128i *)(q + P * CT_Q4_GROUP + 32 + 16 * hf), _mm256_extracti128_si256(b, 1));
-        _mm_storeu_si128((__m128i *)(xb.c8[t] + 4 * g), _mm_slli_epi32(s, 3));
-        _mm_storeu_ps(xb.s8[t] + 4 * g, _mm_set1_ps(sg));
+        _mm_storeu_si128((__m128i *)(X->c8[t] + 4 * g), _mm_slli_epi32(s, 3));
+        _mm_storeu_ps(X->s8[t] + 4 * g, _mm_set1_ps(sg));
     }
 }
 
@@ -112,7 +111,7 @@ ALWAYS_INLINE __m128i hsum4_32(const __m256i *a) {
 
 /* 4 rows from r (first nr real, the rest repeat the last) x NT tokens from slot t0: acc[t]
    lane i = the reference's accumulator of row r + i, token t0 + t. INT8: one group per step. */
-ALWAYS_INLINE void xq_blk4_i8(const ct_mat *w, int r, int nr, int t0, const int NT, __m128 *acc) {
+ALWAYS_INLINE void xq_blk4_i8(const xq_buf *X, const ct_mat *w, int r, int nr, int t0, const int NT, __m128 *acc) {
     const int G = w->cols / CT_Q4_GROUP;
     const int8_t *p[4];
 #pragma GCC unroll 4
@@ -142,20 +141,20 @@ ALWAYS_INLINE void xq_blk4_i8(const ct_mat *w, int r, int nr, int t0, const int 
 #endif
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
-            const __m256i x = _mm256_loadu_si256((const __m256i *)(xb.q[t0 + t] + g * CT_Q4_GROUP));
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(X->q[t0 + t] + g * CT_Q4_GROUP));
             __m256i a[4];
 #if CT_DOT_VNNI /* sum (q + 128) x, less 128 sum x */
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) a[i] = CT_DPBUSD(_mm256_setzero_si256(), wu[i], x);
             const __m128i d =
-                _mm_sub_epi32(hsum4_32(a), _mm_loadu_si128((const __m128i *)(xb.c8[t0 + t] + 4 * g)));
+                _mm_sub_epi32(hsum4_32(a), _mm_loadu_si128((const __m128i *)(X->c8[t0 + t] + 4 * g)));
 #else
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++)
                 a[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(wa[i], _mm256_sign_epi8(x, wv[i])), ones16);
             const __m128i d = hsum4_32(a);
 #endif
-            acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(d), _mm_set1_ps(xb.s[t0 + t][g])));
+            acc[t] = _mm_add_ps(acc[t], _mm_mul_ps(_mm_cvtepi32_ps(d), _mm_set1_ps(X->s[t0 + t][g])));
         }
     }
 }
@@ -165,7 +164,7 @@ ALWAYS_INLINE void xq_blk4_i8(const ct_mat *w, int r, int nr, int t0, const int 
    A row's low- and high-nibble pair sums are added in int16 (4 products, |.| <= 7620), the
    four rows reduced by three VPHADDW and one VPMADDWD to [d_g r0..r3 | d_g+1 r0..r3], and
    group g is added to the accumulators before group g + 1, as the reference does. */
-ALWAYS_INLINE void xq_blk4_q4(const ct_mat *w, int r, int nr, int t0, const int NT, __m128 *acc) {
+ALWAYS_INLINE void xq_blk4_q4(const xq_buf *X, const ct_mat *w, int r, int nr, int t0, const int NT, __m128 *acc) {
     const int G = w->cols / CT_Q4_GROUP;
     const uint8_t *p[4];
     const float *sc[4];
@@ -210,7 +209,7 @@ ALWAYS_INLINE void xq_blk4_q4(const ct_mat *w, int r, int nr, int t0, const int 
         }
 #pragma GCC unroll 4
         for (int t = 0; t < NT; t++) {
-            const int8_t *xq = xb.q[t0 + t] + g * CT_Q4_GROUP;
+            const int8_t *xq = X->q[t0 + t] + g * CT_Q4_GROUP;
             const __m256i xl = _mm256_loadu_si256((const __m256i *)xq),
                           xh = _mm256_loadu_si256((const __m256i *)(xq + 32));
             __m256i pr[4];
@@ -225,9 +224,9 @@ ALWAYS_INLINE void xq_blk4_q4(const ct_mat *w, int r, int nr, int t0, const int 
             __m256i d = _mm256_madd_epi16(
                 _mm256_hadd_epi16(_mm256_hadd_epi16(pr[0], pr[1]), _mm256_hadd_epi16(pr[2], pr[3])), ones16);
 #endif
-            d = _mm256_sub_epi32(d, _mm256_loadu_si256((const __m256i *)(xb.c8[t0 + t] + 4 * g)));
+            d = _mm256_sub_epi32(d, _mm256_loadu_si256((const __m256i *)(X->c8[t0 + t] + 4 * g)));
             const __m256 f =
-                _mm256_mul_ps(sw, _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_loadu_ps(xb.s8[t0 + t] + 4 * g)));
+                _mm256_mul_ps(sw, _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_loadu_ps(X->s8[t0 + t] + 4 * g)));
             acc[t] = _mm_add_ps(_mm_add_ps(acc[t], _mm256_castps256_ps128(f)), _mm256_extractf128_ps(f, 1));
         }
     }
@@ -259,11 +258,19 @@ typedef struct {
     _Alignas(32) float sc[CT_XQ_MAXC / CT_Q4_GROUP][8]; /* INT4 group scales: lane i = row i */
 } xq_panel;
 
-static _Thread_local _Alignas(32) xq_panel xp;
+/* A thread's buffers (kernels/tbuf.h: on the heap at its first call; a thread that cannot
+   allocate them borrows the spare, one at a time, and its quantized activations are not reused
+   across calls then). */
+typedef struct {
+    xq_buf b;
+    xq_panel p;
+} xq_scratch;
+static _Alignas(64) xq_scratch xq_spare;
+static ct_tbuf xq_tb = CT_TBUF_SPARE(sizeof(xq_scratch), &xq_spare);
+static _Thread_local void *xq_tl;
 
-/* For the functions that take the thread-local buffers as arguments: GCC would otherwise clone
-   them with the addresses as constants and recompute those (__tls_get_addr calls in a shared
-   library) inside their loops. */
+/* For the functions that take the buffers as arguments: GCC would otherwise clone them with the
+   addresses as constants. */
 #if defined(__clang__)
 #define XQ_NOIPA __attribute__((noinline))
 #else
@@ -418,7 +425,8 @@ XQ_NOIPA static void xq_panels(const xq_buf *B, xq_panel *P, const ct_mat *w, co
     }
 }
 
-static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0, int r1) {
+static void xq_rows(const xq_buf *X, const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0, int r1) {
+    X = __builtin_assume_aligned(X, 64);
     const int R = w->rows, q4 = w->dtype == CT_DT_U8;
     for (int r = r0; r < r1; r += 4) {
         const int nr = r1 - r < 4 ? r1 - r : 4;
@@ -427,17 +435,17 @@ static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt
             __m128 acc[4];
             if (q4) {
                 switch (n4) {
-                case 1: xq_blk4_q4(w, r, nr, t, 1, acc); break;
-                case 2: xq_blk4_q4(w, r, nr, t, 2, acc); break;
-                case 3: xq_blk4_q4(w, r, nr, t, 3, acc); break;
-                default: xq_blk4_q4(w, r, nr, t, 4, acc); break;
+                case 1: xq_blk4_q4(X, w, r, nr, t, 1, acc); break;
+                case 2: xq_blk4_q4(X, w, r, nr, t, 2, acc); break;
+                case 3: xq_blk4_q4(X, w, r, nr, t, 3, acc); break;
+                default: xq_blk4_q4(X, w, r, nr, t, 4, acc); break;
                 }
             } else {
                 switch (n4) {
-                case 1: xq_blk4_i8(w, r, nr, t, 1, acc); break;
-                case 2: xq_blk4_i8(w, r, nr, t, 2, acc); break;
-                case 3: xq_blk4_i8(w, r, nr, t, 3, acc); break;
-                default: xq_blk4_i8(w, r, nr, t, 4, acc); break;
+                case 1: xq_blk4_i8(X, w, r, nr, t, 1, acc); break;
+                case 2: xq_blk4_i8(X, w, r, nr, t, 2, acc); break;
+                case 3: xq_blk4_i8(X, w, r, nr, t, 3, acc); break;
+                default: xq_blk4_i8(X, w, r, nr, t, 4, acc); break;
                 }
             }
             for (int j = 0; j < n4; j++) {
@@ -451,17 +459,21 @@ static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt
 
 void CT_DOT_FN(const ct_mat *w, const float *bias, const float *x, float *y, int n, int r0, int r1) {
     const int C = w->cols, q4 = w->dtype == CT_DT_U8;
+    int borrowed;
+    xq_scratch *S = ct_tbuf_take(&xq_tb, &xq_tl, &borrowed);
+    ct_xq_reuse *k = &ct_xq_tls; /* the format is part of the key: it picks the layout */
     for (int t0 = 0; t0 < n; t0 += XQ_TOK) {
         const int nt = n - t0 < XQ_TOK ? n - t0 : XQ_TOK;
-        ct_xq_reuse *k = &ct_xq_tls; /* the format is part of the key: it picks the layout */
         if (n > XQ_TOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != q4) {
-            for (int t = 0; t < nt; t++) xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, t);
+            for (int t = 0; t < nt; t++) xq_quantize_tok(&S->b, x + (size_t)(t0 + t) * C, C, q4, t);
             if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, q4};
         }
         if (n >= (q4 ? XQ_PMIN4 : XQ_PMIN8)) {
-            xq_panels(&xb, &xp, w, bias, y, t0, nt, r0, r1);
+            xq_panels(&S->b, &S->p, w, bias, y, t0, nt, r0, r1);
             continue;
         }
-        xq_rows(w, bias, y, t0, nt, r0, r1);
+        xq_rows(&S->b, w, bias, y, t0, nt, r0, r1);
     }
+    if (borrowed) k->x = NULL; /* the spare's contents do not outlive the call */
+    ct_tbuf_put(&xq_tb, borrowed);
 }

@@ -27,11 +27,12 @@
 
 #include "kernels/cpu.h"
 #include "kernels/matrow.h"
+#include "kernels/tbuf.h"
 #include "kernels/x86/simd512.h"
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
-/* For functions that take thread-local buffers as arguments: GCC would otherwise clone them
-   with the addresses as constants and recompute those (__tls_get_addr calls) in the loops. */
+/* For functions that take the buffers as arguments: GCC would otherwise clone them with the
+   addresses as constants. */
 #if defined(__clang__)
 #define XQ_NOIPA __attribute__((noinline))
 #else
@@ -112,8 +113,16 @@ typedef struct {
 #define XQ_PPMIN8 4
 #define XQ_PP_PF CT_PF_L2 /* bytes ahead each step of a packed panel prefetches into L2 */
 
-static _Thread_local _Alignas(64) xq_buf xb;
-static _Thread_local _Alignas(64) xq_panel xp, xp2;
+/* A thread's buffers (kernels/tbuf.h: on the heap at its first call; a thread that cannot
+   allocate them borrows the spare, one at a time, and its quantized activations are not reused
+   across calls then). */
+typedef struct {
+    xq_buf b;
+    xq_panel p, p2;
+} xq_scratch;
+static _Alignas(64) xq_scratch xq_spare;
+static ct_tbuf xq_tb = CT_TBUF_SPARE(sizeof(xq_scratch), &xq_spare);
+static _Thread_local void *xq_tl;
 
 /* Quantizes one token x[C] into slot t: q4 selects the INT4 layout and offset
    8, else natural order and offset 128. */
@@ -251,7 +260,7 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_fold2(const __m512 *acc) {
    repeated activations (xq_rep) leaves row i's sum over block b in lane 4 b + i, from the
    block's correction, the integers xq_tadd4 forms; the same scaling and accumulation follow,
    so the result is bit for bit the same. */
-VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int t0, const int NT,
+VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const xq_dbuf *D, const ct_mat *w, int r, int nr, int t0, const int NT,
                                            const int TR) {
     const int C = w->cols;
     const uint8_t *p[4];
@@ -274,13 +283,13 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int 
         for (int t = 0; t < NT; t++) {
             __m512i g; /* blocks: quarters 0-3 (groups 0, 0, 1, 1) */
             if (TR) {
-                const __m512i *xr = (const __m512i *)(xb.d.r[t0 + t] + 4 * k);
-                g = _mm512_loadu_si512((const void *)(xb.d.c4[t0 + t] + k / 4));
+                const __m512i *xr = (const __m512i *)(D->r[t0 + t] + 4 * k);
+                g = _mm512_loadu_si512((const void *)(D->c4[t0 + t] + k / 4));
 #pragma GCC unroll 4
                 for (int j = 0; j < 4; j++) g = _mm512_dpbusd_epi32(g, wt[j], _mm512_load_si512((const void *)(xr + j)));
             } else {
-                const __m512i xv = _mm512_loadu_si512((const void *)(xb.d.q[t0 + t] + k));
-                const __m512i cv = _mm512_loadu_si512((const void *)(xb.d.corr[t0 + t] + k / 4));
+                const __m512i xv = _mm512_loadu_si512((const void *)(D->q[t0 + t] + k));
+                const __m512i cv = _mm512_loadu_si512((const void *)(D->corr[t0 + t] + k / 4));
                 __m512i d[4];
 #pragma GCC unroll 4
                 for (int i = 0; i < 4; i++) d[i] = _mm512_dpbusd_epi32(cv, wv[i], xv);
@@ -288,7 +297,7 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int 
             }
             acc[t] = _mm512_fmadd_ps(
                 _mm512_cvtepi32_ps(_mm512_add_epi32(g, _mm512_shuffle_i32x4(g, g, _MM_SHUFFLE(2, 3, 0, 1)))),
-                spread2(xb.d.s[t0 + t] + k / 32, idx), acc[t]);
+                spread2(D->s[t0 + t] + k / 32, idx), acc[t]);
         }
     }
     return xq_fold2(acc);
@@ -299,7 +308,7 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_i8(const ct_mat *w, int r, int nr, int 
    half step. A row's four integer lanes of a group are summed in integers first
    (exact, |sum| < 2^15), so each (row, token, group) takes one convert, one
    multiply and one FMA: acc[t] lane 4 g + i is row i, group g of the step. */
-VNNI_TARGET ALWAYS_INLINE void xq_q4_step(const uint8_t *const *p, const float *const *sc, int k, int t0,
+VNNI_TARGET ALWAYS_INLINE void xq_q4_step(const xq_dbuf *D, const uint8_t *const *p, const float *const *sc, int k, int t0,
                                           const int NT, const int full, __m512 *acc) {
     /* lane 4 g + i <- lane 4 i + g: the rows' scales, loaded row after row,
    * transposed */
@@ -322,24 +331,24 @@ VNNI_TARGET ALWAYS_INLINE void xq_q4_step(const uint8_t *const *p, const float *
     sw = _mm512_permutexvar_ps(tr, sw);
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++) {
-        const int8_t *xq = xb.d.q[t0 + t] + k;
+        const int8_t *xq = D->q[t0 + t] + k;
         const __m512i xl = _mm512_loadu_si512((const void *)xq),
                       xh = _mm512_loadu_si512((const void *)(xq + 64));
-        const __m512i cv = _mm512_loadu_si512((const void *)(xb.d.corr[t0 + t] + k / 8));
+        const __m512i cv = _mm512_loadu_si512((const void *)(D->corr[t0 + t] + k / 8));
         __m512i d[4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) d[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(cv, lo[i], xl), hi[i], xh);
         /* per 128-bit block (one group): [sum d0, sum d1, sum d2, sum d3] */
         const __m512i g = xq_tadd4(d);
         acc[t] = _mm512_fmadd_ps(
-            _mm512_mul_ps(_mm512_cvtepi32_ps(g), _mm512_loadu_ps(xb.d.s4[t0 + t] + k / 8)), sw, acc[t]);
+            _mm512_mul_ps(_mm512_cvtepi32_ps(g), _mm512_loadu_ps(D->s4[t0 + t] + k / 8)), sw, acc[t]);
     }
 }
 
 /* INT4: as xq_blk4_i8, 128 columns per step (a last 64-column half step apart);
    the four groups of each token's accumulator are summed at the end (lane 4 t +
    i: row i, token t). */
-VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int t0, const int NT) {
+VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const xq_dbuf *D, const ct_mat *w, int r, int nr, int t0, const int NT) {
     const int C = w->cols, Cf = C & ~127;
     const uint8_t *p[4];
     const float *sc[4];
@@ -359,9 +368,9 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const ct_mat *w, int r, int nr, int 
                 _mm_prefetch((const char *)(sc[i] + k / 32) + XQ_PFB2 / 4, _MM_HINT_T1);
             }
         }
-        xq_q4_step(p, sc, k, t0, NT, 1, acc);
+        xq_q4_step(D, p, sc, k, t0, NT, 1, acc);
     }
-    if (Cf < C) xq_q4_step(p, sc, Cf, t0, NT, 0, acc);
+    if (Cf < C) xq_q4_step(D, p, sc, Cf, t0, NT, 0, acc);
     return xq_fold4(acc);
 }
 
@@ -793,8 +802,9 @@ VNNI_TARGET XQ_NOIPA static void xq_pp_rows(const xq_pbuf *B, const ct_mat *w, c
 }
 
 /* rep: INT8 slots also hold xq_rep's layout (2-4 tokens run xq_blk4_i8 with TR) */
-VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
+VNNI_TARGET static void xq_rows(const xq_dbuf *D, const ct_mat *w, const float *bias, float *y, int t0, int nt, int r0,
                                 int r1, int rep) {
+    D = __builtin_assume_aligned(D, 64);
     const int R = w->rows, q4 = w->dtype == CT_DT_U8;
     for (int rb = r0; rb < r1; rb += XQ_RBLOCK) {
         const int rbe = rb + XQ_RBLOCK < r1 ? rb + XQ_RBLOCK : r1;
@@ -806,23 +816,23 @@ VNNI_TARGET static void xq_rows(const ct_mat *w, const float *bias, float *y, in
                 __m512 red;
                 if (q4) {
                     switch (n4) {
-                    case 1: red = xq_blk4_q4(w, r, nr, t, 1); break;
-                    case 2: red = xq_blk4_q4(w, r, nr, t, 2); break;
-                    case 3: red = xq_blk4_q4(w, r, nr, t, 3); break;
-                    default: red = xq_blk4_q4(w, r, nr, t, 4); break;
+                    case 1: red = xq_blk4_q4(D, w, r, nr, t, 1); break;
+                    case 2: red = xq_blk4_q4(D, w, r, nr, t, 2); break;
+                    case 3: red = xq_blk4_q4(D, w, r, nr, t, 3); break;
+                    default: red = xq_blk4_q4(D, w, r, nr, t, 4); break;
                     }
                 } else if (rep && n4 > 1) {
                     switch (n4) {
-                    case 2: red = xq_blk4_i8(w, r, nr, t, 2, 1); break;
-                    case 3: red = xq_blk4_i8(w, r, nr, t, 3, 1); break;
-                    default: red = xq_blk4_i8(w, r, nr, t, 4, 1); break;
+                    case 2: red = xq_blk4_i8(D, w, r, nr, t, 2, 1); break;
+                    case 3: red = xq_blk4_i8(D, w, r, nr, t, 3, 1); break;
+                    default: red = xq_blk4_i8(D, w, r, nr, t, 4, 1); break;
                     }
                 } else {
                     switch (n4) {
-                    case 1: red = xq_blk4_i8(w, r, nr, t, 1, 0); break;
-                    case 2: red = xq_blk4_i8(w, r, nr, t, 2, 0); break;
-                    case 3: red = xq_blk4_i8(w, r, nr, t, 3, 0); break;
-                    default: red = xq_blk4_i8(w, r, nr, t, 4, 0); break;
+                    case 1: red = xq_blk4_i8(D, w, r, nr, t, 1, 0); break;
+                    case 2: red = xq_blk4_i8(D, w, r, nr, t, 2, 0); break;
+                    case 3: red = xq_blk4_i8(D, w, r, nr, t, 3, 0); break;
+                    default: red = xq_blk4_i8(D, w, r, nr, t, 4, 0); break;
                     }
                 }
                 ct_store_block(w, bias, red, yt, R, r, nr, n4);
@@ -842,22 +852,24 @@ VNNI_TARGET XQ_NOIPA static void xq_quant_pan(xq_buf *X, const float *x, int C, 
     }
 }
 
-VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
-                                     int r0, int r1) {
+/* ct_matmul_rows_vnni on the buffers S. */
+VNNI_TARGET static void xq_call(xq_scratch *S, const ct_mat *w, const float *bias, const float *x,
+                                         float *y, int n, int r0, int r1) {
     const int C = w->cols, q4 = w->dtype == CT_DT_U8;
+    xq_buf *const X = &S->b;
     ct_xq_reuse *k = &ct_xq_tls;
     if (w->pan && n >= (q4 ? XQ_PPMIN4 : XQ_PPMIN8)) { /* panels packed at load (C <= XQ_PMAXC) */
         const int key = q4 ? XQ_KEY_PAN : XQ_KEY_PAN8;
         for (int t0 = 0; t0 < n; t0 += XQ_PTOK) {
             const int nt = n - t0 < XQ_PTOK ? n - t0 : XQ_PTOK;
             if (n > XQ_PTOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != key) {
-                for (int t = 0; t < nt; t++) xq_quant_pan(&xb, x + (size_t)(t0 + t) * C, C, q4, t);
+                for (int t = 0; t < nt; t++) xq_quant_pan(X, x + (size_t)(t0 + t) * C, C, q4, t);
                 if (k->on) *k = (ct_xq_reuse){1, n <= XQ_PTOK ? x : NULL, n, C, key};
             }
             if (q4)
-                xq_pp_rows(&xb.p, w, bias, y, t0, nt, r0, r1);
+                xq_pp_rows(&X->p, w, bias, y, t0, nt, r0, r1);
             else
-                xq_pp_rows_i8(&xb.p, w, bias, y, t0, nt, r0, r1);
+                xq_pp_rows_i8(&X->p, w, bias, y, t0, nt, r0, r1);
         }
         return;
     }
@@ -865,10 +877,10 @@ VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const f
         for (int t0 = 0; t0 < n; t0 += XQ_PTOK) {
             const int nt = n - t0 < XQ_PTOK ? n - t0 : XQ_PTOK;
             if (n > XQ_PTOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != q4) {
-                for (int t = 0; t < nt; t++) xq_quant_pan(&xb, x + (size_t)(t0 + t) * C, C, q4, t);
+                for (int t = 0; t < nt; t++) xq_quant_pan(X, x + (size_t)(t0 + t) * C, C, q4, t);
                 if (k->on) *k = (ct_xq_reuse){1, n <= XQ_PTOK ? x : NULL, n, C, q4};
             }
-            xq_panels(&xb.p, &xp, &xp2, w, bias, y, t0, nt, r0, r1);
+            xq_panels(&X->p, &S->p, &S->p2, w, bias, y, t0, nt, r0, r1);
         }
         return;
     }
@@ -885,13 +897,22 @@ VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const f
             const int nt = n - t0 < XQ_TOK ? n - t0 : XQ_TOK;
             if (n > XQ_TOK || !k->on || k->x != x || k->n != n || k->cols != C || k->q4 != q4) {
                 for (int t = 0; t < nt; t++) {
-                    xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, xb.d.q[t], xb.d.s[t], xb.d.corr[t],
-                                    xb.d.s4[t]);
-                    if (rep) xq_rep(xb.d.q[t], xb.d.corr[t], C, xb.d.r[t], xb.d.c4[t]);
+                    xq_quantize_tok(x + (size_t)(t0 + t) * C, C, q4, X->d.q[t], X->d.s[t], X->d.corr[t],
+                                    X->d.s4[t]);
+                    if (rep) xq_rep(X->d.q[t], X->d.corr[t], C, X->d.r[t], X->d.c4[t]);
                 }
                 if (k->on) *k = (ct_xq_reuse){1, n <= XQ_TOK ? x : NULL, n, C, q4};
             }
-            xq_rows(w, bias, y, t0, nt, rc, rce, rep);
+            xq_rows(&X->d, w, bias, y, t0, nt, rc, rce, rep);
         }
     }
+}
+
+VNNI_TARGET void ct_matmul_rows_vnni(const ct_mat *w, const float *bias, const float *x, float *y, int n,
+                                     int r0, int r1) {
+    int borrowed;
+    xq_scratch *S = ct_tbuf_take(&xq_tb, &xq_tl, &borrowed);
+    xq_call(S, w, bias, x, y, n, r0, r1);
+    if (borrowed) ct_xq_tls.x = NULL; /* the spare's contents do not outlive the call */
+    ct_tbuf_put(&xq_tb, borrowed);
 }
