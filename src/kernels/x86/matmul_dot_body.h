@@ -269,8 +269,8 @@ static _Alignas(64) xq_scratch xq_spare;
 static ct_tbuf xq_tb = CT_TBUF_SPARE(sizeof(xq_scratch), &xq_spare);
 static _Thread_local void *xq_tl;
 
-/* For the functions that take the buffers as arguments: GCC would otherwise clone them with the
-   addresses as constants. */
+/* The panel functions stay out of line and out of interprocedural cloning, as they were measured
+   (docs/KERNELS.md "Integer-dot panels"). */
 #if defined(__clang__)
 #define XQ_NOIPA __attribute__((noinline))
 #else

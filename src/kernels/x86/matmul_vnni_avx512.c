@@ -31,8 +31,8 @@
 #include "kernels/x86/simd512.h"
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
-/* For functions that take the buffers as arguments: GCC would otherwise clone them with the
-   addresses as constants. */
+/* The panel functions stay out of line and out of interprocedural cloning, as they were measured
+   (docs/KERNELS.md "Integer-dot panels"). */
 #if defined(__clang__)
 #define XQ_NOIPA __attribute__((noinline))
 #else
@@ -582,7 +582,7 @@ VNNI_TARGET static void xq_store_pan(const ct_mat *w, const float *bias, __m512 
 
 /* Rows r0..r1 x tokens t0..t0+nt on 16-row panels, stored as the 4-row blocks
  * store. */
-/* B, P and P2 are thread-local buffers (XQ_NOIPA). */
+/* B, P and P2: the thread's buffers. */
 VNNI_TARGET XQ_NOIPA static void xq_panels(const xq_pbuf *B, xq_panel *P, xq_panel *P2,
                                                             const ct_mat *w, const float *bias, float *y,
                                                             int t0, int nt, int r0, int r1) {
