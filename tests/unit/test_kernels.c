@@ -9,7 +9,9 @@
    matches a double-precision dot of the dequantized rows; the pool's row split gives
    bit-identical results for any thread count in every format; a forced ISA the CPU lacks is
    an error. */
+#define _GNU_SOURCE
 #include <limits.h>
+#include <link.h>
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -917,6 +919,25 @@ static void check_xq_borrow(ct_rng *rng, const ct_cpu_features *f) {
     free(wf), free(sc), free(x), free(ref), free(y), free(qw);
 }
 
+/* The library's thread-local block (the main program's PT_TLS: this test links the static
+   library with every kernel) stays small: glibc zero-fills it in every thread a process creates,
+   whether the thread runs a kernel or not (docs/KERNELS.md "Dispatch": the kernels' buffers are
+   per-thread heap buffers). It was 1.69 MB while the integer-dot kernels' buffers were
+   thread-local arrays. */
+static int tls_size(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    if (info->dlpi_name && info->dlpi_name[0]) return 0; /* the main program only */
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS) *(size_t *)data = info->dlpi_phdr[i].p_memsz;
+    return 1;
+}
+static void check_tls_block(void) {
+    size_t tls = 0;
+    dl_iterate_phdr(tls_size, &tls);
+    printf("thread-local block of the program: %zu bytes\n", tls);
+    CHECKF(tls > 0 && tls <= 4096, "the thread-local block is %zu bytes (at most 4096: no buffers in it)", tls);
+}
+
 int main(void) {
     ct_cpu_features f;
     ct_cpu_detect(&f);
@@ -934,6 +955,7 @@ int main(void) {
     check_tbuf(&f);
 #endif
     check_xq_borrow(&rng, &f);
+    check_tls_block();
     check_swiglu(&f);
     check_rmsnorm(&f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
