@@ -127,6 +127,8 @@ double ct_engine_now(const ct_engine *e) {
     return ct_now_ms();
 }
 
+void (*ct_engine_test_after_pump)(ct_engine *e);
+
 void ct_engine_test_clock(ct_engine *e, double step_fixed_ms, double step_per_stream_ms, double prefill_ms) {
     pthread_mutex_lock(&e->mu);
     e->v_fixed = step_fixed_ms;
@@ -582,13 +584,16 @@ static void *engine_main(void *arg) {
             pthread_mutex_lock(&e->mu);
             continue;
         }
+        int let_go = 0; /* the lock was let go in this pass: what was signalled meanwhile woke nobody */
         for (int i = 0; i < e->n_slots; i++) { /* incremental text first: once per stream and pass, so
                                                    a client sending tiny pieces fast cannot hold up the steps */
             ct_slot *sl = &e->slots[i];
             if (!sl->st || !sl->st->pump) continue;
             pthread_mutex_unlock(&e->mu);
             if (ct_engine_text_pump(e, sl)) slot_end(e, sl);
+            if (ct_engine_test_after_pump) ct_engine_test_after_pump(e);
             pthread_mutex_lock(&e->mu);
+            let_go = 1;
         }
         ct_slot *pre = NULL;
         for (int i = 0; i < e->n_slots && !pre; i++)
@@ -611,7 +616,9 @@ static void *engine_main(void *arg) {
         }
         int pump = 0; /* a newcomer's incremental text (admitted just now) comes first */
         for (int i = 0; i < e->n_slots && !pump; i++) pump = e->slots[i].st && e->slots[i].st->pump;
-        if (!pre && !n && pump) continue;
+        /* before sleeping, a pass that held the lock throughout: a cancel or a failure signalled
+           while it was let go must meet the reap at the top, or the engine would sleep through it */
+        if (!pre && !n && (pump || let_go)) continue;
         if (!pre && !n) { /* idle: wake for the throttle's clock and the next deadline */
             double wait = deferring ? 10 : next_deadline_locked(e) - now;
             if (wait > 1000) wait = 1000;

@@ -202,6 +202,10 @@ double ct_engine_now(const ct_engine *e);
    prefill by prefill_ms, and those are what the engine measures. Call before the first submit,
    with serial placement (the codec stage then runs inside the step). */
 void ct_engine_test_clock(ct_engine *e, double step_fixed_ms, double step_per_stream_ms, double prefill_ms);
+/* Test hook: the engine thread calls it right after a stream's text pump, before it takes the
+   engine's lock again (a window in which a release or a failure signals a thread that is not
+   waiting). NULL outside tests. */
+extern void (*ct_engine_test_after_pump)(ct_engine *e);
 
 /* engine_text.c (incremental text; the engine thread, no lock held) */
 /* Takes the text appended to sl's stream: closes utterances, takes the tokens of the slot's

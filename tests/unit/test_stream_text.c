@@ -10,6 +10,7 @@
 
 #include "codectalk.h"
 #include "ct_test.h"
+#include "stream/engine_internal.h" /* ct_engine_test_after_pump */
 #include "test_models.h"
 #include "text/bpe.h"
 
@@ -362,6 +363,50 @@ static void test_first_frame(void) {
     ct_engine_free(e);
 }
 
+/* A stream cancelled while the engine thread runs a text pump with its lock let go (the test hook
+   cancels it there): the signal finds no thread waiting, and the engine must not sleep through it
+   (its idle wait, with no deadline, lasts 1 s): the stream leaves its slot at once, well within
+   the 500 ms allowed here. */
+static ct_stream *pump_victim;
+static void cancel_in_pump(ct_engine *e) {
+    (void)e;
+    ct_stream *s = pump_victim;
+    pump_victim = NULL;
+    if (s) ct_stream_cancel(s);
+}
+static void test_cancel_during_pump(void) {
+    ct_engine *e = engine(1);
+    if (!e) return;
+    char err[512];
+    ct_gen_params g = ct_test_gen("Hello there.", 5, 0);
+    ct_stream_params sp = ct_stream_params_default();
+    sp.text_incremental = 1; /* no deadline, no text idle timeout: an idle engine sleeps 1 s */
+    ct_stream *s = NULL;
+    CHECK(ct_engine_submit(e, &g, &sp, &s, err, sizeof err) == CT_OK);
+    if (s) {
+        /* running, then idle: the text's whole tokens spoken (or the unread ring full) */
+        CHECK(ct_stream_append_text(s, "Hello there, and", 16) == CT_OK);
+        CHECK(ct_stream_wait_started(s, 20000) == CT_STREAM_RUNNING);
+        uint64_t steps = ct_engine_get_counters(e).steps;
+        for (int still = 0; still < 20;) {
+            ct_test_sleep_ms(10);
+            const uint64_t now = ct_engine_get_counters(e).steps;
+            still = now == steps ? still + 1 : 0;
+            steps = now;
+        }
+        pump_victim = s;
+        ct_engine_test_after_pump = cancel_in_pump;
+        CHECK(ct_stream_append_text(s, "y", 1) == CT_OK); /* " andy": still no whole token; wakes the
+                                                             engine for a pump, then no step */
+        CHECKF(drained(e, 500), "a stream cancelled during the text pump still holds its slot after 500 ms");
+        ct_engine_test_after_pump = NULL;
+        CHECK(pump_victim == NULL); /* the hook ran */
+        CHECK(ct_stream_get_info(s).state == CT_STREAM_FAILED && ct_stream_get_info(s).status == CT_ERR_ABORTED);
+        ct_stream_release(s);
+    }
+    ct_engine_free(e);
+}
+
 int main(void) {
     test_tokenizer();
     CHECK(ct_test_load("tiny", "stream-text-tiny", 8, &M, &C));
@@ -370,6 +415,7 @@ int main(void) {
     test_bad_input();
     test_never_ends();
     test_first_frame();
+    test_cancel_during_pump();
     ct_codec_free(C);
     ct_model_free(M);
     return ct_test_finish();
