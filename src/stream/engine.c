@@ -438,6 +438,8 @@ static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
         e->defer_since = NAN;
         return NULL;
     }
+    if (s->cancel || s->state == CT_STREAM_FAILED) return NULL; /* since this pass's reap (the lock
+                                                                   was let go): the next reap takes it */
     if (e->n_active >= e->n_slots || e->kv_used + e->kv_per_stream > e->kv_budget) {
         held_locked(s, CT_HELD_KV, &e->k.deferred_kv);
         e->defer_since = NAN;

@@ -374,6 +374,47 @@ static void cancel_in_pump(ct_engine *e) {
     pump_victim = NULL;
     if (s) ct_stream_cancel(s);
 }
+/* The hook submits a stream B and fails it (a text ending inside a UTF-8 sequence) while it is
+   queued, then releases it: all inside another stream's pump window, before the same pass's
+   admission. B must not be admitted (a failed stream in a slot would hold it for good). */
+static ct_engine *fail_engine;
+static void fail_queued_in_pump(ct_engine *e) {
+    ct_engine_test_after_pump = NULL; /* once */
+    char err[512];
+    ct_gen_params g = ct_test_gen("Hello there.", 5, 0);
+    ct_stream_params sp = ct_stream_params_default();
+    sp.text_incremental = 1;
+    ct_stream *b = NULL;
+    if (ct_engine_submit(e, &g, &sp, &b, err, sizeof err) != CT_OK) return;
+    (void)ct_stream_append_text(b, "\xe4\xbb", 2);
+    CHECK(ct_stream_end_text(b) == CT_ERR_INVALID_ARG && ct_stream_get_info(b).state == CT_STREAM_FAILED);
+    ct_stream_release(b);
+    fail_engine = e;
+}
+static void test_fail_queued_during_pump(void) {
+    ct_engine *e = engine(2);
+    if (!e) return;
+    char err[512];
+    ct_gen_params g = ct_test_gen("Hello there.", 5, 0);
+    ct_stream_params sp = ct_stream_params_default();
+    sp.text_incremental = 1;
+    ct_stream *a = NULL;
+    CHECK(ct_engine_submit(e, &g, &sp, &a, err, sizeof err) == CT_OK);
+    if (a) {
+        CHECK(ct_stream_append_text(a, "Hello there, and", 16) == CT_OK);
+        CHECK(ct_stream_wait_started(a, 20000) == CT_STREAM_RUNNING);
+        fail_engine = NULL;
+        ct_engine_test_after_pump = fail_queued_in_pump;
+        CHECK(ct_stream_append_text(a, "y", 1) == CT_OK); /* a pump: the hook runs in its window */
+        for (int i = 0; i < 2000 && !fail_engine; i++) ct_test_sleep_ms(5);
+        CHECK(fail_engine == e); /* the hook ran */
+        ct_stream_release(a);
+        CHECKF(drained(e, 3000), "a stream failed while queued, in another stream's pump window, holds a slot");
+    }
+    ct_engine_test_after_pump = NULL;
+    ct_engine_free(e);
+}
+
 static void test_cancel_during_pump(void) {
     ct_engine *e = engine(1);
     if (!e) return;
@@ -416,6 +457,7 @@ int main(void) {
     test_never_ends();
     test_first_frame();
     test_cancel_during_pump();
+    test_fail_queued_during_pump();
     ct_codec_free(C);
     ct_model_free(M);
     return ct_test_finish();
