@@ -374,18 +374,32 @@ static void cancel_in_pump(ct_engine *e) {
     pump_victim = NULL;
     if (s) ct_stream_cancel(s);
 }
+/* An incremental stream of e ("Hello there." as its request; no deadline, no text idle timeout),
+   or NULL (a failed check). */
+static ct_stream *incr_stream(ct_engine *e) {
+    char err[512];
+    ct_gen_params g = ct_test_gen("Hello there.", 5, 0);
+    ct_stream_params sp = ct_stream_params_default();
+    sp.text_incremental = 1;
+    ct_stream *s = NULL;
+    CHECKF(ct_engine_submit(e, &g, &sp, &s, err, sizeof err) == CT_OK, "%s", err);
+    return s;
+}
+
+/* s running on its first whole tokens ("Hello there, and": " and" waits for what follows). */
+static void start_running(ct_stream *s) {
+    CHECK(ct_stream_append_text(s, "Hello there, and", 16) == CT_OK);
+    CHECK(ct_stream_wait_started(s, 20000) == CT_STREAM_RUNNING);
+}
+
 /* The hook submits a stream B and fails it (a text ending inside a UTF-8 sequence) while it is
    queued, then releases it: all inside another stream's pump window, before the same pass's
    admission. B must not be admitted (a failed stream in a slot would hold it for good). */
 static ct_engine *fail_engine;
 static void fail_queued_in_pump(ct_engine *e) {
     ct_engine_test_after_pump = NULL; /* once */
-    char err[512];
-    ct_gen_params g = ct_test_gen("Hello there.", 5, 0);
-    ct_stream_params sp = ct_stream_params_default();
-    sp.text_incremental = 1;
-    ct_stream *b = NULL;
-    if (ct_engine_submit(e, &g, &sp, &b, err, sizeof err) != CT_OK) return;
+    ct_stream *b = incr_stream(e);
+    if (!b) return;
     (void)ct_stream_append_text(b, "\xe4\xbb", 2);
     CHECK(ct_stream_end_text(b) == CT_ERR_INVALID_ARG && ct_stream_get_info(b).state == CT_STREAM_FAILED);
     ct_stream_release(b);
@@ -394,15 +408,9 @@ static void fail_queued_in_pump(ct_engine *e) {
 static void test_fail_queued_during_pump(void) {
     ct_engine *e = engine(2);
     if (!e) return;
-    char err[512];
-    ct_gen_params g = ct_test_gen("Hello there.", 5, 0);
-    ct_stream_params sp = ct_stream_params_default();
-    sp.text_incremental = 1;
-    ct_stream *a = NULL;
-    CHECK(ct_engine_submit(e, &g, &sp, &a, err, sizeof err) == CT_OK);
+    ct_stream *a = incr_stream(e);
     if (a) {
-        CHECK(ct_stream_append_text(a, "Hello there, and", 16) == CT_OK);
-        CHECK(ct_stream_wait_started(a, 20000) == CT_STREAM_RUNNING);
+        start_running(a);
         fail_engine = NULL;
         ct_engine_test_after_pump = fail_queued_in_pump;
         CHECK(ct_stream_append_text(a, "y", 1) == CT_OK); /* a pump: the hook runs in its window */
@@ -418,16 +426,10 @@ static void test_fail_queued_during_pump(void) {
 static void test_cancel_during_pump(void) {
     ct_engine *e = engine(1);
     if (!e) return;
-    char err[512];
-    ct_gen_params g = ct_test_gen("Hello there.", 5, 0);
-    ct_stream_params sp = ct_stream_params_default();
-    sp.text_incremental = 1; /* no deadline, no text idle timeout: an idle engine sleeps 1 s */
-    ct_stream *s = NULL;
-    CHECK(ct_engine_submit(e, &g, &sp, &s, err, sizeof err) == CT_OK);
+    ct_stream *s = incr_stream(e); /* no deadline, no text idle timeout: an idle engine sleeps 1 s */
     if (s) {
         /* running, then idle: the text's whole tokens spoken (or the unread ring full) */
-        CHECK(ct_stream_append_text(s, "Hello there, and", 16) == CT_OK);
-        CHECK(ct_stream_wait_started(s, 20000) == CT_STREAM_RUNNING);
+        start_running(s);
         uint64_t steps = ct_engine_get_counters(e).steps;
         for (int still = 0; still < 20;) {
             ct_test_sleep_ms(10);
