@@ -940,11 +940,8 @@ static int cmd_kernels(int argc, char **argv) {
            threads);
     if (!ct_kernels()->xq)
         printf("with f32 activations\n");
-    else if (ct_xq_tok_max == INT_MAX)
-        printf("with int8 activations (integer-dot mode with %s, every call)\n", ct_kernels()->dot);
     else
-        printf("with int8 activations (integer-dot mode with %s) below %d tokens\n", ct_kernels()->dot,
-               ct_xq_tok_max);
+        printf("with int8 activations (integer-dot mode with %s, every call)\n", ct_kernels()->dot);
     printf("weights from memory: a new copy each call, rotated through %zu MiB; in cache: one copy, called again and again\n",
            set >> 20);
     printf("| format | rows x cols | tokens | us/call | GB/s (weights) | GFLOP/s | us/call, in cache | GFLOP/s, in cache |\n"

@@ -2,7 +2,6 @@
 #define _DEFAULT_SOURCE /* syscall() for the AMX permission request */
 #include "kernels/cpu.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -300,7 +299,6 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
 }
 
 _Thread_local ct_xq_reuse ct_xq_tls;
-int ct_xq_tok_max = INT_MAX;
 
 const char *ct_kernels_id(void) { return ct_kernels()->id; }
 

@@ -152,11 +152,10 @@ void ct_matmul_rows_dot_avxvnni(const ct_mat *w, const float *bias, const float 
 void ct_matmul_rows_dot_vnni256(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                                 int r0, int r1);
 #define CT_DP_MIN_TOKENS 8
+/* AMX tiles take calls of this many tokens or more (BF16 weights, and INT8/INT4 ones outside
+   the integer-dot mode, which xq matrices run at every token count, AMX or not: fastest there
+   too, docs/KERNELS.md "Dispatch") */
 #define CT_AMX_MIN_TOKENS 16
-/* Calls of fewer tokens than this run xq matrices in the integer-dot mode: CT_AMX_MIN_TOKENS
-   while AMX takes INT8/INT4 prefill (set by ct_matmul_amx_enable), else INT_MAX (every call:
-   without AMX the integer-dot kernels are also the fastest prefill, docs/KERNELS.md). */
-extern int ct_xq_tok_max;
 /* Lets the avx512 variant run the integer-dot mode with VPDPBUSD (ct_matmul_rows_vnni) instead
    of VPMADDUBSW: set at selection where the CPU has AVX-512 VNNI. Returns the new state. */
 int ct_matmul_vnni_enable(int on);

@@ -53,11 +53,9 @@ static inline float ct_post_scale(const ct_mat *w, int r) {
     return w->dtype == CT_DT_I8 ? w->scales[r] : 1.0f;
 }
 
-/* 1 when a call over n tokens runs in the integer-dot mode: xq INT8/INT4 weights and fewer
-   than ct_xq_tok_max tokens (every call, or decode-sized ones where AMX takes the prefill with
-   f32 activations). */
-static inline int ct_xq_active(const ct_mat *w, int n) {
-    return w->xq && (w->dtype == CT_DT_I8 || w->dtype == CT_DT_U8) && n < ct_xq_tok_max;
+/* 1 when a call runs in the integer-dot mode: xq INT8/INT4 weights, at every token count. */
+static inline int ct_xq_active(const ct_mat *w) {
+    return w->xq && (w->dtype == CT_DT_I8 || w->dtype == CT_DT_U8);
 }
 
 #endif

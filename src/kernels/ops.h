@@ -21,8 +21,7 @@
      low nibble and column g*32+16+j in its high nibble, each as q+8 with q in [-8, 7];
      scales f32 [rows][cols/32]; W[r][c] = scales[r][c/32] * q[r][c].
    xq = 1 selects the integer-dot mode for INT8/INT4 weights (cols % 64 == 0, cols <=
-   CT_XQ_MAXC) in calls of fewer than ct_xq_tok_max tokens (every call; decode-sized ones only
-   while AMX takes INT8/INT4 prefill with f32 activations, kernels/cpu.h): every token's
+   CT_XQ_MAXC) in every call, AMX or not (kernels/cpu.h): every token's
    activations are quantized by ct_xq_quantize and each 32-column group's dot product is exact
    in integers:
      INT8: y = scales[r] * sum_g s_g * sum_{k in g} q[r][k] qx[k]

@@ -291,38 +291,38 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
             }
         }
         CHECKF(same, "%s: integer-dot results depend on the thread count", ct_isa_name((ct_isa)isa));
-        /* prefill-sized calls: f32 activations while AMX takes them (ct_xq_tok_max =
-           CT_AMX_MIN_TOKENS), else the integer-dot mode, each token bit for bit its solo
-           (decode) result; both settings on every variant */
-        const int tok_max = ct_xq_tok_max;
-        for (int amx_rule = 0; amx_rule < 2; amx_rule++) {
-            ct_xq_tok_max = amx_rule ? CT_AMX_MIN_TOKENS : INT_MAX;
+        /* prefill-sized calls on xq matrices run the integer-dot mode whether AMX is on or not:
+           each token bit for bit its solo (decode) result, not the f32-activation one */
+#if defined(__x86_64__)
+        const int amx_max = isa == CT_ISA_AVX512BF16 && ct_amx_available();
+#else
+        const int amx_max = 0;
+#endif
+        for (int amx = 0; amx <= amx_max; amx++) {
+#if defined(__x86_64__)
+            ct_matmul_amx_enable(amx);
+#endif
             for (int fmt = 0; fmt < 2; fmt++) {
                 ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1, NULL};
                 if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
                 else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
                 ct_mat wn = w;
                 wn.xq = 0;
-                const float *xt = x + (size_t)fmt * CT_AMX_MIN_TOKENS * C; /* the same x both rules */
-                if (!amx_rule)
-                    for (int i = 0; i < CT_AMX_MIN_TOKENS * C; i++) x[(size_t)fmt * CT_AMX_MIN_TOKENS * C + i] = urand(rng);
-                fn(&w, NULL, xt, y0, CT_AMX_MIN_TOKENS, 0, R);
-                if (amx_rule) {
-                    fn(&wn, NULL, xt, y1, CT_AMX_MIN_TOKENS, 0, R);
-                } else {
-                    for (int t = 0; t < CT_AMX_MIN_TOKENS; t++) fn(&w, NULL, xt + (size_t)t * C, y1 + (size_t)t * R, 1, 0, R);
-                    fn(&wn, NULL, xt, yf, CT_AMX_MIN_TOKENS, 0, R);
-                    CHECKF(memcmp(y0, yf, sizeof(float) * CT_AMX_MIN_TOKENS * R) != 0,
-                           "%s: a %d-token call on an xq matrix without AMX kept f32 activations",
-                           ct_isa_name((ct_isa)isa), CT_AMX_MIN_TOKENS);
-                }
+                for (int i = 0; i < CT_AMX_MIN_TOKENS * C; i++) x[i] = urand(rng);
+                fn(&w, NULL, x, y0, CT_AMX_MIN_TOKENS, 0, R);
+                for (int t = 0; t < CT_AMX_MIN_TOKENS; t++) fn(&w, NULL, x + (size_t)t * C, y1 + (size_t)t * R, 1, 0, R);
+                fn(&wn, NULL, x, yf, CT_AMX_MIN_TOKENS, 0, R);
+                CHECKF(memcmp(y0, yf, sizeof(float) * CT_AMX_MIN_TOKENS * R) != 0,
+                       "%s%s: a %d-token call on an xq matrix kept f32 activations", ct_isa_name((ct_isa)isa),
+                       amx ? "+amx" : "", CT_AMX_MIN_TOKENS);
                 CHECKF(memcmp(y0, y1, sizeof(float) * CT_AMX_MIN_TOKENS * R) == 0,
-                       "%s: a %d-token call on an xq matrix (%s) is not the %s result", ct_isa_name((ct_isa)isa),
-                       CT_AMX_MIN_TOKENS, amx_rule ? "AMX rule" : "no AMX",
-                       amx_rule ? "f32-activation" : "one-token integer-dot");
+                       "%s%s: a %d-token call on an xq matrix is not the one-token integer-dot result",
+                       ct_isa_name((ct_isa)isa), amx ? "+amx" : "", CT_AMX_MIN_TOKENS);
             }
         }
-        ct_xq_tok_max = tok_max;
+#if defined(__x86_64__)
+        ct_matmul_amx_enable(0); /* as in a process that selected no kernels yet (this one) */
+#endif
     }
     CHECK(variants > 0);
 #if defined(__x86_64__)
@@ -931,6 +931,45 @@ static int tls_size(struct dl_phdr_info *info, size_t size, void *data) {
         if (info->dlpi_phdr[i].p_type == PT_TLS) *(size_t *)data = info->dlpi_phdr[i].p_memsz;
     return 1;
 }
+/* Where AMX is on, BF16 calls below CT_AMX_MIN_TOKENS tokens (decode, batched decode) run
+   the f32 kernel bit for bit (faster there, docs/KERNELS.md "Dispatch") and calls from it run
+   the tiles, whose split-activation arithmetic rounds otherwise. */
+static void check_amx_dispatch(ct_rng *rng) {
+#if defined(__x86_64__)
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    if (!ct_amx_available() || !ct_isa_supported(CT_ISA_AVX512BF16, &f)) {
+        printf("AMX dispatch: no AMX here\n");
+        return;
+    }
+    enum { R = 64, C = 1024, N = 40 };
+    uint16_t *wh = malloc(sizeof(uint16_t) * R * C);
+    float *x = malloc(sizeof(float) * N * C), *y0 = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * N * R);
+    for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(urand(rng));
+    for (int i = 0; i < N * C; i++) x[i] = urand(rng);
+    const ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL};
+    ct_matmul_amx_enable(1);
+    ct_matmul_bf16act_enable(0);
+    static const int ns[] = {1, 2, 4, 15, 16, 40};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        const int n = ns[i], tiles = n >= CT_AMX_MIN_TOKENS;
+        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, n, 0, R);
+        ct_matmul_rows_avx512(&w, NULL, x, y1, n, 0, R);
+        const int same = memcmp(y0, y1, sizeof(float) * n * R) == 0;
+        CHECKF(same != tiles, "AMX on, BF16, %d tokens: %s the f32 kernel's result", n,
+               tiles ? "gave" : "did not give");
+    }
+    ct_matmul_amx_enable(0); /* as in a process that selected no kernels yet (this one) */
+    printf("AMX dispatch: BF16 calls of 1-15 tokens on the f32 kernel, 16 and 40 on the tiles\n");
+    free(wh);
+    free(x);
+    free(y0);
+    free(y1);
+#else
+    (void)rng;
+#endif
+}
+
 static void check_tls_block(void) {
     size_t tls = 0;
     dl_iterate_phdr(tls_size, &tls);
@@ -956,6 +995,7 @@ int main(void) {
 #endif
     check_xq_borrow(&rng, &f);
     check_tls_block();
+    check_amx_dispatch(&rng);
     check_swiglu(&f);
     check_rmsnorm(&f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
@@ -1017,7 +1057,6 @@ int main(void) {
 #if defined(__x86_64__)
         ct_matmul_amx_enable(use_amx);
         ct_matmul_bf16act_enable(bf16act);
-        CHECK(ct_xq_tok_max == (use_amx ? CT_AMX_MIN_TOKENS : INT_MAX)); /* AMX takes xq prefill */
 #endif
         ct_matmul_rows_fn fn = ct_matmul_rows_for((ct_isa)isa);
         if (!fn || !ct_isa_supported((ct_isa)isa, &f)) continue;

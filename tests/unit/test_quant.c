@@ -261,10 +261,9 @@ static int model_mats(ct_model *m, ct_mat **out) {
 
 /* INT8/INT4 on parity128 (every matrix >= 128 columns, so the integer-dot mode applies where
    the level has it): prefill passes of 1, 7 and 32 tokens give bit-identical talker logits
-   after the prompt and the same 6 greedy frames, except where AMX takes passes of >= 16
-   tokens with f32 activations (ct_xq_tok_max; then only 1 and 7 must agree). Where the
-   integer-dot mode is on and AMX is not, the same 32-token passes under the AMX rule must give
-   other logits (the check can fail). */
+   after the prompt and the same 6 greedy frames, AMX or not. Where the integer-dot mode is on,
+   the same 32-token passes with every matrix's integer-dot mode off (f32 activations) must
+   give other logits (the check can fail). */
 static void test_prefill_pass_invariance(void) {
     const char *dir = ct_test_make("parity128", "test_quant_p128", 3);
     CHECK(dir != NULL);
@@ -289,6 +288,7 @@ static void test_prefill_pass_invariance(void) {
            (ct_model_info counts their bytes); run 4 repeats run 0 with every panel detached */
         ct_mat *mats[256];
         const uint8_t *pans[256];
+        int xq_of[256];
         const int nm = model_mats(m, mats);
         uint64_t want = 0;
         int with_pan = 0;
@@ -298,20 +298,21 @@ static void test_prefill_pass_invariance(void) {
                                   ? ct_kernels()->xq_pan_bytes(w->dtype, w->rows, w->cols) : 0;
             want += (nb + 63) & ~(size_t)63;
             with_pan += w->pan != NULL;
+            xq_of[i] = w->xq;
             CHECKF((w->pan != NULL) == (nb > 0), "%s: matrix %d (%d x %d) has%s panels", qf[f], i, w->rows,
                    w->cols, w->pan ? "" : " no");
         }
         CHECKF(ct_model_get_info(m).packed_bytes == want, "%s: packed_bytes %llu, panels hold %llu", qf[f],
                (unsigned long long)ct_model_get_info(m).packed_bytes, (unsigned long long)want);
         const int V = m->cfg.talker.vocab, chunks[5] = {1, 7, 32, 32, 1};
-        const int amx_prefill = ct_xq_tok_max <= 32, xq = m->talker.layers[0].q.xq, tok_max = ct_xq_tok_max;
+        const int xq = m->talker.layers[0].q.xq;
         float *lg[5];
         int32_t codes[5][6 * CT_MAX_GROUPS];
         memset(codes, 0, sizeof codes);
         int plen = 0;
         for (int i = 0; i < 5; i++) {
-            /* run 3: 32-token passes with f32 activations (the AMX rule), which must differ */
-            if (i == 3) ct_xq_tok_max = CT_AMX_MIN_TOKENS;
+            /* run 3: 32-token passes with f32 activations, which must differ */
+            for (int k = 0; k < nm; k++) mats[k]->xq = i == 3 ? 0 : xq_of[k];
             if (i == 4)
                 for (int k = 0; k < nm; k++) {
                     pans[k] = mats[k]->pan;
@@ -329,23 +330,22 @@ static void test_prefill_pass_invariance(void) {
                 CHECK(ct_session_next_frame(s, codes[i] + k * CT_MAX_GROUPS, &got) == CT_OK && got == 1);
             }
             ct_session_free(s);
-            ct_xq_tok_max = tok_max;
         }
+        for (int k = 0; k < nm; k++) mats[k]->xq = xq_of[k];
         for (int k = 0; k < nm; k++) mats[k]->pan = pans[k];
         CHECKF(memcmp(lg[0], lg[4], sizeof(float) * V) == 0 && memcmp(codes[0], codes[4], sizeof codes[0]) == 0,
                "%s: the logits or codes depend on the weight panels", qf[f]);
-        if (xq && !amx_prefill)
+        if (xq)
             CHECKF(memcmp(lg[3], lg[2], sizeof(float) * V) != 0, "%s: f32-activation prefill passes gave the "
                    "integer-dot logits", qf[f]);
         CHECK(plen > 32 && plen % 32); /* a 32-token pass and a shorter last one */
         CHECKF(memcmp(lg[0], lg[1], sizeof(float) * V) == 0 && memcmp(codes[0], codes[1], sizeof codes[0]) == 0,
                "%s: prefill passes of 1 and 7 tokens differ", qf[f]);
-        if (!amx_prefill)
-            CHECKF(memcmp(lg[0], lg[2], sizeof(float) * V) == 0 && memcmp(codes[0], codes[2], sizeof codes[0]) == 0,
-                   "%s: prefill passes of 1 and 32 tokens differ", qf[f]);
-        printf("%s on parity128, %d-position prompt: prefill passes of 1, 7%s give the same logits and codes%s; "
+        CHECKF(memcmp(lg[0], lg[2], sizeof(float) * V) == 0 && memcmp(codes[0], codes[2], sizeof codes[0]) == 0,
+               "%s: prefill passes of 1 and 32 tokens differ", qf[f]);
+        printf("%s on parity128, %d-position prompt: prefill passes of 1, 7 and 32 give the same logits and codes; "
                "%d matrices with weight panels, the same without them\n",
-               qf[f], plen, amx_prefill ? "" : " and 32", amx_prefill ? " (AMX takes 32-token passes)" : "", with_pan);
+               qf[f], plen, with_pan);
         for (int i = 0; i < 5; i++) free(lg[i]);
         ct_model_free(m);
     }

@@ -236,6 +236,6 @@ void ct_matmul_rows_smull(const ct_mat *w, const float *bias, const float *x, fl
 
 void ct_matmul_rows_neon_dotprod(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                                  int r0, int r1) {
-    if (ct_xq_active(w, n)) ct_matmul_rows_sdot(w, bias, x, y, n, r0, r1);
+    if (ct_xq_active(w)) ct_matmul_rows_sdot(w, bias, x, y, n, r0, r1);
     else ct_matmul_rows_neon(w, bias, x, y, n, r0, r1);
 }

@@ -73,7 +73,7 @@ static void row_tok4(const ct_mat *w, const float *x, int nt, float *out, int r)
 
 void ct_matmul_rows_neon(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1) {
-    if (ct_xq_active(w, n)) { /* integer-dot mode without SDOT (plain neon): SMULL
+    if (ct_xq_active(w)) { /* integer-dot mode without SDOT (plain neon): SMULL
                                  (arm/matmul_dot_neon.c); neon-dotprod routes it to SDOT */
         ct_matmul_rows_smull(w, bias, x, y, n, r0, r1);
         return;

@@ -186,7 +186,7 @@ static void matmul_xq_scalar(const ct_mat *w, const float *bias, const float *x,
 void ct_matmul_rows_scalar(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1) {
     const int R = w->rows, C = w->cols;
-    if (ct_xq_active(w, n)) {
+    if (ct_xq_active(w)) {
         matmul_xq_scalar(w, bias, x, y, n, r0, r1);
         return;
     }

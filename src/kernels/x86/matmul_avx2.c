@@ -380,7 +380,7 @@ int ct_matmul_avx2_dot_select(int kind) {
 
 void ct_matmul_rows_avx2(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                          int r0, int r1) {
-    if (ct_xq_active(w, n)) { /* the integer-dot mode: VPMADDUBSW or a 256-bit VPDPBUSD
+    if (ct_xq_active(w)) { /* the integer-dot mode: VPMADDUBSW or a 256-bit VPDPBUSD
                                  (x86/matmul_dot_body.h) */
         dot_rows(w, bias, x, y, n, r0, r1);
         return;

@@ -5,15 +5,13 @@
      token block passes over them: the first block streams the chunk from DRAM 2 rows at a time
      in one pass, the later ones take 4 rows x up to 5 tokens;
    - ct_matmul_rows_avx512bf16: INT8/INT4 matrices in the integer-dot mode go to the VNNI
-     kernel for the calls ct_xq_active selects (every call without AMX, decode-sized ones
-     with it); BF16 weights use AMX tiles (TDPBF16PS) on split
-     activations (hi + lo bf16, f32-exact to ~1e-10 NMSE) for every token count where the CPU
-     and OS allow them, INT8/INT4 for n >= CT_AMX_MIN_TOKENS; in the opt-in bf16-activation
+     kernel (every call); calls of n >= CT_AMX_MIN_TOKENS over BF16 weights (and INT8/INT4
+     ones outside the integer-dot mode) use AMX tiles (TDPBF16PS) on split activations (hi +
+     lo bf16, f32-exact to ~1e-10 NMSE) where the CPU and OS allow them; in the opt-in bf16-activation
      mode, VDPBF16PS (n >= CT_DP_MIN_TOKENS) or single-term AMX on activations rounded to
      bf16. Everything else falls through to the f32 kernels. The f32-weight path never
      reaches bf16 arithmetic. */
 #include <immintrin.h>
-#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -481,7 +479,7 @@ int ct_matmul_vnni_enable(int on) {
 
 void ct_matmul_rows_avx512(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                            int r0, int r1) {
-    if (ct_xq_active(w, n)) { /* integer-dot mode: VPDPBUSD where the CPU has AVX-512 VNNI (it
+    if (ct_xq_active(w)) { /* integer-dot mode: VPDPBUSD where the CPU has AVX-512 VNNI (it
                                  lacks BF16: Cascade Lake, Ice Lake, Tiger Lake), else VPMADDUBSW */
         if (vnni_on) ct_matmul_rows_vnni(w, bias, x, y, n, r0, r1);
         else ct_matmul_rows_dot_avx2(w, bias, x, y, n, r0, r1);
@@ -671,41 +669,76 @@ static int amx_on;    /* set by ct_matmul_amx_enable */
 static int bf16act_on; /* set by ct_matmul_bf16act_enable */
 
 
-/* Packs tokens [0, nt) of x[.][C] as bf16 pairs (hi and, when lo_too, lo) into B-tile order,
-   zero-padding the last 16-token block. */
+/* Transposes a 16 x 16 block of dwords: on return r[c] holds column c of the rows given. */
+AMX_TARGET static inline void tr16x16(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) { /* per 128-bit lane: (a0 b0 a1 b1), (a2 b2 a3 b3) */
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int q = 0; q < 16; q += 4) { /* r[q + j], lane L: element 4L + j of rows q..q+3 */
+        r[q] = _mm512_unpacklo_epi64(t[q], t[q + 2]);
+        r[q + 1] = _mm512_unpackhi_epi64(t[q], t[q + 2]);
+        r[q + 2] = _mm512_unpacklo_epi64(t[q + 1], t[q + 3]);
+        r[q + 3] = _mm512_unpackhi_epi64(t[q + 1], t[q + 3]);
+    }
+    for (int j = 0; j < 4; j++) { /* column 4L + j: lane L of r[j], r[4 + j], r[8 + j], r[12 + j] */
+        const __m512i a0 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), a1 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE);
+        const __m512i b0 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44), b1 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_i32x4(a0, b0, 0x88);
+        t[4 + j] = _mm512_shuffle_i32x4(a0, b0, 0xDD);
+        t[8 + j] = _mm512_shuffle_i32x4(a1, b1, 0x88);
+        t[12 + j] = _mm512_shuffle_i32x4(a1, b1, 0xDD);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+/* Packs tokens [0, nt) of x[.][C] as bf16 pairs (hi and, when lo_too, lo) into B-tile order
+   ([16-token block][C/2 pairs][16 tokens]), 16 tokens x 32 columns at a time through a
+   register transpose; the token columns of a last partial block are zeros. */
 AMX_TARGET static void amx_pack(const float *x, int C, int nt, int lo_too, uint32_t *amx_hi, uint32_t *amx_lo) {
-    const int P = C / 2, nb = (nt + 15) / 16;
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
-                                                             12, 13, 14, 15),
-                                           _mm512_set1_epi32(16));
-    /* the unused token columns of a last partial block keep stale (finite) values: each C
-       tile column depends only on its own B column, and those columns are never stored */
-    (void)nb;
-    for (int t = 0; t < nt; t++) {
-        const float *xs = x + (size_t)t * C;
-        const size_t o = (size_t)(t / 16) * P * 16 + (t % 16);
+    const int P = C / 2;
+    for (int t0 = 0; t0 < nt; t0 += 16) {
+        const int m = nt - t0 < 16 ? nt - t0 : 16;
+        uint32_t *const oh = amx_hi + (size_t)(t0 / 16) * P * 16, *const ol = amx_lo + (size_t)(t0 / 16) * P * 16;
         for (int k = 0; k < C; k += 32) {
-            __m512 a = _mm512_loadu_ps(xs + k), b = _mm512_loadu_ps(xs + k + 16);
-            __m512i h = (__m512i)_mm512_cvtne2ps_pbh(b, a);
-            _mm512_i32scatter_epi32(amx_hi + o + (size_t)(k / 2) * 16, idx, h, 4);
+            __m512i h[16], l[16];
+            for (int t = 0; t < 16; t++) {
+                h[t] = l[t] = _mm512_setzero_si512();
+                if (t >= m) continue;
+                const float *xs = x + (size_t)(t0 + t) * C + k;
+                const __m512 a = _mm512_loadu_ps(xs), b = _mm512_loadu_ps(xs + 16);
+                h[t] = (__m512i)_mm512_cvtne2ps_pbh(b, a); /* dword j: columns k + 2j, k + 2j + 1 */
+                if (lo_too) {
+                    /* hi back to f32: the low 256 bits of h are bf16(a), the high bf16(b) */
+                    const __m512 ha = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h[t])), 16));
+                    const __m512 hb = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h[t], 1)), 16));
+                    l[t] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb), _mm512_sub_ps(a, ha));
+                }
+            }
+            tr16x16(h);
+            for (int j = 0; j < 16; j++) _mm512_store_si512((void *)(oh + (size_t)(k / 2 + j) * 16), h[j]);
             if (lo_too) {
-                /* hi back to f32: the low 256 bits of h are bf16(a), the high bf16(b) */
-                __m512 ha = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
-                __m512 hb = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
-                __m512i l = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb), _mm512_sub_ps(a, ha));
-                _mm512_i32scatter_epi32(amx_lo + o + (size_t)(k / 2) * 16, idx, l, 4);
+                tr16x16(l);
+                for (int j = 0; j < 16; j++) _mm512_store_si512((void *)(ol + (size_t)(k / 2 + j) * 16), l[j]);
             }
         }
     }
 }
 
+/* y[t][r + i] = (scale) * tile[i][t] + bias[r + i] for 16 rows i and tokens t < nt: the 16 x 16
+   tile transposed in registers, one 16-row store per token. */
 AMX_TARGET static void amx_store(const ct_mat *w, const float *tile, const float *bias, float *y,
                                  int R, int r, int nt) {
-    const float *sc = w->dtype == CT_DT_I8 ? w->scales + r : NULL;
-    for (int t = 0; t < nt; t++)
-        for (int i = 0; i < 16; i++)
-            y[(size_t)t * R + r + i] =
-                (sc ? sc[i] * tile[i * 16 + t] : tile[i * 16 + t]) + (bias ? bias[r + i] : 0.0f);
+    __m512i v[16];
+    for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_si512((const void *)(tile + i * 16));
+    tr16x16(v);
+    const __m512 b = bias ? _mm512_loadu_ps(bias + r) : _mm512_setzero_ps();
+    for (int t = 0; t < nt; t++) {
+        __m512 o = _mm512_castsi512_ps(v[t]);
+        if (w->dtype == CT_DT_I8) o = _mm512_mul_ps(_mm512_loadu_ps(w->scales + r), o);
+        _mm512_storeu_ps(y + (size_t)t * R + r, _mm512_add_ps(o, b));
+    }
 }
 
 AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float *x, float *y,
@@ -791,7 +824,6 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
 
 int ct_matmul_amx_enable(int on) {
     amx_on = on;
-    ct_xq_tok_max = on ? CT_AMX_MIN_TOKENS : INT_MAX;
     return amx_on;
 }
 
@@ -803,16 +835,17 @@ int ct_matmul_bf16act_enable(int on) {
 void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                                int r0, int r1) {
     const int q = w->dtype == CT_DT_I8 || w->dtype == CT_DT_U8;
-    if (ct_xq_active(w, n)) {
+    if (ct_xq_active(w)) {
         ct_matmul_rows_vnni(w, bias, x, y, n, r0, r1);
         return;
     }
-    /* BF16 weights take the tiles for every token count (decode too: as fast as the f32 GEMV
-       for one token, and 2-4 batched tokens cost about the same as one); quantized weights
-       only from CT_AMX_MIN_TOKENS (their dequantization would cost more than it saves) */
-    const int amx_min = w->dtype == CT_DT_BF16 && !bf16act_on ? 1 : CT_AMX_MIN_TOKENS;
-    /* (a thread that cannot get the tiles' or the bf16 activations' buffer takes the next path) */
-    if ((w->dtype == CT_DT_BF16 || (q && w->cols <= AMX_WMAXC)) && amx_on && n >= amx_min &&
+    /* the tiles take calls of CT_AMX_MIN_TOKENS or more (a prompt pass): decode-sized BF16
+       calls read memory faster through the f32 kernels (30 against 23 GB/s for one token on
+       the Sapphire Rapids VM, docs/BENCH.md "Issue 15, nineteenth sitting"), and xq INT8/INT4
+       matrices took the integer-dot mode above, twice as fast as dequantized tiles at 16-40
+       tokens there. A thread that cannot get the tiles' or the bf16 activations' buffer takes
+       the next path. */
+    if ((w->dtype == CT_DT_BF16 || (q && w->cols <= AMX_WMAXC)) && amx_on && n >= CT_AMX_MIN_TOKENS &&
         w->cols % 32 == 0 && w->cols / 2 * 16 <= AMX_PAIRS && ct_tbuf_get(&amx_tb, &amx_tl))
         gemm_amx(w, bias, x, y, n, r0, r1);
     else if (w->dtype == CT_DT_BF16 && bf16act_on && n >= CT_DP_MIN_TOKENS && w->cols <= DP_MAXC &&
