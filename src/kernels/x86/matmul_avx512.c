@@ -669,30 +669,6 @@ static int amx_on;    /* set by ct_matmul_amx_enable */
 static int bf16act_on; /* set by ct_matmul_bf16act_enable */
 
 
-/* Transposes a 16 x 16 block of dwords: on return r[c] holds column c of the rows given. */
-AMX_TARGET static inline void tr16x16(__m512i r[16]) {
-    __m512i t[16];
-    for (int i = 0; i < 16; i += 2) { /* per 128-bit lane: (a0 b0 a1 b1), (a2 b2 a3 b3) */
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int q = 0; q < 16; q += 4) { /* r[q + j], lane L: element 4L + j of rows q..q+3 */
-        r[q] = _mm512_unpacklo_epi64(t[q], t[q + 2]);
-        r[q + 1] = _mm512_unpackhi_epi64(t[q], t[q + 2]);
-        r[q + 2] = _mm512_unpacklo_epi64(t[q + 1], t[q + 3]);
-        r[q + 3] = _mm512_unpackhi_epi64(t[q + 1], t[q + 3]);
-    }
-    for (int j = 0; j < 4; j++) { /* column 4L + j: lane L of r[j], r[4 + j], r[8 + j], r[12 + j] */
-        const __m512i a0 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), a1 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE);
-        const __m512i b0 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44), b1 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
-        t[j] = _mm512_shuffle_i32x4(a0, b0, 0x88);
-        t[4 + j] = _mm512_shuffle_i32x4(a0, b0, 0xDD);
-        t[8 + j] = _mm512_shuffle_i32x4(a1, b1, 0x88);
-        t[12 + j] = _mm512_shuffle_i32x4(a1, b1, 0xDD);
-    }
-    for (int i = 0; i < 16; i++) r[i] = t[i];
-}
-
 /* Packs tokens [0, nt) of x[.][C] as bf16 pairs (hi and, when lo_too, lo) into B-tile order
    ([16-token block][C/2 pairs][16 tokens]), 16 tokens x 32 columns at a time through a
    register transpose; the token columns of a last partial block are zeros. */
@@ -716,10 +692,10 @@ AMX_TARGET static void amx_pack(const float *x, int C, int nt, int lo_too, uint3
                     l[t] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(b, hb), _mm512_sub_ps(a, ha));
                 }
             }
-            tr16x16(h);
+            ct_tr16x16(h);
             for (int j = 0; j < 16; j++) _mm512_store_si512((void *)(oh + (size_t)(k / 2 + j) * 16), h[j]);
             if (lo_too) {
-                tr16x16(l);
+                ct_tr16x16(l);
                 for (int j = 0; j < 16; j++) _mm512_store_si512((void *)(ol + (size_t)(k / 2 + j) * 16), l[j]);
             }
         }
@@ -732,7 +708,7 @@ AMX_TARGET static void amx_store(const ct_mat *w, const float *tile, const float
                                  int R, int r, int nt) {
     __m512i v[16];
     for (int i = 0; i < 16; i++) v[i] = _mm512_loadu_si512((const void *)(tile + i * 16));
-    tr16x16(v);
+    ct_tr16x16(v);
     const __m512 b = bias ? _mm512_loadu_ps(bias + r) : _mm512_setzero_ps();
     for (int t = 0; t < nt; t++) {
         __m512 o = _mm512_castsi512_ps(v[t]);

@@ -374,32 +374,6 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const xq_dbuf *D, const ct_mat *w, i
     return xq_fold4(acc);
 }
 
-/* 16 x 16 dword transpose: in a[r] = row r's 16 dwords, out a[j] = dword j of
- * rows 0..15. */
-VNNI_TARGET ALWAYS_INLINE void xq_tr16(__m512i *a) {
-    __m512i t[16], u[16];
-    for (int r = 0; r < 16; r += 2) {
-        t[r] = _mm512_unpacklo_epi32(a[r], a[r + 1]);
-        t[r + 1] = _mm512_unpackhi_epi32(a[r], a[r + 1]);
-    }
-    for (int q = 0; q < 16; q += 4) { /* u[q + c] block B: rows q..q+3 of dword 4 B + c */
-        u[q] = _mm512_unpacklo_epi64(t[q], t[q + 2]);
-        u[q + 1] = _mm512_unpackhi_epi64(t[q], t[q + 2]);
-        u[q + 2] = _mm512_unpacklo_epi64(t[q + 1], t[q + 3]);
-        u[q + 3] = _mm512_unpackhi_epi64(t[q + 1], t[q + 3]);
-    }
-    for (int c = 0; c < 4; c++) {
-        const __m512i x0 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(1, 0, 1, 0));
-        const __m512i x1 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(3, 2, 3, 2));
-        const __m512i x2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(1, 0, 1, 0));
-        const __m512i x3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(3, 2, 3, 2));
-        a[c] = _mm512_shuffle_i32x4(x0, x2, _MM_SHUFFLE(2, 0, 2, 0));
-        a[4 + c] = _mm512_shuffle_i32x4(x0, x2, _MM_SHUFFLE(3, 1, 3, 1));
-        a[8 + c] = _mm512_shuffle_i32x4(x1, x3, _MM_SHUFFLE(2, 0, 2, 0));
-        a[12 + c] = _mm512_shuffle_i32x4(x1, x3, _MM_SHUFFLE(3, 1, 3, 1));
-    }
-}
-
 /* Packs rows r..r+15 (first nr real, the rest repeat the last) into P, and
    prefetches the next panel's nn rows from rn into L2 on the way (0 rows:
    none). INT8: 64 columns per transpose, bytes q ^ 0x80. INT4: per 128 columns
@@ -421,7 +395,7 @@ VNNI_TARGET static void xq_pack(xq_panel *P, const ct_mat *w, int r, int nr, int
                 _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
             for (int i = 0; i < 16; i++)
                 a[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + k)), flip);
-            xq_tr16(a);
+            ct_tr16x16(a);
             for (int d = 0; d < 16; d++) _mm512_store_si512((void *)P->w[k / 4 + d], a[d]);
         }
         return;
@@ -439,8 +413,8 @@ VNNI_TARGET static void xq_pack(xq_panel *P, const ct_mat *w, int r, int nr, int
             a[i] = _mm512_and_si512(v, nib);
             h[i] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
         }
-        xq_tr16(a);
-        xq_tr16(h);
+        ct_tr16x16(a);
+        ct_tr16x16(h);
         for (int d = 0; d < 16; d++) {
             _mm512_store_si512((void *)P->w[k / 4 + d], a[d]);
             _mm512_store_si512((void *)P->w[k / 4 + 16 + d], h[d]);
@@ -654,7 +628,7 @@ VNNI_TARGET void ct_xq_pan_pack(const ct_mat *w, uint8_t *dst) {
                         a[i] = _mm512_xor_si512(
                             _mm512_loadu_si512((const void *)((const uint8_t *)ct_row_ptr(w, ri) + k)), flip);
                     }
-                    xq_tr16(a);
+                    ct_tr16x16(a);
                     for (int d = 0; d < 16; d++) _mm512_store_si512((void *)(dst + 64 * d), a[d]);
                 }
         }
@@ -674,7 +648,7 @@ VNNI_TARGET void ct_xq_pan_pack(const ct_mat *w, uint8_t *dst) {
             for (int i = 0; i < 16; i++)
                 a[i] = full ? _mm512_loadu_si512((const void *)(p[i] + k / 2))
                             : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(p[i] + k / 2)));
-            xq_tr16(a);
+            ct_tr16x16(a);
             for (int d = 0; d < 4 * ng; d++) _mm512_store_si512((void *)v++, a[d]);
             for (int g = 0; g < ng; g++, v++) {
                 float s[16];
