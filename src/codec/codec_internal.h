@@ -15,6 +15,11 @@
 #define CT_CODEC_CONV_K 7     /* kernel of pre-conv-free decoder convs (dwconv, decoder.0, RU, final) */
 #define CT_CODEC_PRE_K 3      /* pre_conv kernel */
 #define CT_CODEC_ONESHOT_PIECE 64 /* frames per internal push of the one-shot path */
+/* The AMX GEMM takes the weights whose calls read at least this many input rows per frame
+   (ct_cv_packed.amx, set at load): with 4, a 1-frame push's 4-row calls of decoder.0 and the last
+   upsampling stage's pointwise convs split their weights per call for 4 rows, and 1-frame pushes
+   ran slower than on the FMA GEMM (docs/BENCH.md "Issue 15, nineteenth sitting") */
+#define CT_CODEC_AMX_ROWS 8
 
 /* Per-stage timers (ct_codec_stream_profile): rvq+pre_conv, transformer, ConvNeXt upsample,
  * decoder.0, blocks 0..MAX_BLOCKS-1, final snake+conv. */

@@ -159,10 +159,10 @@ static ct_status wcodebook(ct_binder *L, ct_codec *c, const char *prefix, int g)
 }
 
 /* Marks the weights whose GEMM calls read at least CT_CODEC_AMX_ROWS input rows per frame for the
-   AMX GEMM where it runs (kernels/conv.h ct_cv_packed.amx): the decoder from decoder.0 on and the
-   last upsampling stage's pointwise convs; the pre-transformer and the transformer (1 row per
-   frame) and the first upsampling stages keep the FMA GEMM. */
-#define CT_CODEC_AMX_ROWS 4
+   AMX GEMM where it runs (kernels/conv.h ct_cv_packed.amx): the decoder blocks' residual units
+   and the later blocks' transposed convs, and the final conv; the pre-transformer, the
+   transformer, the upsampling stages, decoder.0 and the first block's transposed conv (1-4 rows
+   per frame in the published 12 Hz decoder) keep the FMA GEMM. */
 static void mark_amx(ct_codec *c) {
     int rpf = 1; /* input rows per frame of the stage */
     for (int u = 0; u < c->n_up; u++) {
