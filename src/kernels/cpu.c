@@ -299,6 +299,7 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
 }
 
 _Thread_local ct_xq_reuse ct_xq_tls;
+_Thread_local int ct_mm_prompt;
 
 const char *ct_kernels_id(void) { return ct_kernels()->id; }
 

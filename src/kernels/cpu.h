@@ -152,10 +152,13 @@ void ct_matmul_rows_dot_avxvnni(const ct_mat *w, const float *bias, const float 
 void ct_matmul_rows_dot_vnni256(const ct_mat *w, const float *bias, const float *x, float *y, int n,
                                 int r0, int r1);
 #define CT_DP_MIN_TOKENS 8
-/* AMX tiles take calls of this many tokens or more (BF16 weights, and INT8/INT4 ones outside
-   the integer-dot mode, which xq matrices run at every token count, AMX or not: fastest there
-   too, docs/KERNELS.md "Dispatch") */
-#define CT_AMX_MIN_TOKENS 16
+/* 1 while the calling thread runs a prompt's matmuls (model/stack.c sets it per pool job of the
+   talker's prefill passes). Where AMX is on, those calls over BF16
+   weights (and INT8/INT4 ones outside the integer-dot mode, which xq matrices run at every token
+   count, AMX or not) take the tiles at every token count, so a prompt's result does not depend
+   on its pass size; every other call (decode, batched decode) takes the level's f32 kernels,
+   which read decode-sized calls faster (docs/KERNELS.md "Dispatch"). */
+extern _Thread_local int ct_mm_prompt;
 /* Lets the avx512 variant run the integer-dot mode with VPDPBUSD (ct_matmul_rows_vnni) instead
    of VPMADDUBSW: set at selection where the CPU has AVX-512 VNNI. Returns the new state. */
 int ct_matmul_vnni_enable(int on);

@@ -114,7 +114,8 @@ typedef struct {
     const float *x[3];
     float *y[3];
     int n;
-    int cap; /* tokens per kernel call (0 = all n at once) */
+    int cap;    /* tokens per kernel call (0 = all n at once) */
+    int prompt; /* the kernels' ct_mm_prompt while the job runs */
     ct_pool_range r[3]; /* rows of w[i] */
 } mm_job;
 
@@ -143,11 +144,13 @@ static void mm_run(void *ctx, int ith, int nth) {
     (void)nth;
     mm_job *j = ctx;
     ct_xq_scope_begin(); /* the job only reads its x */
+    ct_mm_prompt = j->prompt;
     for (int i = 0; i < j->k; i++) {
         int lo, hi;
         while (ct_pool_range_next(&j->r[i], &lo, &hi))
             rows_capped(j->w[i], NULL, j->x[i], j->y[i], j->n, j->cap, lo, hi);
     }
+    ct_mm_prompt = 0;
     ct_xq_scope_end();
 }
 
@@ -155,7 +158,7 @@ typedef struct {
     const ct_mat *w;
     const float *b, *x;
     float *y;
-    int n, cap;
+    int n, cap, prompt;
     ct_pool_range r;
 } mm1_job;
 
@@ -165,7 +168,9 @@ static void mm1_run(void *ctx, int ith, int nth) {
     mm1_job *j = ctx;
     int lo, hi;
     ct_xq_scope_begin(); /* the job only reads its x (x and y never alias) */
+    ct_mm_prompt = j->prompt;
     while (ct_pool_range_next(&j->r, &lo, &hi)) rows_capped(j->w, j->b, j->x, j->y, j->n, j->cap, lo, hi);
+    ct_mm_prompt = 0;
     ct_xq_scope_end();
 }
 
@@ -174,11 +179,21 @@ void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const flo
     ct_matmul_pool_capped(pool, w, bias, x, y, n, 0);
 }
 
-void ct_matmul_pool_capped(ct_pool *pool, const ct_mat *w, const float *bias, const float *x,
-                           float *y, int n, int cap) {
-    mm1_job j = {w, bias, x, y, n, cap, {0}};
+static void matmul_pool_job(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
+                            int n, int cap, int prompt) {
+    mm1_job j = {w, bias, x, y, n, cap, prompt, {0}};
     rows_range(&j.r, pool, w);
     ct_pool_run_dyn(pool, mm1_run, &j);
+}
+
+void ct_matmul_pool_capped(ct_pool *pool, const ct_mat *w, const float *bias, const float *x,
+                           float *y, int n, int cap) {
+    matmul_pool_job(pool, w, bias, x, y, n, cap, 0);
+}
+
+void ct_matmul_pool_prompt(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
+                           int n) {
+    matmul_pool_job(pool, w, bias, x, y, n, 0, 1);
 }
 
 /* gate and up rows of one chunk (the same rows of both), then SiLU(gate) * up on those rows
@@ -187,7 +202,7 @@ typedef struct {
     const ct_mat *gate, *up;
     const float *x;
     float *g, *u;
-    int n, cap;
+    int n, cap, prompt;
     ct_pool_range r; /* rows of gate and up */
 } mlp_job;
 
@@ -198,6 +213,7 @@ static void mlp_run(void *ctx, int ith, int nth) {
     const int F = j->gate->rows;
     int lo, hi;
     ct_xq_scope_begin(); /* x is only read (the job writes g and u) */
+    ct_mm_prompt = j->prompt;
     while (ct_pool_range_next(&j->r, &lo, &hi)) {
         rows_capped(j->gate, NULL, j->x, j->g, j->n, j->cap, lo, hi);
         rows_capped(j->up, NULL, j->x, j->u, j->n, j->cap, lo, hi);
@@ -205,12 +221,13 @@ static void mlp_run(void *ctx, int ith, int nth) {
             ct_swiglu(j->g + (size_t)t * F + lo, j->g + (size_t)t * F + lo, j->u + (size_t)t * F + lo,
                       hi - lo);
     }
+    ct_mm_prompt = 0;
     ct_xq_scope_end();
 }
 
-static void matmuls(ct_stack_scratch *s, int n, int k, const ct_mat *w0, float *x0, float *y0,
+static void matmuls(ct_stack_scratch *s, int prompt, int n, int k, const ct_mat *w0, float *x0, float *y0,
                     const ct_mat *w1, float *x1, float *y1, const ct_mat *w2, float *x2, float *y2) {
-    mm_job j = {k, {w0, w1, w2}, {x0, x1, x2}, {y0, y1, y2}, n, s->tok_cap, {{0}}};
+    mm_job j = {k, {w0, w1, w2}, {x0, x1, x2}, {y0, y1, y2}, n, s->tok_cap, prompt, {{0}}};
     for (int i = 0; i < k; i++) rows_range(&j.r[i], s->pool, j.w[i]);
     ct_pool_run_dyn(s->pool, mm_run, &j);
 }
@@ -269,17 +286,26 @@ static void att_run(void *ctx, int ith, int nth) {
     while (ct_pool_range_next(&j->r, &lo, &hi)) att_heads(j, lo, hi, scores);
 }
 
+static void forward(const ct_stack_w *w, ct_kv *const *kvs, const int *pos, int n, ct_stack_scratch *s,
+                    float *x, int prompt);
+
 void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
                       float *x) {
     for (int t = 0; t < n; t++) {
         s->kvs[t] = kv;
         s->pos[t] = pos0 + t;
     }
-    ct_stack_forward_multi(w, s->kvs, s->pos, n, s, x);
+    forward(w, s->kvs, s->pos, n, s, x, 1);
 }
 
 void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *pos, int n,
                             ct_stack_scratch *s, float *x) {
+    forward(w, kvs, pos, n, s, x, 0);
+}
+
+/* prompt: the matmuls run as a prompt pass (ct_mm_prompt) */
+static void forward(const ct_stack_w *w, ct_kv *const *kvs, const int *pos, int n, ct_stack_scratch *s,
+                    float *x, int prompt) {
     const ct_stack_cfg *c = w->cfg;
     const int H = c->hidden, hd = c->head_dim, half = hd / 2;
     for (int t = 0; t < n; t++)
@@ -289,18 +315,18 @@ void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *p
         const ct_layer_w *L = &w->layers[l];
         for (int t = 0; t < n; t++)
             ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->in_norm, H, c->eps);
-        matmuls(s, n, 3, &L->q, s->h, s->q, &L->k, s->h, s->k, &L->v, s->h, s->v);
+        matmuls(s, prompt, n, 3, &L->q, s->h, s->q, &L->k, s->h, s->k, &L->v, s->h, s->v);
         att_job aj = {c, kvs, pos, l, n, L, s, {0}};
         ct_pool_range_init(&aj.r, c->kv_heads, 1, ct_pool_chunk(s->pool, c->kv_heads, 1));
         ct_pool_run_dyn(s->pool, att_run, &aj);
-        matmuls(s, n, 1, &L->o, s->att, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
+        matmuls(s, prompt, n, 1, &L->o, s->att, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
         for (int t = 0; t < n; t++)
             ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->post_norm, H, c->eps);
-        mlp_job mj = {&L->gate, &L->up, s->h, s->g, s->u, n, s->tok_cap, {0}};
+        mlp_job mj = {&L->gate, &L->up, s->h, s->g, s->u, n, s->tok_cap, prompt, {0}};
         rows_range(&mj.r, s->pool, &L->gate);
         ct_pool_run_dyn(s->pool, mlp_run, &mj);
-        matmuls(s, n, 1, &L->down, s->g, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
+        matmuls(s, prompt, n, 1, &L->down, s->g, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
     }
     for (int t = 0; t < n; t++)

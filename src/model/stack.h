@@ -69,7 +69,8 @@ void ct_stack_scratch_free(ct_stack_scratch *s);
 /* Runs n tokens x[n][H] at positions pos0..pos0+n-1 (causal; keys 0..pos attend), appends
    their K/V at those positions, and leaves the final-normed hidden states in x. Requires
    pos0 + n <= kv->cap and n <= s->n_max (caller checks). No allocation. Results do not
-   depend on the pool's thread count (rows and heads are partitioned, never reductions). */
+   depend on the pool's thread count (rows and heads are partitioned, never reductions). A
+   prompt pass: its matmuls run with ct_mm_prompt set (kernels/cpu.h). */
 void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
                       float *x);
 
@@ -84,12 +85,16 @@ void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *p
 /* ct_matmul split by rows over pool (NULL = inline); same result for any thread count. */
 void ct_matmul_pool(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
                     int n);
+/* The same as one matmul of a prompt pass (ct_mm_prompt set), as `bench kernels` times
+   prompt-sized calls. */
+void ct_matmul_pool_prompt(ct_pool *pool, const ct_mat *w, const float *bias, const float *x, float *y,
+                           int n);
 /* The same in kernel calls of at most cap tokens (0 = unlimited). */
 void ct_matmul_pool_capped(ct_pool *pool, const ct_mat *w, const float *bias, const float *x,
                            float *y, int n, int cap);
 
-/* Token cap for batched decode: below every GEMM threshold of the kernels (CT_DP_MIN_TOKENS,
-   CT_AMX_MIN_TOKENS), where a token's arithmetic does not depend on how many share the call. */
+/* Token cap for batched decode: below every GEMM threshold of the kernels (CT_DP_MIN_TOKENS),
+   where a token's arithmetic does not depend on how many share the call. */
 #define CT_DECODE_TOK_CAP 4
 
 #endif

@@ -138,16 +138,16 @@ PY
 # --weight-panels: the INT8 and INT4 matrices also packed into panels where the level has them (avx512bf16
 # always has AVX-512 VNNI; avx2 has none), their bytes in the header and the JSON; none without it
 expect_rc 0 "$BIN" bench model -m "$M" --weights int4 --weight-panels --threads 2 --frames 4 --repeat 1 --no-codec --streams 2 --json "$WORK/p.json"
-if grep -q "kernels avx512bf16," "$WORK/out"; then
+if grep -Eq "kernels avx512bf16(\+amx)?," "$WORK/out"; then
   if grep -q " 0.0 MiB of weight panels" "$WORK/out"; then bad "no weight panels at avx512bf16"; else ok; fi
 fi
-python3 - "$WORK/p.json" "$(grep -c 'kernels avx512bf16,' "$WORK/out")" <<'PY' && ok || bad "bench model JSON packed_bytes"
+python3 - "$WORK/p.json" "$(grep -Ec 'kernels avx512bf16(\+amx)?,' "$WORK/out")" <<'PY' && ok || bad "bench model JSON packed_bytes"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert (d["packed_bytes"] > 0) == (sys.argv[2] == "1"), d["packed_bytes"]
 PY
 expect_rc 0 "$BIN" bench model -m "$M" --weights int8 --weight-panels --threads 2 --frames 4 --repeat 1 --no-codec
-if grep -q "kernels avx512bf16," "$WORK/out"; then
+if grep -Eq "kernels avx512bf16(\+amx)?," "$WORK/out"; then
   if grep -q " 0.0 MiB of weight panels" "$WORK/out"; then bad "no INT8 weight panels at avx512bf16"; else ok; fi
 fi
 CODECTALK_ISA=avx2 expect_rc 0 "$BIN" bench model -m "$M" --weights int4 --weight-panels --threads 2 --frames 4 --repeat 1 --no-codec

@@ -46,7 +46,7 @@ grep -q " [0-9]* prefill pass(es)" "$WORK/err" && ! grep -q " 3 prefill pass(es)
 printf 'talker:\n  weights: int4\n  weight_panels: true\npredictor:\n  weights: int4\n' > "$WORK/p4.yaml"
 expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$WORK/p4.yaml" -o "$WORK/c4.wav"
 has "weights int4/int4 with weight panels" "$WORK/err"
-if grep -q "kernels avx512bf16," <("$BIN" bench model -m "$M" --threads 1 --frames 2 --repeat 1 --no-codec 2>/dev/null); then
+if grep -Eq "kernels avx512bf16(\+amx)?," <("$BIN" bench model -m "$M" --threads 1 --frames 2 --repeat 1 --no-codec 2>/dev/null); then
   has "MiB of weight panels)" "$WORK/err"
 fi
 CODECTALK_ISA=avx2 expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$WORK/p4.yaml" -o "$WORK/c4.wav"

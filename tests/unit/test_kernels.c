@@ -47,13 +47,16 @@ typedef struct {
     const float *b, *x;
     float *y;
     int n;
+    int prompt; /* ct_mm_prompt in every thread of the job */
 } mm_job;
 
 static void run_mm(void *ctx, int ith, int nth) {
     mm_job *j = ctx;
     int lo, hi;
     ct_pool_split(j->w->rows, ith, nth, CT_ROW_ALIGN, &lo, &hi);
+    ct_mm_prompt = j->prompt;
     j->fn(j->w, j->b, j->x, j->y, j->n, lo, hi);
+    ct_mm_prompt = 0;
 }
 
 /* A token's output must not depend on how many tokens share the call, bit for bit, for every
@@ -283,7 +286,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
                 for (int nt = 1; nt <= 3; nt++) {
                     ct_pool *p = NULL;
                     CHECK(ct_pool_create(nt, NULL, 0, &p) == CT_OK);
-                    mm_job j = {fn, &w, NULL, x, nt == 1 ? y0 : y1, n};
+                    mm_job j = {fn, &w, NULL, x, nt == 1 ? y0 : y1, n, 0};
                     ct_pool_run(p, run_mm, &j);
                     if (nt > 1) same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
                     ct_pool_free(p);
@@ -291,8 +294,9 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
             }
         }
         CHECKF(same, "%s: integer-dot results depend on the thread count", ct_isa_name((ct_isa)isa));
-        /* prefill-sized calls on xq matrices run the integer-dot mode whether AMX is on or not:
-           each token bit for bit its solo (decode) result, not the f32-activation one */
+        /* prompt passes on xq matrices run the integer-dot mode whether AMX is on or not: each
+           token bit for bit its solo (decode) result, not the f32-activation one */
+        enum { NP = 16 };
 #if defined(__x86_64__)
         const int amx_max = isa == CT_ISA_AVX512BF16 && ct_amx_available();
 #else
@@ -302,23 +306,27 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
 #if defined(__x86_64__)
             ct_matmul_amx_enable(amx);
 #endif
+            ct_mm_prompt = 1;
             for (int fmt = 0; fmt < 2; fmt++) {
                 ct_mat w = {fmt ? (const void *)q4 : (const void *)q8, fmt ? CT_DT_U8 : CT_DT_I8, R, C, sc, 1, NULL};
                 if (fmt) ct_quantize_q4(wf, CT_DT_F32, R, C, q4, sc);
                 else ct_quantize_i8(wf, CT_DT_F32, R, C, q8, sc);
                 ct_mat wn = w;
                 wn.xq = 0;
-                for (int i = 0; i < CT_AMX_MIN_TOKENS * C; i++) x[i] = urand(rng);
-                fn(&w, NULL, x, y0, CT_AMX_MIN_TOKENS, 0, R);
-                for (int t = 0; t < CT_AMX_MIN_TOKENS; t++) fn(&w, NULL, x + (size_t)t * C, y1 + (size_t)t * R, 1, 0, R);
-                fn(&wn, NULL, x, yf, CT_AMX_MIN_TOKENS, 0, R);
-                CHECKF(memcmp(y0, yf, sizeof(float) * CT_AMX_MIN_TOKENS * R) != 0,
-                       "%s%s: a %d-token call on an xq matrix kept f32 activations", ct_isa_name((ct_isa)isa),
-                       amx ? "+amx" : "", CT_AMX_MIN_TOKENS);
-                CHECKF(memcmp(y0, y1, sizeof(float) * CT_AMX_MIN_TOKENS * R) == 0,
-                       "%s%s: a %d-token call on an xq matrix is not the one-token integer-dot result",
-                       ct_isa_name((ct_isa)isa), amx ? "+amx" : "", CT_AMX_MIN_TOKENS);
+                for (int i = 0; i < NP * C; i++) x[i] = urand(rng);
+                fn(&w, NULL, x, y0, NP, 0, R);
+                ct_mm_prompt = 0; /* the tokens alone, as decode runs them */
+                for (int t = 0; t < NP; t++) fn(&w, NULL, x + (size_t)t * C, y1 + (size_t)t * R, 1, 0, R);
+                ct_mm_prompt = 1;
+                fn(&wn, NULL, x, yf, NP, 0, R);
+                CHECKF(memcmp(y0, yf, sizeof(float) * NP * R) != 0,
+                       "%s%s: a %d-token prompt pass on an xq matrix kept f32 activations", ct_isa_name((ct_isa)isa),
+                       amx ? "+amx" : "", NP);
+                CHECKF(memcmp(y0, y1, sizeof(float) * NP * R) == 0,
+                       "%s%s: a %d-token prompt pass on an xq matrix is not the one-token integer-dot result",
+                       ct_isa_name((ct_isa)isa), amx ? "+amx" : "", NP);
             }
+            ct_mm_prompt = 0;
         }
 #if defined(__x86_64__)
         ct_matmul_amx_enable(0); /* as in a process that selected no kernels yet (this one) */
@@ -715,7 +723,7 @@ static void check_pan(ct_rng *rng, const ct_cpu_features *f) {
                 if (n == 5) { /* the pool's row split */
                     ct_pool *p = NULL;
                     CHECK(ct_pool_create(3, NULL, 0, &p) == CT_OK);
-                    mm_job j = {ct_matmul_rows_vnni, &wp, NULL, x, y1, n};
+                    mm_job j = {ct_matmul_rows_vnni, &wp, NULL, x, y1, n, 0};
                     ct_matmul_rows_vnni(&w, NULL, x, y0, n, 0, R);
                     ct_pool_run(p, run_mm, &j);
                     same &= memcmp(y0, y1, sizeof(float) * n * R) == 0;
@@ -931,9 +939,10 @@ static int tls_size(struct dl_phdr_info *info, size_t size, void *data) {
         if (info->dlpi_phdr[i].p_type == PT_TLS) *(size_t *)data = info->dlpi_phdr[i].p_memsz;
     return 1;
 }
-/* Where AMX is on, BF16 calls below CT_AMX_MIN_TOKENS tokens (decode, batched decode) run
-   the f32 kernel bit for bit (faster there, docs/KERNELS.md "Dispatch") and calls from it run
-   the tiles, whose split-activation arithmetic rounds otherwise. */
+/* Where AMX is on, BF16 calls outside a prompt (decode, batched decode) run the f32 kernel bit
+   for bit at every token count (faster there, docs/KERNELS.md "Dispatch"), and a prompt's calls
+   (ct_mm_prompt) the tiles at every token count, whose split-activation arithmetic rounds
+   otherwise: each token of a prompt pass bit for bit its result in a one-token pass. */
 static void check_amx_dispatch(ct_rng *rng) {
 #if defined(__x86_64__)
     ct_cpu_features f;
@@ -945,6 +954,7 @@ static void check_amx_dispatch(ct_rng *rng) {
     enum { R = 64, C = 1024, N = 40 };
     uint16_t *wh = malloc(sizeof(uint16_t) * R * C);
     float *x = malloc(sizeof(float) * N * C), *y0 = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * N * R);
+    float *y2 = malloc(sizeof(float) * N * R);
     for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(urand(rng));
     for (int i = 0; i < N * C; i++) x[i] = urand(rng);
     const ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL};
@@ -952,19 +962,30 @@ static void check_amx_dispatch(ct_rng *rng) {
     ct_matmul_bf16act_enable(0);
     static const int ns[] = {1, 2, 4, 15, 16, 40};
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
-        const int n = ns[i], tiles = n >= CT_AMX_MIN_TOKENS;
-        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, n, 0, R);
+        const int n = ns[i];
         ct_matmul_rows_avx512(&w, NULL, x, y1, n, 0, R);
-        const int same = memcmp(y0, y1, sizeof(float) * n * R) == 0;
-        CHECKF(same != tiles, "AMX on, BF16, %d tokens: %s the f32 kernel's result", n,
-               tiles ? "gave" : "did not give");
+        ct_mm_prompt = 0;
+        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, n, 0, R);
+        CHECKF(memcmp(y0, y1, sizeof(float) * n * R) == 0, "AMX on, BF16, %d tokens outside a prompt: not the f32 "
+               "kernel's result", n);
+        ct_mm_prompt = 1;
+        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, n, 0, R);
+        for (int t = 0; t < n; t++)
+            ct_matmul_rows_avx512bf16(&w, NULL, x + (size_t)t * C, y2 + (size_t)t * R, 1, 0, R);
+        ct_mm_prompt = 0;
+        CHECKF(memcmp(y0, y1, sizeof(float) * n * R) != 0, "AMX on, BF16, a %d-token prompt pass: the f32 kernel's "
+               "result, not the tiles'", n);
+        CHECKF(memcmp(y0, y2, sizeof(float) * n * R) == 0, "AMX on, BF16, a %d-token prompt pass: not each token's "
+               "one-token result", n);
     }
     ct_matmul_amx_enable(0); /* as in a process that selected no kernels yet (this one) */
-    printf("AMX dispatch: BF16 calls of 1-15 tokens on the f32 kernel, 16 and 40 on the tiles\n");
+    printf("AMX dispatch: BF16 calls of 1-40 tokens on the f32 kernel outside a prompt, on the tiles in one "
+           "(pass-size invariant)\n");
     free(wh);
     free(x);
     free(y0);
     free(y1);
+    free(y2);
 #else
     (void)rng;
 #endif
@@ -1058,6 +1079,7 @@ int main(void) {
         ct_matmul_amx_enable(use_amx);
         ct_matmul_bf16act_enable(bf16act);
 #endif
+        ct_mm_prompt = use_amx; /* the tiles take a prompt's calls */
         ct_matmul_rows_fn fn = ct_matmul_rows_for((ct_isa)isa);
         if (!fn || !ct_isa_supported((ct_isa)isa, &f)) continue;
         variants++;
@@ -1102,8 +1124,9 @@ int main(void) {
                         for (int i = 0; i < n * C; i++) x[i] = urand(&rng);
                         for (int i = 0; i < R; i++) bias[i] = urand(&rng);
                         const float *bp = (ci + ti) % 2 ? bias : NULL;
-                        /* the bf16 dot-product path rounds activations: its reference does too */
-                        int dp = bf16act && dtype == CT_DT_BF16 && n >= CT_DP_MIN_TOKENS;
+                        /* the bf16 dot-product path and the single-term tiles round activations:
+                           their reference does too */
+                        int dp = bf16act && dtype == CT_DT_BF16 && (n >= CT_DP_MIN_TOKENS || (use_amx && C % 32 == 0));
                         for (int i = 0; i < n * C; i++) xr[i] = dp ? ct_bf16_to_f32(ct_f32_to_bf16(x[i])) : x[i];
                         ct_matmul_rows_scalar(&w, bp, xr, y0, n, 0, R);
                         if (dp) ct_matmul_rows_scalar(&w, bp, x, yx, n, 0, R);
@@ -1115,8 +1138,8 @@ int main(void) {
                                 mag[t * R + r] = (float)m;
                             }
                         double e = ct_nmse(y1, y0, (size_t)(n * R));
-                        /* AMX prefill over INT4 rounds the dequantized weights to bf16 */
-                        int wround = use_amx && dtype == CT_DT_U8 && n >= CT_AMX_MIN_TOKENS;
+                        /* AMX prompt passes over INT4 round the dequantized weights to bf16 */
+                        int wround = use_amx && dtype == CT_DT_U8 && C % 32 == 0;
                         if (wround) {
                             q4_cases++;
                             if (e > q4_worst) q4_worst = e;
@@ -1129,7 +1152,7 @@ int main(void) {
                             dp_cases++;
                             if (e > dp_worst) dp_worst = e;
                             double ex = ct_nmse(y1, yx, (size_t)(n * R));
-                            if (ex > dp_vs_f32) dp_vs_f32 = ex;
+                            if (ex > dp_vs_f32 && n * R >= 16) dp_vs_f32 = ex; /* fewer outputs say little */
                         }
                     }
         }
@@ -1173,7 +1196,7 @@ int main(void) {
                 for (int nt = 1; nt <= 3; nt++) {
                     ct_pool *p = NULL;
                     CHECK(ct_pool_create(nt, NULL, 0, &p) == CT_OK);
-                    mm_job j = {fn, &w, NULL, X, nt == 1 ? Y1 : Y3, nn};
+                    mm_job j = {fn, &w, NULL, X, nt == 1 ? Y1 : Y3, nn, use_amx};
                     for (int rep = 0; rep < 20; rep++) ct_pool_run(p, run_mm, &j);
                     if (nt > 1) same &= memcmp(Y1, Y3, sizeof(float) * nn * R) == 0;
                     ct_pool_free(p);
@@ -1194,6 +1217,7 @@ int main(void) {
     ct_matmul_amx_enable(0);
     ct_matmul_bf16act_enable(0);
 #endif
+    ct_mm_prompt = 0;
     printf("%d SIMD variant(s) tested on this CPU\n", variants);
 
     /* pool split covers [0,n) exactly, aligned */

@@ -259,22 +259,23 @@ static int model_mats(ct_model *m, ct_mat **out) {
     return n;
 }
 
-/* INT8/INT4 on parity128 (every matrix >= 128 columns, so the integer-dot mode applies where
-   the level has it): prefill passes of 1, 7 and 32 tokens give bit-identical talker logits
-   after the prompt and the same 6 greedy frames, AMX or not. Where the integer-dot mode is on,
+/* BF16, INT8 and INT4 on parity128 (every matrix >= 128 columns, so the integer-dot mode applies
+   where the level has it, and AMX tiles where the CPU has them): prefill passes of 1, 7 and 32
+   tokens give bit-identical talker logits after the prompt and the same 6 greedy frames, AMX or
+   not (a prompt's BF16 calls take the tiles at every pass size, kernels/cpu.h ct_mm_prompt). Where the integer-dot mode is on,
    the same 32-token passes with every matrix's integer-dot mode off (f32 activations) must
    give other logits (the check can fail). */
 static void test_prefill_pass_invariance(void) {
     const char *dir = ct_test_make("parity128", "test_quant_p128", 3);
     CHECK(dir != NULL);
     if (!dir) return;
-    static const char *qf[2] = {"int8", "int4"};
-    for (int f = 0; f < 2; f++) {
+    static const char *qf[3] = {"bf16", "int8", "int4"};
+    for (int f = 0; f < 3; f++) {
         char err[512];
         ct_model *m = NULL;
         ct_model_params mp = ct_model_params_default();
         mp.weights = qf[f];
-        mp.weight_panels = 1;
+        mp.weight_panels = f > 0;
         CHECKF(ct_model_load(dir, &mp, &m, err, sizeof err) == CT_OK, "%s", err);
         if (!m) continue;
         ct_gen_params g = ct_gen_params_default();
@@ -304,15 +305,21 @@ static void test_prefill_pass_invariance(void) {
         }
         CHECKF(ct_model_get_info(m).packed_bytes == want, "%s: packed_bytes %llu, panels hold %llu", qf[f],
                (unsigned long long)ct_model_get_info(m).packed_bytes, (unsigned long long)want);
-        const int V = m->cfg.talker.vocab, chunks[5] = {1, 7, 32, 32, 1};
+        const int V = m->cfg.talker.vocab, chunks[6] = {1, 7, 32, 32, 1, 32};
         const int xq = m->talker.layers[0].q.xq;
-        float *lg[5];
-        int32_t codes[5][6 * CT_MAX_GROUPS];
+        /* run 5 (BF16 where AMX is on): 32-token passes with AMX off, which must differ (the
+           prompt took the tiles) */
+        const int amx_run = f == 0 && ct_kernels()->amx;
+        float *lg[6] = {0};
+        int32_t codes[6][6 * CT_MAX_GROUPS];
         memset(codes, 0, sizeof codes);
         int plen = 0;
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 5 + amx_run; i++) {
             /* run 3: 32-token passes with f32 activations, which must differ */
             for (int k = 0; k < nm; k++) mats[k]->xq = i == 3 ? 0 : xq_of[k];
+#if defined(__x86_64__)
+            ct_matmul_amx_enable(i == 5 ? 0 : ct_kernels()->amx);
+#endif
             if (i == 4)
                 for (int k = 0; k < nm; k++) {
                     pans[k] = mats[k]->pan;
@@ -331,6 +338,12 @@ static void test_prefill_pass_invariance(void) {
             }
             ct_session_free(s);
         }
+#if defined(__x86_64__)
+        ct_matmul_amx_enable(ct_kernels()->amx);
+#endif
+        if (amx_run)
+            CHECKF(memcmp(lg[5], lg[2], sizeof(float) * V) != 0, "bf16: the prompt gave the same logits without AMX "
+                   "(it did not take the tiles)");
         for (int k = 0; k < nm; k++) mats[k]->xq = xq_of[k];
         for (int k = 0; k < nm; k++) mats[k]->pan = pans[k];
         CHECKF(memcmp(lg[0], lg[4], sizeof(float) * V) == 0 && memcmp(codes[0], codes[4], sizeof codes[0]) == 0,
@@ -346,7 +359,7 @@ static void test_prefill_pass_invariance(void) {
         printf("%s on parity128, %d-position prompt: prefill passes of 1, 7 and 32 give the same logits and codes; "
                "%d matrices with weight panels, the same without them\n",
                qf[f], plen, with_pan);
-        for (int i = 0; i < 5; i++) free(lg[i]);
+        for (int i = 0; i < 6; i++) free(lg[i]);
         ct_model_free(m);
     }
     char err[512];

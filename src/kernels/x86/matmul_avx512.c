@@ -5,7 +5,7 @@
      token block passes over them: the first block streams the chunk from DRAM 2 rows at a time
      in one pass, the later ones take 4 rows x up to 5 tokens;
    - ct_matmul_rows_avx512bf16: INT8/INT4 matrices in the integer-dot mode go to the VNNI
-     kernel (every call); calls of n >= CT_AMX_MIN_TOKENS over BF16 weights (and INT8/INT4
+     kernel (every call); a prompt's calls (ct_mm_prompt) over BF16 weights (and INT8/INT4
      ones outside the integer-dot mode) use AMX tiles (TDPBF16PS) on split activations (hi +
      lo bf16, f32-exact to ~1e-10 NMSE) where the CPU and OS allow them; in the opt-in bf16-activation
      mode, VDPBF16PS (n >= CT_DP_MIN_TOKENS) or single-term AMX on activations rounded to
@@ -609,7 +609,7 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
 
 
 /* ---- AMX-BF16 (TDPBF16PS) ----------------------------------------------------------- */
-/* BF16 weights, n >= CT_AMX_MIN_TOKENS, cols % 32 == 0. The activations are split once per
+/* A prompt's calls (ct_mm_prompt) over BF16 weights, cols % 32 == 0. The activations are split once per
    pass into x = hi + lo with hi = bf16(x) and lo = bf16(x - hi) and packed as AMX B tiles
    ([k/2][16 tokens][2]); weight rows are A tiles loaded straight from the matrix, and each
    C tile accumulates A.hi + A.lo. bf16 x bf16 products are exact in f32, so the only error
@@ -815,13 +815,13 @@ void ct_matmul_rows_avx512bf16(const ct_mat *w, const float *bias, const float *
         ct_matmul_rows_vnni(w, bias, x, y, n, r0, r1);
         return;
     }
-    /* the tiles take calls of CT_AMX_MIN_TOKENS or more (a prompt pass): decode-sized BF16
+    /* the tiles take a prompt's calls (ct_mm_prompt), every pass size alike: decode-sized BF16
        calls read memory faster through the f32 kernels (30 against 23 GB/s for one token on
        the Sapphire Rapids VM, docs/BENCH.md "Issue 15, nineteenth sitting"), and xq INT8/INT4
        matrices took the integer-dot mode above, twice as fast as dequantized tiles at 16-40
        tokens there. A thread that cannot get the tiles' or the bf16 activations' buffer takes
        the next path. */
-    if ((w->dtype == CT_DT_BF16 || (q && w->cols <= AMX_WMAXC)) && amx_on && n >= CT_AMX_MIN_TOKENS &&
+    if ((w->dtype == CT_DT_BF16 || (q && w->cols <= AMX_WMAXC)) && amx_on && ct_mm_prompt &&
         w->cols % 32 == 0 && w->cols / 2 * 16 <= AMX_PAIRS && ct_tbuf_get(&amx_tb, &amx_tl))
         gemm_amx(w, bias, x, y, n, r0, r1);
     else if (w->dtype == CT_DT_BF16 && bf16act_on && n >= CT_DP_MIN_TOKENS && w->cols <= DP_MAXC &&
