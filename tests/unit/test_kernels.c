@@ -978,9 +978,39 @@ static void check_amx_dispatch(ct_rng *rng) {
         CHECKF(memcmp(y0, y2, sizeof(float) * n * R) == 0, "AMX on, BF16, a %d-token prompt pass: not each token's "
                "one-token result", n);
     }
+    /* the packed activations' reuse (ct_xq_scope_begin): inside a scope, row chunks of two matrices
+       and token counts alternating over the same x give the unscoped results bit for bit; a changed x
+       is not packed again inside the scope (the reuse happens) and is after it */
+    {
+        int same = 1, stale, fresh = 1;
+        const ct_mat w2 = {wh + 16 * C, CT_DT_BF16, R - 16, C, NULL, 0, NULL};
+        ct_mm_prompt = 1;
+        ct_matmul_rows_avx512bf16(&w, NULL, x, y1, N, 0, R);
+        ct_matmul_rows_avx512bf16(&w2, NULL, x, y2, 7, 0, R - 16);
+        ct_xq_scope_begin();
+        for (int r0 = 0; r0 < R; r0 += 16) { /* 7 tokens, then 40 over the same x */
+            if (r0 + 16 < R) {
+                ct_matmul_rows_avx512bf16(&w2, NULL, x, y0, 7, r0, r0 + 16);
+                for (int t = 0; t < 7; t++)
+                    same &= memcmp(y0 + (size_t)t * (R - 16) + r0, y2 + (size_t)t * (R - 16) + r0, 64) == 0;
+            }
+            ct_matmul_rows_avx512bf16(&w, NULL, x, y0, N, r0, r0 + 16);
+            for (int t = 0; t < N; t++) same &= memcmp(y0 + (size_t)t * R + r0, y1 + (size_t)t * R + r0, 64) == 0;
+        }
+        for (int i = 0; i < N * C; i++) x[i] = -x[i];
+        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, N, 0, R); /* the last call's key: x of before */
+        stale = memcmp(y0, y1, sizeof(float) * N * R) == 0;
+        ct_xq_scope_end();
+        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, N, 0, R);
+        for (int i = 0; i < N * R; i++) fresh &= y0[i] == -y1[i];
+        ct_mm_prompt = 0;
+        CHECKF(same, "%s", "AMX prompt calls inside an activation-reuse scope differ from the unscoped ones");
+        CHECKF(stale, "%s", "an AMX prompt call inside the scope packed x again (no reuse)");
+        CHECKF(fresh, "%s", "an AMX prompt call after the scope did not pack the changed x");
+    }
     ct_matmul_amx_enable(0); /* as in a process that selected no kernels yet (this one) */
     printf("AMX dispatch: BF16 calls of 1-40 tokens on the f32 kernel outside a prompt, on the tiles in one "
-           "(pass-size invariant)\n");
+           "(pass-size invariant); packed activations reused in a scope\n");
     free(wh);
     free(x);
     free(y0);

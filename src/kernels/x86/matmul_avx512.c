@@ -733,7 +733,13 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
         const int nt = n - t0 < tp ? n - t0 : tp;
         const float *xt = x + (size_t)t0 * C;
         float *yt = y + (size_t)t0 * R;
-        amx_pack(xt, C, nt, split, B->hi, B->lo);
+        /* a pool job's row chunks of one x pack it once per thread (ct_xq_tls, kernels/cpu.h) */
+        ct_xq_reuse *key = &ct_xq_tls;
+        const int kid = CT_XQ_KEY_AMX + split;
+        if (n > tp || !key->on || key->x != x || key->n != n || key->cols != C || key->q4 != kid) {
+            amx_pack(xt, C, nt, split, B->hi, B->lo);
+            if (key->on) *key = (ct_xq_reuse){1, n <= tp ? x : NULL, n, C, kid};
+        }
         const int nb = (nt + 15) / 16;
         for (int r = r0; r < rfull; r += 32) {
             const int two = r + 32 <= rfull;
