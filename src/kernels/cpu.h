@@ -55,13 +55,15 @@ typedef void (*ct_matmul_rows_fn)(const ct_mat *w, const float *bias, const floa
    activations instead of quantizing x again (a pool job walking row chunks of one matmul
    quantizes once per thread, not once per chunk). The caller guarantees that no x passed
    inside the scope changes before the scope ends; outside a scope every call quantizes. The
-   AMX tiles' prompt calls reuse their packed bf16 activations the same way (CT_XQ_KEY_AMX). */
+   AMX tiles' prompt calls reuse their packed bf16 activations the same way (CT_XQ_KEY_AMX), and
+   the bf16-activation GEMM its converted ones (CT_XQ_KEY_DP). */
 typedef struct {
     int on;
     const float *x;
-    int n, cols, q4; /* q4: the layout (integer-dot 0-3, x86/matmul_vnni_avx512.c; CT_XQ_KEY_AMX) */
+    int n, cols, q4; /* q4: the layout (integer-dot 0-3, x86/matmul_vnni_avx512.c; CT_XQ_KEY_*) */
 } ct_xq_reuse;
 #define CT_XQ_KEY_AMX 4 /* + 1 with the lo halves: x86/matmul_avx512.c's gemm_amx */
+#define CT_XQ_KEY_DP 6  /* x86/matmul_avx512.c's gemm_dp */
 extern _Thread_local ct_xq_reuse ct_xq_tls;
 static inline void ct_xq_scope_begin(void) {
     ct_xq_tls.on = 1;

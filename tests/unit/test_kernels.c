@@ -978,39 +978,107 @@ static void check_amx_dispatch(ct_rng *rng) {
         CHECKF(memcmp(y0, y2, sizeof(float) * n * R) == 0, "AMX on, BF16, a %d-token prompt pass: not each token's "
                "one-token result", n);
     }
-    /* the packed activations' reuse (ct_xq_scope_begin): inside a scope, row chunks of two matrices
-       and token counts alternating over the same x give the unscoped results bit for bit; a changed x
-       is not packed again inside the scope (the reuse happens) and is after it */
-    {
-        int same = 1, stale, fresh = 1;
-        const ct_mat w2 = {wh + 16 * C, CT_DT_BF16, R - 16, C, NULL, 0, NULL};
-        ct_mm_prompt = 1;
-        ct_matmul_rows_avx512bf16(&w, NULL, x, y1, N, 0, R);
-        ct_matmul_rows_avx512bf16(&w2, NULL, x, y2, 7, 0, R - 16);
-        ct_xq_scope_begin();
-        for (int r0 = 0; r0 < R; r0 += 16) { /* 7 tokens, then 40 over the same x */
-            if (r0 + 16 < R) {
-                ct_matmul_rows_avx512bf16(&w2, NULL, x, y0, 7, r0, r0 + 16);
-                for (int t = 0; t < 7; t++)
-                    same &= memcmp(y0 + (size_t)t * (R - 16) + r0, y2 + (size_t)t * (R - 16) + r0, 64) == 0;
-            }
-            ct_matmul_rows_avx512bf16(&w, NULL, x, y0, N, r0, r0 + 16);
-            for (int t = 0; t < N; t++) same &= memcmp(y0 + (size_t)t * R + r0, y1 + (size_t)t * R + r0, 64) == 0;
-        }
-        for (int i = 0; i < N * C; i++) x[i] = -x[i];
-        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, N, 0, R); /* the last call's key: x of before */
-        stale = memcmp(y0, y1, sizeof(float) * N * R) == 0;
-        ct_xq_scope_end();
-        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, N, 0, R);
-        for (int i = 0; i < N * R; i++) fresh &= y0[i] == -y1[i];
-        ct_mm_prompt = 0;
-        CHECKF(same, "%s", "AMX prompt calls inside an activation-reuse scope differ from the unscoped ones");
-        CHECKF(stale, "%s", "an AMX prompt call inside the scope packed x again (no reuse)");
-        CHECKF(fresh, "%s", "an AMX prompt call after the scope did not pack the changed x");
-    }
     ct_matmul_amx_enable(0); /* as in a process that selected no kernels yet (this one) */
     printf("AMX dispatch: BF16 calls of 1-40 tokens on the f32 kernel outside a prompt, on the tiles in one "
-           "(pass-size invariant); packed activations reused in a scope\n");
+           "(pass-size invariant)\n");
+    free(wh);
+    free(x);
+    free(y0);
+    free(y1);
+    free(y2);
+#else
+    (void)rng;
+#endif
+}
+
+#if defined(__x86_64__)
+/* The bf16 activations' reuse (ct_xq_scope_begin) of ct_matmul_rows_avx512bf16 in its current mode:
+   inside a scope, row chunks of w (n tokens) and w2 (n2 < n tokens, first in each chunk, so a pack
+   of fewer tokens comes before a call of more) over one x give the unscoped results bit for bit; a
+   changed x is not packed again inside the scope (the reuse happens) and is after it. */
+static void act_reuse(const char *what, const ct_mat *w, const ct_mat *w2, float *x, int n, int n2, float *y0,
+                      float *y1, float *y2) {
+    const int R = w->rows, C = w->cols, R2 = w2->rows;
+    int same = 1, stale, fresh = 1;
+    ct_matmul_rows_avx512bf16(w, NULL, x, y1, n, 0, R);
+    ct_matmul_rows_avx512bf16(w2, NULL, x, y2, n2, 0, R2);
+    for (int i = 0; i < n * C; i++) x[i] = -x[i]; /* the buffers hold another x's tokens */
+    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 0, R);
+    for (int i = 0; i < n * C; i++) x[i] = -x[i];
+    ct_xq_scope_begin();
+    for (int r0 = 0; r0 < R; r0 += 16) {
+        if (r0 + 16 <= R2) {
+            ct_matmul_rows_avx512bf16(w2, NULL, x, y0, n2, r0, r0 + 16);
+            for (int t = 0; t < n2; t++)
+                same &= memcmp(y0 + (size_t)t * R2 + r0, y2 + (size_t)t * R2 + r0, 64) == 0;
+        }
+        ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, r0, r0 + 16);
+        for (int t = 0; t < n; t++) same &= memcmp(y0 + (size_t)t * R + r0, y1 + (size_t)t * R + r0, 64) == 0;
+    }
+    for (int i = 0; i < n * C; i++) x[i] = -x[i];
+    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 0, R); /* the last call's key: x of before */
+    stale = memcmp(y0, y1, sizeof(float) * (size_t)n * R) == 0;
+    ct_xq_scope_end();
+    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 0, R);
+    for (int i = 0; i < n * R; i++) fresh &= y0[i] == -y1[i];
+    for (int i = 0; i < n * C; i++) x[i] = -x[i];
+    CHECKF(same, "%s: calls inside an activation-reuse scope differ from the unscoped ones", what);
+    CHECKF(stale, "%s: a call inside the scope packed x again (no reuse)", what);
+    CHECKF(fresh, "%s: a call after the scope did not pack the changed x", what);
+    printf("%s: bf16 activations packed once per x in a reuse scope\n", what);
+}
+
+/* A call too long for one pack (200 tokens of 1024 columns) reuses the buffer pass by pass: a later
+   call in the scope over the x packed before it must pack x again. */
+static void multipass_reuse(const char *what, const ct_mat *w, const float *x, int n, float *y0, float *y1,
+                            ct_rng *rng) {
+    enum { NB = 200 };
+    const int R = w->rows, C = w->cols;
+    float *xb = malloc(sizeof(float) * NB * C), *yb = malloc(sizeof(float) * NB * R);
+    for (int i = 0; i < NB * C; i++) xb[i] = urand(rng);
+    ct_matmul_rows_avx512bf16(w, NULL, x, y1, n, 0, R);
+    ct_xq_scope_begin();
+    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 0, 16);
+    ct_matmul_rows_avx512bf16(w, NULL, xb, yb, NB, 0, 16);
+    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 16, R);
+    ct_xq_scope_end();
+    int ok = 1;
+    for (int t = 0; t < n; t++) ok &= memcmp(y0 + (size_t)t * R + 16, y1 + (size_t)t * R + 16, sizeof(float) * (R - 16)) == 0;
+    CHECKF(ok, "%s: a call after a multi-pass one in the scope reused a stale pack", what);
+    free(xb);
+    free(yb);
+}
+#endif
+
+/* act_reuse for the AMX tiles' prompt calls and the bf16-activation GEMM, where the CPU has them. */
+static void check_act_reuse(ct_rng *rng) {
+#if defined(__x86_64__)
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    if (!ct_isa_supported(CT_ISA_AVX512BF16, &f)) {
+        printf("activation reuse: no AVX-512 BF16 here\n");
+        return;
+    }
+    enum { R = 64, C = 1024, N = 40 };
+    uint16_t *wh = malloc(sizeof(uint16_t) * R * C);
+    float *x = malloc(sizeof(float) * N * C), *y0 = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * N * R);
+    float *y2 = malloc(sizeof(float) * N * R);
+    for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(urand(rng));
+    for (int i = 0; i < N * C; i++) x[i] = urand(rng);
+    const ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL}, w2 = {wh + 16 * C, CT_DT_BF16, R - 16, C, NULL, 0, NULL};
+    if (ct_amx_available()) {
+        ct_matmul_amx_enable(1);
+        ct_matmul_bf16act_enable(0);
+        ct_mm_prompt = 1;
+        act_reuse("AMX prompt calls", &w, &w2, x, N, 7, y0, y1, y2);
+        multipass_reuse("AMX prompt calls", &w, x, N, y0, y1, rng);
+        ct_mm_prompt = 0;
+        ct_matmul_amx_enable(0);
+    }
+    ct_matmul_bf16act_enable(1);
+    act_reuse("bf16-activation GEMM", &w, &w2, x, N, CT_DP_MIN_TOKENS + 1, y0, y1, y2);
+    multipass_reuse("bf16-activation GEMM", &w, x, N, y0, y1, rng);
+    ct_matmul_bf16act_enable(0);
     free(wh);
     free(x);
     free(y0);
@@ -1047,6 +1115,7 @@ int main(void) {
     check_xq_borrow(&rng, &f);
     check_tls_block();
     check_amx_dispatch(&rng);
+    check_act_reuse(&rng);
     check_swiglu(&f);
     check_rmsnorm(&f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};

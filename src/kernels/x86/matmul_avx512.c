@@ -574,7 +574,14 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
     const int R = w->rows, C = w->cols, cp = (C + 31) & ~31, xs = cp + 32;
     const int nb = (n + DP_T - 1) / DP_T, all = (size_t)n * xs <= DP_XELEMS;
     uint16_t *const dp_xb = dp_tl; /* the caller got it (ct_matmul_rows_avx512bf16) */
-    if (all) dp_convert(x, C, cp, xs, n, dp_xb);
+    /* a pool job's row chunks of one x convert it once per thread (ct_xq_tls, kernels/cpu.h) */
+    ct_xq_reuse *key = &ct_xq_tls;
+    if (all && (!key->on || key->x != x || key->n != n || key->cols != C || key->q4 != CT_XQ_KEY_DP)) {
+        dp_convert(x, C, cp, xs, n, dp_xb);
+        if (key->on) *key = (ct_xq_reuse){1, x, n, C, CT_XQ_KEY_DP};
+    } else if (!all && key->q4 == CT_XQ_KEY_DP) {
+        key->x = NULL; /* the passes below overwrite the buffer */
+    }
     for (int rc = r0; rc < r1; rc += RCHUNK) {
         const int rce = rc + RCHUNK < r1 ? rc + RCHUNK : r1;
         for (int b = 0, t = 0; b < nb; b++) {
@@ -738,7 +745,7 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
         const int kid = CT_XQ_KEY_AMX + split;
         if (n > tp || !key->on || key->x != x || key->n != n || key->cols != C || key->q4 != kid) {
             amx_pack(xt, C, nt, split, B->hi, B->lo);
-            if (key->on) *key = (ct_xq_reuse){1, n <= tp ? x : NULL, n, C, kid};
+            if (key->on) *key = (ct_xq_reuse){1, x, n, C, kid}; /* n > tp: never matched */
         }
         const int nb = (nt + 15) / 16;
         for (int r = r0; r < rfull; r += 32) {
