@@ -939,57 +939,6 @@ static int tls_size(struct dl_phdr_info *info, size_t size, void *data) {
         if (info->dlpi_phdr[i].p_type == PT_TLS) *(size_t *)data = info->dlpi_phdr[i].p_memsz;
     return 1;
 }
-/* Where AMX is on, BF16 calls outside a prompt (decode, batched decode) run the f32 kernel bit
-   for bit at every token count (faster there, docs/KERNELS.md "Dispatch"), and a prompt's calls
-   (ct_mm_prompt) the tiles at every token count, whose split-activation arithmetic rounds
-   otherwise: each token of a prompt pass bit for bit its result in a one-token pass. */
-static void check_amx_dispatch(ct_rng *rng) {
-#if defined(__x86_64__)
-    ct_cpu_features f;
-    ct_cpu_detect(&f);
-    if (!ct_amx_available() || !ct_isa_supported(CT_ISA_AVX512BF16, &f)) {
-        printf("AMX dispatch: no AMX here\n");
-        return;
-    }
-    enum { R = 64, C = 1024, N = 40 };
-    uint16_t *wh = malloc(sizeof(uint16_t) * R * C);
-    float *x = malloc(sizeof(float) * N * C), *y0 = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * N * R);
-    float *y2 = malloc(sizeof(float) * N * R);
-    for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(urand(rng));
-    for (int i = 0; i < N * C; i++) x[i] = urand(rng);
-    const ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL};
-    ct_matmul_amx_enable(1);
-    ct_matmul_bf16act_enable(0);
-    static const int ns[] = {1, 2, 4, 15, 16, 40};
-    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
-        const int n = ns[i];
-        ct_matmul_rows_avx512(&w, NULL, x, y1, n, 0, R);
-        ct_mm_prompt = 0;
-        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, n, 0, R);
-        CHECKF(memcmp(y0, y1, sizeof(float) * n * R) == 0, "AMX on, BF16, %d tokens outside a prompt: not the f32 "
-               "kernel's result", n);
-        ct_mm_prompt = 1;
-        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, n, 0, R);
-        for (int t = 0; t < n; t++)
-            ct_matmul_rows_avx512bf16(&w, NULL, x + (size_t)t * C, y2 + (size_t)t * R, 1, 0, R);
-        ct_mm_prompt = 0;
-        CHECKF(memcmp(y0, y1, sizeof(float) * n * R) != 0, "AMX on, BF16, a %d-token prompt pass: the f32 kernel's "
-               "result, not the tiles'", n);
-        CHECKF(memcmp(y0, y2, sizeof(float) * n * R) == 0, "AMX on, BF16, a %d-token prompt pass: not each token's "
-               "one-token result", n);
-    }
-    ct_matmul_amx_enable(0); /* as in a process that selected no kernels yet (this one) */
-    printf("AMX dispatch: BF16 calls of 1-40 tokens on the f32 kernel outside a prompt, on the tiles in one "
-           "(pass-size invariant)\n");
-    free(wh);
-    free(x);
-    free(y0);
-    free(y1);
-    free(y2);
-#else
-    (void)rng;
-#endif
-}
 
 #if defined(__x86_64__)
 /* The bf16 activations' reuse (ct_xq_scope_begin) of ct_matmul_rows_avx512bf16 in its current mode:
@@ -1050,13 +999,17 @@ static void multipass_reuse(const char *what, const ct_mat *w, const float *x, i
 }
 #endif
 
-/* act_reuse for the AMX tiles' prompt calls and the bf16-activation GEMM, where the CPU has them. */
-static void check_act_reuse(ct_rng *rng) {
+/* Where AMX is on, BF16 calls outside a prompt (decode, batched decode) run the f32 kernel bit
+   for bit at every token count (faster there, docs/KERNELS.md "Dispatch"), and a prompt's calls
+   (ct_mm_prompt) the tiles at every token count, whose split-activation arithmetic rounds
+   otherwise: each token of a prompt pass bit for bit its result in a one-token pass. Then the
+   activation reuse of the tiles' prompt calls and of the bf16-activation GEMM. */
+static void check_bf16_tiles(ct_rng *rng) {
 #if defined(__x86_64__)
     ct_cpu_features f;
     ct_cpu_detect(&f);
     if (!ct_isa_supported(CT_ISA_AVX512BF16, &f)) {
-        printf("activation reuse: no AVX-512 BF16 here\n");
+        printf("AMX dispatch, activation reuse: no AVX-512 BF16 here\n");
         return;
     }
     enum { R = 64, C = 1024, N = 40 };
@@ -1066,15 +1019,35 @@ static void check_act_reuse(ct_rng *rng) {
     for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(urand(rng));
     for (int i = 0; i < N * C; i++) x[i] = urand(rng);
     const ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL}, w2 = {wh + 16 * C, CT_DT_BF16, R - 16, C, NULL, 0, NULL};
+    ct_matmul_amx_enable(1);
+    ct_matmul_bf16act_enable(0);
+    static const int ns[] = {1, 2, 4, 15, 16, 40};
+    for (size_t i = 0; ct_amx_available() && i < sizeof ns / sizeof *ns; i++) {
+        const int n = ns[i];
+        ct_matmul_rows_avx512(&w, NULL, x, y1, n, 0, R);
+        ct_mm_prompt = 0;
+        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, n, 0, R);
+        CHECKF(memcmp(y0, y1, sizeof(float) * n * R) == 0, "AMX on, BF16, %d tokens outside a prompt: not the f32 "
+               "kernel's result", n);
+        ct_mm_prompt = 1;
+        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, n, 0, R);
+        for (int t = 0; t < n; t++)
+            ct_matmul_rows_avx512bf16(&w, NULL, x + (size_t)t * C, y2 + (size_t)t * R, 1, 0, R);
+        ct_mm_prompt = 0;
+        CHECKF(memcmp(y0, y1, sizeof(float) * n * R) != 0, "AMX on, BF16, a %d-token prompt pass: the f32 kernel's "
+               "result, not the tiles'", n);
+        CHECKF(memcmp(y0, y2, sizeof(float) * n * R) == 0, "AMX on, BF16, a %d-token prompt pass: not each token's "
+               "one-token result", n);
+    }
     if (ct_amx_available()) {
-        ct_matmul_amx_enable(1);
-        ct_matmul_bf16act_enable(0);
+        printf("AMX dispatch: BF16 calls of 1-40 tokens on the f32 kernel outside a prompt, on the tiles in one "
+               "(pass-size invariant)\n");
         ct_mm_prompt = 1;
         act_reuse("AMX prompt calls", &w, &w2, x, N, 7, y0, y1, y2);
         multipass_reuse("AMX prompt calls", &w, x, N, y0, y1, rng);
         ct_mm_prompt = 0;
-        ct_matmul_amx_enable(0);
     }
+    ct_matmul_amx_enable(0); /* as in a process that selected no kernels yet (this one) */
     ct_matmul_bf16act_enable(1);
     act_reuse("bf16-activation GEMM", &w, &w2, x, N, CT_DP_MIN_TOKENS + 1, y0, y1, y2);
     multipass_reuse("bf16-activation GEMM", &w, x, N, y0, y1, rng);
@@ -1114,8 +1087,7 @@ int main(void) {
 #endif
     check_xq_borrow(&rng, &f);
     check_tls_block();
-    check_amx_dispatch(&rng);
-    check_act_reuse(&rng);
+    check_bf16_tiles(&rng);
     check_swiglu(&f);
     check_rmsnorm(&f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
