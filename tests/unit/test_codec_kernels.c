@@ -98,9 +98,9 @@ __attribute__((optimize("no-tree-vectorize"))) static void emu_dp(int c, int a, 
 #define TILE_RELEASE() (emu.on = 0)
 #include "kernels/x86/conv_amx_body.h"
 #if defined(__x86_64__)
-/* again with the AMX build's bf16 splits (VCVTNE2PS2BF16), where the CPU has AVX-512 BF16: the
-   same bits as the scalar splits */
-#include "kernels/x86/conv_amx_split.h"
+/* again with the AMX build's vector splits and stores (x86/conv_amx_vec.h), where the CPU has
+   AVX-512 BF16: the same bits as the scalar ones */
+#include "kernels/x86/conv_amx_vec.h"
 #undef CV_AMX_FN
 #define CV_AMX_FN cv_gemm_amx_emul_bf16
 #include "kernels/x86/conv_amx_body.h"
@@ -122,7 +122,7 @@ static void find_gemm_variants(void) {
     ct_cpu_features f;
     ct_cpu_detect(&f);
     if (ct_isa_supported(CT_ISA_AVX512BF16, &f))
-        gv[n_gv++] = (gemm_variant){"amx (emulated tiles, bf16 splits)", CT_ISA_SCALAR, cv_gemm_amx_emul_bf16, 2e-5f};
+        gv[n_gv++] = (gemm_variant){"amx (emulated tiles, vector splits and stores)", CT_ISA_SCALAR, cv_gemm_amx_emul_bf16, 2e-5f};
 #endif
 #if defined(__x86_64__)
     if (ct_amx_available()) gv[n_gv++] = (gemm_variant){"amx", CT_ISA_AVX512BF16, ct_cv_gemm_range_amx, 2e-5f};
@@ -197,7 +197,7 @@ static void test_gemm(int cin, int cout, int k, int dil, int n, int accumulate, 
         }
     }
 #if defined(__x86_64__)
-    /* the vector splits give the scalar splits' bits */
+    /* the vector splits and stores give the scalar ones' bits */
     if (gv[n_gv - 1].fn == cv_gemm_amx_emul_bf16 || (n_gv > 1 && gv[n_gv - 2].fn == cv_gemm_amx_emul_bf16)) {
         a.Y = y;
         memcpy(y, y0, sizeof(float) * ny);
@@ -205,7 +205,7 @@ static void test_gemm(int cin, int cout, int k, int dil, int n, int accumulate, 
         a.Y = y2;
         memcpy(y2, y0, sizeof(float) * ny);
         cv_gemm_amx_emul_bf16(&a, 0, W.nb, 0, n);
-        CHECKF(memcmp(y, y2, sizeof(float) * ny) == 0, "amx bf16 splits vs scalar splits, cin %d cout %d n %d", cin, cout, n);
+        CHECKF(memcmp(y, y2, sizeof(float) * ny) == 0, "amx vector vs scalar splits and stores, cin %d cout %d n %d", cin, cout, n);
     }
 #endif
     /* a weight not marked amx: the AMX GEMM passes its calls to its fallback (here the scalar

@@ -16,5 +16,5 @@
 #define TILE_STORE(t, p, s) _tile_stored(t, p, s)
 #define TILE_RELEASE() _tile_release()
 
-#include "kernels/x86/conv_amx_split.h"
+#include "kernels/x86/conv_amx_vec.h"
 #include "kernels/x86/conv_amx_body.h"

@@ -75,14 +75,24 @@ static inline void cv_split_pairs_c(const float *w0, const float *w1, uint16_t *
         cv_split(w1[o], h + 2 * o + 1, l + 2 * o + 1);
     }
 }
+/* A C tile row's n <= 16 channels into y: y[o] = ((acc ? y[o] : 0) + (b ? b[o] : 0)) + t[o] (the
+   includer may define CV_STORE_ROW, same contract and bits). */
+static inline void cv_store_row_c(float *y, const float *t, const float *b, int n, int acc) {
+    for (int o = 0; o < n; o++) {
+        const float base = (acc ? y[o] : 0.0f) + (b ? b[o] : 0.0f);
+        y[o] = base + t[o];
+    }
+}
 #endif /* CT_CV_AMX_BODY_ONCE */
 
 #ifdef CV_SPLIT_ROW
 #define CV_SPLIT_ROW_USE CV_SPLIT_ROW
 #define CV_SPLIT_PAIRS_USE CV_SPLIT_PAIRS
+#define CV_STORE_ROW_USE CV_STORE_ROW
 #else
 #define CV_SPLIT_ROW_USE cv_split_row_c
 #define CV_SPLIT_PAIRS_USE cv_split_pairs_c
+#define CV_STORE_ROW_USE cv_store_row_c
 #endif
 
 CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int r1) {
@@ -191,19 +201,16 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
                     TILE_STORE(1, ct[1], 64);
                     TILE_STORE(2, ct[2], 64);
                     TILE_STORE(3, ct[3], 64);
-                    for (int j = 0; j < 1 + two; j++)
+                    for (int j = 0; j < 1 + two; j++) {
+                        const int c0 = (pb + j) * CT_CV_OB, nc = cout - c0 < 16 ? cout - c0 : 16;
                         for (int h = 0; h < 2; h++)
                             for (int i = 0; i < 16; i++) {
                                 const int r = R0 + rb + 16 * h + i;
                                 if (r >= r1) break;
-                                float *y = a->Y + (size_t)r * a->ldy;
-                                for (int o = 0; o < 16; o++) {
-                                    const int c = (pb + j) * CT_CV_OB + o;
-                                    if (c >= cout) break;
-                                    const float base = (a->accumulate ? y[c] : 0.0f) + (a->bias ? a->bias[c] : 0.0f);
-                                    y[c] = base + ct[2 * j + h][i * 16 + o];
-                                }
+                                CV_STORE_ROW_USE(a->Y + (size_t)r * a->ldy + c0, ct[2 * j + h] + i * 16,
+                                                 a->bias ? a->bias + c0 : NULL, nc, a->accumulate);
                             }
+                    }
                 }
             }
         }
@@ -212,3 +219,4 @@ CV_AMX_ATTR void CV_AMX_FN(const ct_cv_gemm_args *a, int b0, int b1, int r0, int
 }
 #undef CV_SPLIT_ROW_USE
 #undef CV_SPLIT_PAIRS_USE
+#undef CV_STORE_ROW_USE

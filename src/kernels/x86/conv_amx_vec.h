@@ -1,15 +1,17 @@
-/* The bf16 splits of the AMX codec GEMM (x86/conv_amx_body.h) with VCVTNE2PS2BF16: hi = bf16(x),
- * lo = bf16(x - hi), rounded to nearest even as the body's scalar cv_split (normal numbers give
- * the same bits; tests/unit/test_codec_kernels.c checks it where the CPU has AVX-512 BF16).
- * Included before the body, which defines cv_split. */
-#ifndef CT_KERNELS_X86_CONV_AMX_SPLIT_H
-#define CT_KERNELS_X86_CONV_AMX_SPLIT_H
+/* The AMX codec GEMM's (x86/conv_amx_body.h) vector helpers: its bf16 splits with VCVTNE2PS2BF16
+ * (hi = bf16(x), lo = bf16(x - hi), rounded to nearest even as the body's scalar cv_split: normal
+ * numbers give the same bits) and its tile-row store in one masked vector. tests/unit/
+ * test_codec_kernels.c checks both against the scalar ones bit for bit where the CPU has AVX-512
+ * BF16. Included before the body, which defines cv_split. */
+#ifndef CT_KERNELS_X86_CONV_AMX_VEC_H
+#define CT_KERNELS_X86_CONV_AMX_VEC_H
 
 #include <immintrin.h>
 #include <stdint.h>
 
 #define CV_SPLIT_ROW cv_split_row_bf16
 #define CV_SPLIT_PAIRS cv_split_pairs_bf16
+#define CV_STORE_ROW cv_store_row_avx512
 
 #define CV_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
@@ -41,6 +43,14 @@ CV_BF16 static void cv_split_pairs_bf16(const float *w0, const float *w1, uint16
     const __m512i hv = (__m512i)_mm512_cvtne2ps_pbh(b, a);
     _mm512_storeu_si512((void *)h, _mm512_permutexvar_epi16(idx, hv));
     _mm512_storeu_si512((void *)l, _mm512_permutexvar_epi16(idx, cv_lo32(a, b, hv)));
+}
+
+/* The body's cv_store_row_c in one masked vector: the same two additions per channel. */
+CV_BF16 static void cv_store_row_avx512(float *y, const float *t, const float *b, int n, int acc) {
+    const __mmask16 m = (__mmask16)((1u << n) - 1u);
+    const __m512 yv = acc ? _mm512_maskz_loadu_ps(m, y) : _mm512_setzero_ps();
+    const __m512 bv = b ? _mm512_maskz_loadu_ps(m, b) : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(y, m, _mm512_add_ps(_mm512_add_ps(yv, bv), _mm512_loadu_ps(t)));
 }
 
 #endif
