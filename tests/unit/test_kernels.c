@@ -1043,6 +1043,15 @@ static void check_bf16_tiles(ct_rng *rng) {
         printf("AMX dispatch: BF16 calls of 1-40 tokens on the f32 kernel outside a prompt, on the tiles in one "
                "(pass-size invariant)\n");
         ct_mm_prompt = 1;
+        /* the single-term tiles of the bf16-activation mode: pass-size invariant too (40 tokens
+           take the three-block pass, one token the 2 x 2 blocking) */
+        ct_matmul_bf16act_enable(1);
+        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, N, 0, R);
+        for (int t = 0; t < N; t++)
+            ct_matmul_rows_avx512bf16(&w, NULL, x + (size_t)t * C, y2 + (size_t)t * R, 1, 0, R);
+        ct_matmul_bf16act_enable(0);
+        CHECKF(memcmp(y0, y2, sizeof(float) * N * R) == 0, "%s",
+               "AMX on, bf16 activations, a 40-token prompt pass: not each token's one-token result");
         act_reuse("AMX prompt calls", &w, &w2, x, N, 7, y0, y1, y2);
         multipass_reuse("AMX prompt calls", &w, x, N, y0, y1, rng);
         ct_mm_prompt = 0;
