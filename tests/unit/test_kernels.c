@@ -1012,7 +1012,7 @@ static void check_bf16_tiles(ct_rng *rng) {
         printf("AMX dispatch, activation reuse: no AVX-512 BF16 here\n");
         return;
     }
-    enum { R = 64, C = 1024, N = 40 };
+    enum { R = 64, C = 1024, N = 64 };
     uint16_t *wh = malloc(sizeof(uint16_t) * R * C);
     float *x = malloc(sizeof(float) * N * C), *y0 = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * N * R);
     float *y2 = malloc(sizeof(float) * N * R);
@@ -1021,7 +1021,7 @@ static void check_bf16_tiles(ct_rng *rng) {
     const ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL}, w2 = {wh + 16 * C, CT_DT_BF16, R - 16, C, NULL, 0, NULL};
     ct_matmul_amx_enable(1);
     ct_matmul_bf16act_enable(0);
-    static const int ns[] = {1, 2, 4, 15, 16, 40};
+    static const int ns[] = {1, 2, 4, 15, 16, 40, 49, 64}; /* 33-64: one pass per 16 rows */
     for (size_t i = 0; ct_amx_available() && i < sizeof ns / sizeof *ns; i++) {
         const int n = ns[i];
         ct_matmul_rows_avx512(&w, NULL, x, y1, n, 0, R);
@@ -1040,18 +1040,20 @@ static void check_bf16_tiles(ct_rng *rng) {
                "one-token result", n);
     }
     if (ct_amx_available()) {
-        printf("AMX dispatch: BF16 calls of 1-40 tokens on the f32 kernel outside a prompt, on the tiles in one "
+        printf("AMX dispatch: BF16 calls of 1-64 tokens on the f32 kernel outside a prompt, on the tiles in one "
                "(pass-size invariant)\n");
         ct_mm_prompt = 1;
-        /* the single-term tiles of the bf16-activation mode: pass-size invariant too (40 tokens
-           take the three-block pass, one token the 2 x 2 blocking) */
+        /* the single-term tiles of the bf16-activation mode: pass-size invariant too (40 and 64
+           tokens take the three- and four-block passes, one token the 2 x 2 blocking) */
         ct_matmul_bf16act_enable(1);
-        ct_matmul_rows_avx512bf16(&w, NULL, x, y0, N, 0, R);
-        for (int t = 0; t < N; t++)
-            ct_matmul_rows_avx512bf16(&w, NULL, x + (size_t)t * C, y2 + (size_t)t * R, 1, 0, R);
+        for (int n = 40; n <= N; n += N - 40) {
+            ct_matmul_rows_avx512bf16(&w, NULL, x, y0, n, 0, R);
+            for (int t = 0; t < n; t++)
+                ct_matmul_rows_avx512bf16(&w, NULL, x + (size_t)t * C, y2 + (size_t)t * R, 1, 0, R);
+            CHECKF(memcmp(y0, y2, sizeof(float) * n * R) == 0,
+                   "AMX on, bf16 activations, a %d-token prompt pass: not each token's one-token result", n);
+        }
         ct_matmul_bf16act_enable(0);
-        CHECKF(memcmp(y0, y2, sizeof(float) * N * R) == 0, "%s",
-               "AMX on, bf16 activations, a 40-token prompt pass: not each token's one-token result");
         act_reuse("AMX prompt calls", &w, &w2, x, N, 7, y0, y1, y2);
         multipass_reuse("AMX prompt calls", &w, x, N, y0, y1, rng);
         ct_mm_prompt = 0;

@@ -776,6 +776,62 @@ AMX_TARGET static void amx_rows3(const ct_mat *w, const float *bias, const amx_b
     }
 }
 
+/* amx_rows3 for four token blocks (49-64 tokens): tiles 0-3 the accumulators, 4 the weights, and
+   the blocks' hi and lo taking tiles 5-7 in turn. */
+AMX_TARGET static void amx_rows4(const ct_mat *w, const float *bias, const amx_buf *B, float *yt, int nt,
+                                 int split, int r0, int r1) {
+    const int R = w->rows, C = w->cols;
+    const size_t ws = (size_t)C * 2, bo1 = (size_t)(C / 2) * 16, bo2 = 2 * bo1, bo3 = 3 * bo1;
+    const uint32_t *const hi = B->hi, *const lo = B->lo;
+    float tile[4][256];
+    for (int r = r0; r < r1; r += 16) {
+        const uint16_t *a = (const uint16_t *)w->data + (size_t)r * C;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int k = 0; k < C; k += 32) {
+            for (int i = 0; i < 16; i++) /* the next 16-row block, same columns */
+                _mm_prefetch((const char *)(a + (size_t)(16 + i) * C + k), _MM_HINT_T0);
+            const size_t kb = (size_t)(k / 2) * 16;
+            _tile_loadd(4, a + k, ws);
+            if (split) {
+                _tile_loadd(5, hi + kb, 64);
+                _tile_dpbf16ps(0, 4, 5);
+                _tile_loadd(6, lo + kb, 64);
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_loadd(7, hi + bo1 + kb, 64);
+                _tile_dpbf16ps(1, 4, 7);
+                _tile_loadd(5, lo + bo1 + kb, 64);
+                _tile_dpbf16ps(1, 4, 5);
+                _tile_loadd(6, hi + bo2 + kb, 64);
+                _tile_dpbf16ps(2, 4, 6);
+                _tile_loadd(7, lo + bo2 + kb, 64);
+                _tile_dpbf16ps(2, 4, 7);
+                _tile_loadd(5, hi + bo3 + kb, 64);
+                _tile_dpbf16ps(3, 4, 5);
+                _tile_loadd(6, lo + bo3 + kb, 64);
+                _tile_dpbf16ps(3, 4, 6);
+            } else {
+                _tile_loadd(5, hi + kb, 64);
+                _tile_dpbf16ps(0, 4, 5);
+                _tile_loadd(6, hi + bo1 + kb, 64);
+                _tile_dpbf16ps(1, 4, 6);
+                _tile_loadd(7, hi + bo2 + kb, 64);
+                _tile_dpbf16ps(2, 4, 7);
+                _tile_loadd(5, hi + bo3 + kb, 64);
+                _tile_dpbf16ps(3, 4, 5);
+            }
+        }
+        _tile_stored(0, tile[0], 64);
+        _tile_stored(1, tile[1], 64);
+        _tile_stored(2, tile[2], 64);
+        _tile_stored(3, tile[3], 64);
+        for (int b = 0; b < 4; b++)
+            amx_store(w, tile[b], bias, yt + (size_t)b * 16 * R, R, r, nt - 16 * b < 16 ? nt - 16 * b : 16);
+    }
+}
+
 AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float *x, float *y,
                                 int n, int r0, int r1) {
     const int R = w->rows, C = w->cols, P = C / 2, split = !bf16act_on || w->dtype != CT_DT_BF16;
@@ -800,8 +856,8 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
             if (key->on) *key = (ct_xq_reuse){1, x, n, C, kid}; /* n > tp: never matched */
         }
         const int nb = (nt + 15) / 16;
-        if (nb == 3 && w->dtype == CT_DT_BF16) { /* 33-48 tokens: one pass over the weights */
-            amx_rows3(w, bias, B, yt, nt, split, r0, rfull);
+        if (nb >= 3 && w->dtype == CT_DT_BF16) { /* 33-64 tokens: one pass over the weights */
+            (nb == 3 ? amx_rows3 : amx_rows4)(w, bias, B, yt, nt, split, r0, rfull);
             continue;
         }
         for (int r = r0; r < rfull; r += 32) {
