@@ -724,63 +724,16 @@ AMX_TARGET static void amx_store(const ct_mat *w, const float *tile, const float
     }
 }
 
-/* BF16 rows [r0, r1) (multiples of 16 from r0) x three 16-token blocks of the packed activations
-   (33-48 tokens) in one pass over the weights: per 16-row block one weight tile a step serves the
-   three blocks' accumulators (tiles 0-2), each taking hi then lo as gemm_amx's 2 x 2 blocking
-   does, so every element gets the same tile operations in the same order. Two passes of that
-   blocking read each weight tile twice, the second time for at most 16 tokens (9% slower for 37
-   tokens from DRAM, docs/BENCH.md "Issue 15, twentieth sitting"). */
-AMX_TARGET static void amx_rows3(const ct_mat *w, const float *bias, const amx_buf *B, float *yt, int nt,
-                                 int split, int r0, int r1) {
-    const int R = w->rows, C = w->cols;
-    const size_t ws = (size_t)C * 2, bo1 = (size_t)(C / 2) * 16, bo2 = 2 * bo1;
-    const uint32_t *const hi = B->hi, *const lo = B->lo;
-    float tile[3][256];
-    for (int r = r0; r < r1; r += 16) {
-        const uint16_t *a = (const uint16_t *)w->data + (size_t)r * C;
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        for (int k = 0; k < C; k += 32) {
-            for (int i = 0; i < 16; i++) /* the next 16-row block, same columns */
-                _mm_prefetch((const char *)(a + (size_t)(16 + i) * C + k), _MM_HINT_T0);
-            const size_t kb = (size_t)(k / 2) * 16;
-            _tile_loadd(3, a + k, ws);
-            if (split) {
-                _tile_loadd(4, hi + kb, 64);
-                _tile_dpbf16ps(0, 3, 4);
-                _tile_loadd(5, lo + kb, 64);
-                _tile_dpbf16ps(0, 3, 5);
-                _tile_loadd(6, hi + bo1 + kb, 64);
-                _tile_dpbf16ps(1, 3, 6);
-                _tile_loadd(7, lo + bo1 + kb, 64);
-                _tile_dpbf16ps(1, 3, 7);
-                _tile_loadd(4, hi + bo2 + kb, 64);
-                _tile_dpbf16ps(2, 3, 4);
-                _tile_loadd(5, lo + bo2 + kb, 64);
-                _tile_dpbf16ps(2, 3, 5);
-            } else {
-                _tile_loadd(4, hi + kb, 64);
-                _tile_dpbf16ps(0, 3, 4);
-                _tile_loadd(5, hi + bo1 + kb, 64);
-                _tile_dpbf16ps(1, 3, 5);
-                _tile_loadd(6, hi + bo2 + kb, 64);
-                _tile_dpbf16ps(2, 3, 6);
-            }
-        }
-        _tile_stored(0, tile[0], 64);
-        _tile_stored(1, tile[1], 64);
-        _tile_stored(2, tile[2], 64);
-        for (int b = 0; b < 3; b++)
-            amx_store(w, tile[b], bias, yt + (size_t)b * 16 * R, R, r, nt - 16 * b < 16 ? nt - 16 * b : 16);
-    }
-}
-
-/* amx_rows3 for four token blocks (49-64 tokens): tiles 0-3 the accumulators, 4 the weights, and
-   the blocks' hi and lo taking tiles 5-7 in turn. */
-AMX_TARGET static void amx_rows4(const ct_mat *w, const float *bias, const amx_buf *B, float *yt, int nt,
-                                 int split, int r0, int r1) {
-    const int R = w->rows, C = w->cols;
+/* BF16 rows [r0, r1) (multiples of 16 from r0) x nb = 3 or 4 16-token blocks of the packed
+   activations (33-64 tokens) in one pass over the weights: per 16-row block one weight tile a step
+   (tile 4) serves every block's accumulator (tiles 0-3), each taking hi then lo as gemm_amx's
+   2 x 2 blocking does, so every element gets the same tile operations in the same order; the
+   blocks' hi and lo take tiles 5-7 in turn. The 2 x 2 blocking reads each weight tile twice for
+   three or four blocks (the BF16 prompt of 37 positions took 18% longer, docs/BENCH.md "Issue 15,
+   twentieth sitting"). */
+AMX_TARGET static void amx_rows34(const ct_mat *w, const float *bias, const amx_buf *B, float *yt, int nt,
+                                  int nb, int split, int r0, int r1) {
+    const int R = w->rows, C = w->cols, four = nb == 4;
     const size_t ws = (size_t)C * 2, bo1 = (size_t)(C / 2) * 16, bo2 = 2 * bo1, bo3 = 3 * bo1;
     const uint32_t *const hi = B->hi, *const lo = B->lo;
     float tile[4][256];
@@ -808,10 +761,12 @@ AMX_TARGET static void amx_rows4(const ct_mat *w, const float *bias, const amx_b
                 _tile_dpbf16ps(2, 4, 6);
                 _tile_loadd(7, lo + bo2 + kb, 64);
                 _tile_dpbf16ps(2, 4, 7);
-                _tile_loadd(5, hi + bo3 + kb, 64);
-                _tile_dpbf16ps(3, 4, 5);
-                _tile_loadd(6, lo + bo3 + kb, 64);
-                _tile_dpbf16ps(3, 4, 6);
+                if (four) {
+                    _tile_loadd(5, hi + bo3 + kb, 64);
+                    _tile_dpbf16ps(3, 4, 5);
+                    _tile_loadd(6, lo + bo3 + kb, 64);
+                    _tile_dpbf16ps(3, 4, 6);
+                }
             } else {
                 _tile_loadd(5, hi + kb, 64);
                 _tile_dpbf16ps(0, 4, 5);
@@ -819,15 +774,17 @@ AMX_TARGET static void amx_rows4(const ct_mat *w, const float *bias, const amx_b
                 _tile_dpbf16ps(1, 4, 6);
                 _tile_loadd(7, hi + bo2 + kb, 64);
                 _tile_dpbf16ps(2, 4, 7);
-                _tile_loadd(5, hi + bo3 + kb, 64);
-                _tile_dpbf16ps(3, 4, 5);
+                if (four) {
+                    _tile_loadd(5, hi + bo3 + kb, 64);
+                    _tile_dpbf16ps(3, 4, 5);
+                }
             }
         }
         _tile_stored(0, tile[0], 64);
         _tile_stored(1, tile[1], 64);
         _tile_stored(2, tile[2], 64);
         _tile_stored(3, tile[3], 64);
-        for (int b = 0; b < 4; b++)
+        for (int b = 0; b < nb; b++)
             amx_store(w, tile[b], bias, yt + (size_t)b * 16 * R, R, r, nt - 16 * b < 16 ? nt - 16 * b : 16);
     }
 }
@@ -857,7 +814,7 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
         }
         const int nb = (nt + 15) / 16;
         if (nb >= 3 && w->dtype == CT_DT_BF16) { /* 33-64 tokens: one pass over the weights */
-            (nb == 3 ? amx_rows3 : amx_rows4)(w, bias, B, yt, nt, split, r0, rfull);
+            amx_rows34(w, bias, B, yt, nt, nb, split, r0, rfull);
             continue;
         }
         for (int r = r0; r < rfull; r += 32) {
