@@ -625,22 +625,18 @@ DP_TARGET static void gemm_dp(const ct_mat *w, const float *bias, const float *x
    the tile work, activations rounded to bf16). Rows are handled in 16-row blocks from r0
    (the caller splits rows at multiples of CT_ROW_ALIGN = 16); the rows of a last partial
    block use the f32 kernel (or VDPBF16PS in bf16-activation mode). INT8 and INT4 weights
-   are dequantized 32 rows at a time into bf16 tiles: INT8 exactly (q, row scale applied at
+   are dequantized 16 rows at a time into bf16 tiles: INT8 exactly (q, row scale applied at
    the store), INT4 as bf16(scale * q) (2^-9 relative, far below the INT4 step). */
 
 #define AMX_TARGET                                                                              \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16")))
 #define AMX_PAIRS (64 * 3072 / 2) /* bf16 pairs per packed buffer: 64 tokens of 3072 columns */
-#ifndef AMX_PF_ROWS
-#define AMX_PF_ROWS 32 /* rows ahead to prefetch: the next 32-row block (an extra L2 prefetch
-                          64-128 rows ahead measured 12-45% slower on the talker) */
-#endif
 
 #define AMX_WMAXC 6144 /* widest INT8/INT4 row dequantized to bf16 for the tiles */
 /* A thread's buffers of the tiles (kernels/tbuf.h) */
 typedef struct {
     _Alignas(64) uint32_t hi[AMX_PAIRS], lo[AMX_PAIRS]; /* the activations' bf16 pairs, B-tile order */
-    _Alignas(64) uint16_t w[32 * AMX_WMAXC];            /* 32 dequantized rows */
+    _Alignas(64) uint16_t w[16 * AMX_WMAXC];            /* 16 dequantized rows */
 } amx_buf;
 static ct_tbuf amx_tb = CT_TBUF(sizeof(amx_buf));
 static _Thread_local void *amx_tl;
@@ -724,59 +720,63 @@ AMX_TARGET static void amx_store(const ct_mat *w, const float *tile, const float
     }
 }
 
-/* BF16 rows [r0, r1) (multiples of 16 from r0) x nb = 3 or 4 16-token blocks of the packed
-   activations (33-64 tokens) in one pass over the weights: per 16-row block one weight tile a step
-   (tile 4) serves every block's accumulator (tiles 0-3), each taking hi then lo as gemm_amx's
-   2 x 2 blocking does, so every element gets the same tile operations in the same order; the
-   blocks' hi and lo take tiles 5-7 in turn. The 2 x 2 blocking reads each weight tile twice for
-   three or four blocks (the BF16 prompt of 37 positions took 18% longer, docs/BENCH.md "Issue 15,
+/* Rows [r0, r1) (multiples of 16 from r0) x nb <= 4 16-token blocks of the packed activations in
+   one pass over the weights: per 16-row block one weight tile a step (tile 4: the BF16 rows, or
+   INT8 / INT4 rows dequantized into B->w) serves every block's accumulator (tiles 0-3), each
+   taking hi then lo (the blocks' hi and lo go through tiles 5-7 in turn), so every element gets
+   the same tile operations in the same order whatever the token count. A 2 x 2 blocking of 32
+   rows by two token blocks read each weight tile twice for three or four blocks (the BF16
+   prompt of 37 positions took 18% longer, of 20 positions 6-9%: docs/BENCH.md "Issue 15,
    twentieth sitting"). */
-AMX_TARGET static void amx_rows34(const ct_mat *w, const float *bias, const amx_buf *B, float *yt, int nt,
-                                  int nb, int split, int r0, int r1) {
-    const int R = w->rows, C = w->cols, four = nb == 4;
+AMX_TARGET static void amx_rows(const ct_mat *w, const float *bias, amx_buf *B, float *yt, int nt, int split,
+                                int r0, int r1) {
+    const int R = w->rows, C = w->cols, nb = (nt + 15) / 16, bf = w->dtype == CT_DT_BF16;
     const size_t ws = (size_t)C * 2, bo1 = (size_t)(C / 2) * 16, bo2 = 2 * bo1, bo3 = 3 * bo1;
     const uint32_t *const hi = B->hi, *const lo = B->lo;
     float tile[4][256];
     for (int r = r0; r < r1; r += 16) {
         const uint16_t *a = (const uint16_t *)w->data + (size_t)r * C;
+        if (!bf) { /* INT8 / INT4: dequantize the 16 rows */
+            amx_dequant(w, r, 16, B->w);
+            a = B->w;
+        }
         _tile_zero(0);
         _tile_zero(1);
         _tile_zero(2);
         _tile_zero(3);
         for (int k = 0; k < C; k += 32) {
-            for (int i = 0; i < 16; i++) /* the next 16-row block, same columns */
-                _mm_prefetch((const char *)(a + (size_t)(16 + i) * C + k), _MM_HINT_T0);
+            if (bf) /* the next 16-row block, same columns */
+                for (int i = 0; i < 16; i++) _mm_prefetch((const char *)(a + (size_t)(16 + i) * C + k), _MM_HINT_T0);
             const size_t kb = (size_t)(k / 2) * 16;
             _tile_loadd(4, a + k, ws);
+            _tile_loadd(5, hi + kb, 64);
+            _tile_dpbf16ps(0, 4, 5);
             if (split) {
-                _tile_loadd(5, hi + kb, 64);
-                _tile_dpbf16ps(0, 4, 5);
                 _tile_loadd(6, lo + kb, 64);
                 _tile_dpbf16ps(0, 4, 6);
+            }
+            if (nb > 1) {
                 _tile_loadd(7, hi + bo1 + kb, 64);
                 _tile_dpbf16ps(1, 4, 7);
-                _tile_loadd(5, lo + bo1 + kb, 64);
-                _tile_dpbf16ps(1, 4, 5);
+                if (split) {
+                    _tile_loadd(5, lo + bo1 + kb, 64);
+                    _tile_dpbf16ps(1, 4, 5);
+                }
+            }
+            if (nb > 2) {
                 _tile_loadd(6, hi + bo2 + kb, 64);
                 _tile_dpbf16ps(2, 4, 6);
-                _tile_loadd(7, lo + bo2 + kb, 64);
-                _tile_dpbf16ps(2, 4, 7);
-                if (four) {
-                    _tile_loadd(5, hi + bo3 + kb, 64);
-                    _tile_dpbf16ps(3, 4, 5);
+                if (split) {
+                    _tile_loadd(7, lo + bo2 + kb, 64);
+                    _tile_dpbf16ps(2, 4, 7);
+                }
+            }
+            if (nb > 3) {
+                _tile_loadd(5, hi + bo3 + kb, 64);
+                _tile_dpbf16ps(3, 4, 5);
+                if (split) {
                     _tile_loadd(6, lo + bo3 + kb, 64);
                     _tile_dpbf16ps(3, 4, 6);
-                }
-            } else {
-                _tile_loadd(5, hi + kb, 64);
-                _tile_dpbf16ps(0, 4, 5);
-                _tile_loadd(6, hi + bo1 + kb, 64);
-                _tile_dpbf16ps(1, 4, 6);
-                _tile_loadd(7, hi + bo2 + kb, 64);
-                _tile_dpbf16ps(2, 4, 7);
-                if (four) {
-                    _tile_loadd(5, hi + bo3 + kb, 64);
-                    _tile_dpbf16ps(3, 4, 5);
                 }
             }
         }
@@ -793,13 +793,10 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
                                 int n, int r0, int r1) {
     const int R = w->rows, C = w->cols, P = C / 2, split = !bf16act_on || w->dtype != CT_DT_BF16;
     amx_buf *const B = amx_tl; /* the caller got it (ct_matmul_rows_avx512bf16) */
-    const uint32_t *const amx_hi = B->hi, *const amx_lo = B->lo;
-    const size_t ws = (size_t)C * 2; /* weight row stride in bytes */
     const int tp = (AMX_PAIRS / P) / 16 * 16 < 64 ? (AMX_PAIRS / P) / 16 * 16 : 64; /* tokens/pass */
     ct_amx_cfg cfg;
     ct_amx_cfg_full(&cfg);
     _tile_loadconfig(&cfg);
-    float tile[4][256];
     const int rfull = r0 + (r1 - r0) / 16 * 16;
     for (int t0 = 0; t0 < n; t0 += tp) {
         const int nt = n - t0 < tp ? n - t0 : tp;
@@ -812,66 +809,7 @@ AMX_TARGET static void gemm_amx(const ct_mat *w, const float *bias, const float 
             amx_pack(xt, C, nt, split, B->hi, B->lo);
             if (key->on) *key = (ct_xq_reuse){1, x, n, C, kid}; /* n > tp: never matched */
         }
-        const int nb = (nt + 15) / 16;
-        if (nb >= 3 && w->dtype == CT_DT_BF16) { /* 33-64 tokens: one pass over the weights */
-            amx_rows34(w, bias, B, yt, nt, nb, split, r0, rfull);
-            continue;
-        }
-        for (int r = r0; r < rfull; r += 32) {
-            const int two = r + 32 <= rfull;
-            const uint16_t *a0 = (const uint16_t *)w->data + (size_t)r * C;
-            if (w->dtype != CT_DT_BF16) { /* INT8 / INT4: dequantize the row pair */
-                amx_dequant(w, r, two ? 32 : 16, B->w);
-                a0 = B->w;
-            }
-            const uint16_t *a1 = two ? a0 + (size_t)16 * C : a0;
-            for (int b = 0; b < nb; b += 2) {
-                const int twob = b + 1 < nb;
-                const size_t bo0 = (size_t)b * P * 16, bo1 = twob ? bo0 + (size_t)P * 16 : bo0;
-                _tile_zero(0);
-                _tile_zero(1);
-                _tile_zero(2);
-                _tile_zero(3);
-                for (int k = 0; k < C; k += 32) {
-                    if (b == 0 && w->dtype == CT_DT_BF16) /* the next 32-row block, same columns */
-                        for (int i = 0; i < 32; i++)
-                            _mm_prefetch((const char *)(a0 + (size_t)(AMX_PF_ROWS + i) * C + k), _MM_HINT_T0);
-                    const size_t kb = (size_t)(k / 2) * 16;
-                    _tile_loadd(4, a0 + k, ws);
-                    _tile_loadd(5, a1 + k, ws);
-                    _tile_loadd(6, amx_hi + bo0 + kb, 64);
-                    _tile_dpbf16ps(0, 4, 6);
-                    _tile_dpbf16ps(2, 5, 6);
-                    if (twob) { /* a second 16-token block: the same weight tiles, tiles 1 and 3 */
-                        _tile_loadd(7, amx_hi + bo1 + kb, 64);
-                        _tile_dpbf16ps(1, 4, 7);
-                        _tile_dpbf16ps(3, 5, 7);
-                    }
-                    if (split) {
-                        _tile_loadd(6, amx_lo + bo0 + kb, 64);
-                        _tile_dpbf16ps(0, 4, 6);
-                        _tile_dpbf16ps(2, 5, 6);
-                        if (twob) {
-                            _tile_loadd(7, amx_lo + bo1 + kb, 64);
-                            _tile_dpbf16ps(1, 4, 7);
-                            _tile_dpbf16ps(3, 5, 7);
-                        }
-                    }
-                }
-                _tile_stored(0, tile[0], 64);
-                _tile_stored(1, tile[1], 64);
-                _tile_stored(2, tile[2], 64);
-                _tile_stored(3, tile[3], 64);
-                int ntb0 = nt - b * 16 < 16 ? nt - b * 16 : 16;
-                amx_store(w, tile[0], bias, yt + (size_t)b * 16 * R, R, r, ntb0);
-                if (twob) {
-                    int ntb1 = nt - (b + 1) * 16 < 16 ? nt - (b + 1) * 16 : 16;
-                    amx_store(w, tile[1], bias, yt + (size_t)(b + 1) * 16 * R, R, r, ntb1);
-                    if (two) amx_store(w, tile[3], bias, yt + (size_t)(b + 1) * 16 * R, R, r + 16, ntb1);
-                }
-                if (two) amx_store(w, tile[2], bias, yt + (size_t)b * 16 * R, R, r + 16, ntb0);
-            }
-        }
+        amx_rows(w, bias, B, yt, nt, split, r0, rfull);
     }
     _tile_release();
     if (rfull < r1) {
