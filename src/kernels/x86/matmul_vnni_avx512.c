@@ -374,25 +374,31 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const xq_dbuf *D, const ct_mat *w, i
     return xq_fold4(acc);
 }
 
-/* Packs rows r..r+15 (first nr real, the rest repeat the last) into P, and
-   prefetches the next panel's nn rows from rn into L2 on the way (0 rows:
-   none). INT8: 64 columns per transpose, bytes q ^ 0x80. INT4: per 128 columns
+/* The next panel's rows, prefetched into L2 a few lines per step of this panel's
+   arithmetic (at the pack, a burst of them filled the miss buffers and the pack waited
+   for the next panel's data with the arithmetic idle). */
+typedef struct {
+    const char *p, *p2; /* the rows' first byte (NULL: nothing to prefetch), INT4's group scales' */
+    size_t n, n2, done, per_step; /* bytes of each, prefetched so far (both), per step */
+} xq_pf;
+
+ALWAYS_INLINE void xq_pf_step(xq_pf *f) {
+    if (!f->p) return;
+    for (size_t e = f->done + f->per_step; f->done < e && f->done < f->n + f->n2; f->done += 64)
+        _mm_prefetch(f->done < f->n ? f->p + f->done : f->p2 + (f->done - f->n), _MM_HINT_T1);
+}
+
+/* Packs rows r..r+15 (first nr real, the rest repeat the last) into P. INT8: 64 columns per transpose, bytes q ^ 0x80. INT4: per 128 columns
    the low nibbles (activation dwords 0-15 of the step) and the high ones
    (16-31); a last 64-column half step fills dwords 0-7, 16-23. */
-VNNI_TARGET static void xq_pack(xq_panel *P, const ct_mat *w, int r, int nr, int rn, int nn, int q4) {
+VNNI_TARGET static void xq_pack(xq_panel *P, const ct_mat *w, int r, int nr, int q4) {
     const int C = w->cols;
     const uint8_t *p[16];
     for (int i = 0; i < 16; i++) p[i] = ct_row_ptr(w, r + (i < nr ? i : nr - 1));
-    const uint8_t *pn = nn ? ct_row_ptr(w, rn) : NULL;
-    const size_t rb = nn ? (size_t)((const uint8_t *)ct_row_ptr(w, rn + 1) - pn) : 0; /* row bytes */
-    const size_t nb = rb * (size_t)nn, step = nb / (size_t)(q4 ? (C + 127) / 128 : C / 64) + 64;
-    size_t pf = 0; /* next panel bytes prefetched so far: about nb / steps per step */
     __m512i a[16];
     if (!q4) {
         const __m512i flip = _mm512_set1_epi8((char)0x80);
         for (int k = 0; k < C; k += 64) {
-            for (size_t e = pf + step; pf < e && pf < nb; pf += 64)
-                _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
             for (int i = 0; i < 16; i++)
                 a[i] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p[i] + k)), flip);
             ct_tr16x16(a);
@@ -404,8 +410,6 @@ VNNI_TARGET static void xq_pack(xq_panel *P, const ct_mat *w, int r, int nr, int
     for (int k = 0; k < C; k += 128) {
         const int full = C - k >= 128;
         __m512i h[16];
-        for (size_t e = pf + step; pf < e && pf < nb; pf += 64)
-            _mm_prefetch((const char *)pn + pf, _MM_HINT_T1);
         for (int i = 0; i < 16; i++) {
             const __m512i v =
                 full ? _mm512_loadu_si512((const void *)(p[i] + k / 2))
@@ -420,8 +424,18 @@ VNNI_TARGET static void xq_pack(xq_panel *P, const ct_mat *w, int r, int nr, int
             _mm512_store_si512((void *)P->w[k / 4 + 16 + d], h[d]);
         }
     }
-    for (int g = 0; g < C / CT_Q4_GROUP; g++)
-        for (int i = 0; i < 16; i++) P->sc[g][i] = ct_row_sc(w, r + (i < nr ? i : nr - 1))[g];
+    /* the group scales, 16 groups of the 16 rows at a time transposed */
+    const int G = C / CT_Q4_GROUP;
+    const float *sr[16];
+    for (int i = 0; i < 16; i++) sr[i] = ct_row_sc(w, r + (i < nr ? i : nr - 1));
+    int g = 0;
+    for (; g + 16 <= G; g += 16) {
+        for (int i = 0; i < 16; i++) a[i] = _mm512_loadu_si512((const void *)(sr[i] + g));
+        ct_tr16x16(a);
+        for (int d = 0; d < 16; d++) _mm512_store_si512((void *)P->sc[g + d], a[d]);
+    }
+    for (; g < G; g++)
+        for (int i = 0; i < 16; i++) P->sc[g][i] = sr[i][g];
 }
 
 static inline int32_t xq_ld32(const int8_t *q) {
@@ -436,9 +450,10 @@ static inline int32_t xq_ld32(const int8_t *q) {
    lie at a fixed stride from slot t0's. */
 VNNI_TARGET ALWAYS_INLINE void xq_pan_q4g(const xq_pbuf *B, const uint8_t (*w)[64], const float *sw, int t0,
                                           int k, const int g, const int NT, __m512 (*acc)[4]) {
-    __m512i ia[4];
+    __m512i ia[4], ib[4]; /* the low and high nibbles' sums: two chains per token (integer sums,
+                             so the same total in any order) */
 #pragma GCC unroll 4
-    for (int t = 0; t < NT; t++) ia[t] = _mm512_set1_epi32(B->pc[t0 + t][k / 32 + g]);
+    for (int t = 0; t < NT; t++) ia[t] = _mm512_set1_epi32(B->pc[t0 + t][k / 32 + g]), ib[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int m = 0; m < 4; m++) {
         const __m512i wl = _mm512_load_si512((const void *)w[4 * g + m]);
@@ -447,9 +462,11 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_q4g(const xq_pbuf *B, const uint8_t (*w)[6
         for (int t = 0; t < NT; t++) {
             const int8_t *xq = B->q[t0 + t] + k + 16 * g + 4 * m;
             ia[t] = _mm512_dpbusd_epi32(ia[t], wl, _mm512_set1_epi32(xq_ld32(xq)));
-            ia[t] = _mm512_dpbusd_epi32(ia[t], wh, _mm512_set1_epi32(xq_ld32(xq + 64)));
+            ib[t] = _mm512_dpbusd_epi32(ib[t], wh, _mm512_set1_epi32(xq_ld32(xq + 64)));
         }
     }
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) ia[t] = _mm512_add_epi32(ia[t], ib[t]);
     const __m512 swv = _mm512_load_ps(sw + 16 * g);
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++)
@@ -464,7 +481,7 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_q4g(const xq_pbuf *B, const uint8_t (*w)[6
    s_group) * s_weight (a half step adds +0 to the absent groups' accumulators,
    as the block does). */
 VNNI_TARGET ALWAYS_INLINE void xq_pan_q4(const xq_pbuf *B, const xq_panel *P, int C, int t0, const int NT,
-                                         __m512 *out) {
+                                         xq_pf *pf, __m512 *out) {
     __m512 acc[4][4];
     for (int t = 0; t < NT; t++)
         for (int b = 0; b < 4; b++) acc[t][b] = _mm512_setzero_ps();
@@ -472,6 +489,7 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_q4(const xq_pbuf *B, const xq_panel *P, in
     const int Cf = C & ~127;
     int k = 0;
     for (; k < Cf; k += 128, w += 32) {
+        xq_pf_step(pf);
         xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 0, NT, acc);
         xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 1, NT, acc);
         xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 2, NT, acc);
@@ -496,11 +514,12 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_q4(const xq_pbuf *B, const xq_panel *P, in
    each step's lines prefetched ahead; else xq_pack's per-call panels (16). */
 VNNI_TARGET ALWAYS_INLINE void xq_pan_i8(const xq_pbuf *B, const uint8_t (*w0)[64], const uint8_t (*w1)[64],
                                          int C, int t0, const int NT, const int NP, const int PP, int WS,
-                                         __m512 (*out)[4]) {
+                                         xq_pf *pf, __m512 (*out)[4]) {
     __m512 acc[2][4][2];
     for (int p = 0; p < NP; p++)
         for (int t = 0; t < NT; t++) acc[p][t][0] = acc[p][t][1] = _mm512_setzero_ps();
     for (int k = 0; k < C; k += 64, w0 += WS, w1 += WS) {
+        if (pf) xq_pf_step(pf);
         if (PP) { /* packed at load: every line of the step into L2 twice, 2 XQ_PP_PF and XQ_PP_PF
                      bytes ahead (once was measured slower from memory: docs/KERNELS.md) */
 #pragma GCC unroll 32
@@ -564,31 +583,40 @@ VNNI_TARGET XQ_NOIPA static void xq_panels(const xq_pbuf *B, xq_panel *P, xq_pan
     for (int r = r0; r < r1; r += PR) {
         const int nr = r1 - r < PR ? r1 - r : PR, two = nr > 16;
         const int rn = r + PR, nn = r1 - rn < PR ? (r1 > rn ? r1 - rn : 0) : PR;
-        xq_pack(P, w, r, nr < 16 ? nr : 16, rn, nn < 16 ? nn : 16, q4);
-        if (two) xq_pack(P2, w, r + 16, nr - 16, rn + 16, nn > 16 ? nn - 16 : 0, q4);
+        xq_pack(P, w, r, nr < 16 ? nr : 16, q4);
+        if (two) xq_pack(P2, w, r + 16, nr - 16, q4);
+        /* the next panel's rows (contiguous), spread over this panel's steps */
+        xq_pf pf = {NULL, NULL, 0, 0, 0, 0};
+        if (nn) {
+            pf.p = (const char *)ct_row_ptr(w, rn);
+            pf.n = (size_t)((const char *)ct_row_ptr(w, rn + 1) - pf.p) * (size_t)nn;
+            if (q4) pf.p2 = (const char *)ct_row_sc(w, rn), pf.n2 = sizeof(float) * (size_t)(C / CT_Q4_GROUP) * (size_t)nn;
+            const size_t steps = (size_t)((nt + 3) / 4) * (size_t)(q4 ? (C + 127) / 128 : C / 64);
+            pf.per_step = ((pf.n + pf.n2) / steps + 64) & ~(size_t)63;
+        }
         for (int t = 0; t < nt; t += 4) {
             const int n4 = nt - t < 4 ? nt - t : 4;
             __m512 out[2][4];
             if (q4) {
                 switch (n4) {
-                case 1: xq_pan_q4(B, P, C, t, 1, out[0]); break;
-                case 2: xq_pan_q4(B, P, C, t, 2, out[0]); break;
-                case 3: xq_pan_q4(B, P, C, t, 3, out[0]); break;
-                default: xq_pan_q4(B, P, C, t, 4, out[0]); break;
+                case 1: xq_pan_q4(B, P, C, t, 1, &pf, out[0]); break;
+                case 2: xq_pan_q4(B, P, C, t, 2, &pf, out[0]); break;
+                case 3: xq_pan_q4(B, P, C, t, 3, &pf, out[0]); break;
+                default: xq_pan_q4(B, P, C, t, 4, &pf, out[0]); break;
                 }
             } else if (two) {
                 switch (n4) {
-                case 1: xq_pan_i8(B, P->w, P2->w, C, t, 1, 2, 0, 16, out); break;
-                case 2: xq_pan_i8(B, P->w, P2->w, C, t, 2, 2, 0, 16, out); break;
-                case 3: xq_pan_i8(B, P->w, P2->w, C, t, 3, 2, 0, 16, out); break;
-                default: xq_pan_i8(B, P->w, P2->w, C, t, 4, 2, 0, 16, out); break;
+                case 1: xq_pan_i8(B, P->w, P2->w, C, t, 1, 2, 0, 16, &pf, out); break;
+                case 2: xq_pan_i8(B, P->w, P2->w, C, t, 2, 2, 0, 16, &pf, out); break;
+                case 3: xq_pan_i8(B, P->w, P2->w, C, t, 3, 2, 0, 16, &pf, out); break;
+                default: xq_pan_i8(B, P->w, P2->w, C, t, 4, 2, 0, 16, &pf, out); break;
                 }
             } else {
                 switch (n4) {
-                case 1: xq_pan_i8(B, P->w, P->w, C, t, 1, 1, 0, 16, out); break;
-                case 2: xq_pan_i8(B, P->w, P->w, C, t, 2, 1, 0, 16, out); break;
-                case 3: xq_pan_i8(B, P->w, P->w, C, t, 3, 1, 0, 16, out); break;
-                default: xq_pan_i8(B, P->w, P->w, C, t, 4, 1, 0, 16, out); break;
+                case 1: xq_pan_i8(B, P->w, P->w, C, t, 1, 1, 0, 16, &pf, out); break;
+                case 2: xq_pan_i8(B, P->w, P->w, C, t, 2, 1, 0, 16, &pf, out); break;
+                case 3: xq_pan_i8(B, P->w, P->w, C, t, 3, 1, 0, 16, &pf, out); break;
+                default: xq_pan_i8(B, P->w, P->w, C, t, 4, 1, 0, 16, &pf, out); break;
                 }
             }
             xq_store_pan(w, bias, out, 1 + two, n4, y + (size_t)(t0 + t) * R, R, r, nr);
@@ -735,17 +763,17 @@ VNNI_TARGET XQ_NOIPA static void xq_pp_rows_i8(const xq_pbuf *B, const ct_mat *w
             __m512 out[2][4];
             if (two) {
                 switch (n4) {
-                case 1: xq_pan_i8(B, p0, p0 + 16, C, t, 1, 2, 1, 32, out); break;
-                case 2: xq_pan_i8(B, p0, p0 + 16, C, t, 2, 2, 1, 32, out); break;
-                case 3: xq_pan_i8(B, p0, p0 + 16, C, t, 3, 2, 1, 32, out); break;
-                default: xq_pan_i8(B, p0, p0 + 16, C, t, 4, 2, 1, 32, out); break;
+                case 1: xq_pan_i8(B, p0, p0 + 16, C, t, 1, 2, 1, 32, NULL, out); break;
+                case 2: xq_pan_i8(B, p0, p0 + 16, C, t, 2, 2, 1, 32, NULL, out); break;
+                case 3: xq_pan_i8(B, p0, p0 + 16, C, t, 3, 2, 1, 32, NULL, out); break;
+                default: xq_pan_i8(B, p0, p0 + 16, C, t, 4, 2, 1, 32, NULL, out); break;
                 }
             } else {
                 switch (n4) {
-                case 1: xq_pan_i8(B, p0, p0, C, t, 1, 1, 1, ws, out); break;
-                case 2: xq_pan_i8(B, p0, p0, C, t, 2, 1, 1, ws, out); break;
-                case 3: xq_pan_i8(B, p0, p0, C, t, 3, 1, 1, ws, out); break;
-                default: xq_pan_i8(B, p0, p0, C, t, 4, 1, 1, ws, out); break;
+                case 1: xq_pan_i8(B, p0, p0, C, t, 1, 1, 1, ws, NULL, out); break;
+                case 2: xq_pan_i8(B, p0, p0, C, t, 2, 1, 1, ws, NULL, out); break;
+                case 3: xq_pan_i8(B, p0, p0, C, t, 3, 1, 1, ws, NULL, out); break;
+                default: xq_pan_i8(B, p0, p0, C, t, 4, 1, 1, ws, NULL, out); break;
                 }
             }
             xq_store_pan(w, bias, out, 1 + two, n4, y + (size_t)(t0 + t) * R, R, r, nr);
