@@ -56,7 +56,8 @@ typedef void (*ct_matmul_rows_fn)(const ct_mat *w, const float *bias, const floa
    quantizes once per thread, not once per chunk). The caller guarantees that no x passed
    inside the scope changes before the scope ends; outside a scope every call quantizes. The
    AMX tiles' prompt calls reuse their packed bf16 activations the same way (CT_XQ_KEY_AMX), and
-   the bf16-activation GEMM its converted ones (CT_XQ_KEY_DP). */
+   the bf16-activation GEMM its converted ones (CT_XQ_KEY_DP), the f32 prefill GEMMs their
+   copies (CT_XQ_KEY_GX, CT_XQ_KEY_G2X). */
 typedef struct {
     int on;
     const float *x;
@@ -64,6 +65,8 @@ typedef struct {
 } ct_xq_reuse;
 #define CT_XQ_KEY_AMX 4 /* + 1 with the lo halves: x86/matmul_avx512.c's gemm_amx */
 #define CT_XQ_KEY_DP 6  /* x86/matmul_avx512.c's gemm_dp */
+#define CT_XQ_KEY_GX 7  /* the f32 prefill GEMMs' activation copies (gemm_rows, x86/matmul_avx512.c) */
+#define CT_XQ_KEY_G2X 8 /* (gemm2_rows, x86/matmul_avx2.c) */
 extern _Thread_local ct_xq_reuse ct_xq_tls;
 static inline void ct_xq_scope_begin(void) {
     ct_xq_tls.on = 1;

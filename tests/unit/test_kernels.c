@@ -941,55 +941,55 @@ static int tls_size(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 #if defined(__x86_64__)
-/* The bf16 activations' reuse (ct_xq_scope_begin) of ct_matmul_rows_avx512bf16 in its current mode:
-   inside a scope, row chunks of w (n tokens) and w2 (n2 < n tokens, first in each chunk, so a pack
+/* The activations' reuse (ct_xq_scope_begin) of the kernel fn in its current mode (bf16 packs,
+   converted bf16 rows, the f32 GEMMs' copies): inside a scope, row chunks of w (n tokens) and w2 (n2 < n tokens, first in each chunk, so a pack
    of fewer tokens comes before a call of more) over one x give the unscoped results bit for bit; a
    changed x is not packed again inside the scope (the reuse happens) and is after it. */
-static void act_reuse(const char *what, const ct_mat *w, const ct_mat *w2, float *x, int n, int n2, float *y0,
+static void act_reuse(const char *what, ct_matmul_rows_fn fn, const ct_mat *w, const ct_mat *w2, float *x, int n, int n2, float *y0,
                       float *y1, float *y2) {
     const int R = w->rows, C = w->cols, R2 = w2->rows;
     int same = 1, stale, fresh = 1;
-    ct_matmul_rows_avx512bf16(w, NULL, x, y1, n, 0, R);
-    ct_matmul_rows_avx512bf16(w2, NULL, x, y2, n2, 0, R2);
+    fn(w, NULL, x, y1, n, 0, R);
+    fn(w2, NULL, x, y2, n2, 0, R2);
     for (int i = 0; i < n * C; i++) x[i] = -x[i]; /* the buffers hold another x's tokens */
-    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 0, R);
+    fn(w, NULL, x, y0, n, 0, R);
     for (int i = 0; i < n * C; i++) x[i] = -x[i];
     ct_xq_scope_begin();
     for (int r0 = 0; r0 < R; r0 += 16) {
         if (r0 + 16 <= R2) {
-            ct_matmul_rows_avx512bf16(w2, NULL, x, y0, n2, r0, r0 + 16);
+            fn(w2, NULL, x, y0, n2, r0, r0 + 16);
             for (int t = 0; t < n2; t++)
                 same &= memcmp(y0 + (size_t)t * R2 + r0, y2 + (size_t)t * R2 + r0, 64) == 0;
         }
-        ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, r0, r0 + 16);
+        fn(w, NULL, x, y0, n, r0, r0 + 16);
         for (int t = 0; t < n; t++) same &= memcmp(y0 + (size_t)t * R + r0, y1 + (size_t)t * R + r0, 64) == 0;
     }
     for (int i = 0; i < n * C; i++) x[i] = -x[i];
-    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 0, R); /* the last call's key: x of before */
+    fn(w, NULL, x, y0, n, 0, R); /* the last call's key: x of before */
     stale = memcmp(y0, y1, sizeof(float) * (size_t)n * R) == 0;
     ct_xq_scope_end();
-    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 0, R);
+    fn(w, NULL, x, y0, n, 0, R);
     for (int i = 0; i < n * R; i++) fresh &= y0[i] == -y1[i];
     for (int i = 0; i < n * C; i++) x[i] = -x[i];
     CHECKF(same, "%s: calls inside an activation-reuse scope differ from the unscoped ones", what);
     CHECKF(stale, "%s: a call inside the scope packed x again (no reuse)", what);
     CHECKF(fresh, "%s: a call after the scope did not pack the changed x", what);
-    printf("%s: bf16 activations packed once per x in a reuse scope\n", what);
+    printf("%s: activations packed once per x in a reuse scope\n", what);
 }
 
 /* A call too long for one pack (200 tokens of 1024 columns) reuses the buffer pass by pass: a later
    call in the scope over the x packed before it must pack x again. */
-static void multipass_reuse(const char *what, const ct_mat *w, const float *x, int n, float *y0, float *y1,
+static void multipass_reuse(const char *what, ct_matmul_rows_fn fn, const ct_mat *w, const float *x, int n, float *y0, float *y1,
                             ct_rng *rng) {
     enum { NB = 200 };
     const int R = w->rows, C = w->cols;
     float *xb = malloc(sizeof(float) * NB * C), *yb = malloc(sizeof(float) * NB * R);
     for (int i = 0; i < NB * C; i++) xb[i] = urand(rng);
-    ct_matmul_rows_avx512bf16(w, NULL, x, y1, n, 0, R);
+    fn(w, NULL, x, y1, n, 0, R);
     ct_xq_scope_begin();
-    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 0, 16);
-    ct_matmul_rows_avx512bf16(w, NULL, xb, yb, NB, 0, 16);
-    ct_matmul_rows_avx512bf16(w, NULL, x, y0, n, 16, R);
+    fn(w, NULL, x, y0, n, 0, 16);
+    fn(w, NULL, xb, yb, NB, 0, 16);
+    fn(w, NULL, x, y0, n, 16, R);
     ct_xq_scope_end();
     int ok = 1;
     for (int t = 0; t < n; t++) ok &= memcmp(y0 + (size_t)t * R + 16, y1 + (size_t)t * R + 16, sizeof(float) * (R - 16)) == 0;
@@ -1054,15 +1054,46 @@ static void check_bf16_tiles(ct_rng *rng) {
                    "AMX on, bf16 activations, a %d-token prompt pass: not each token's one-token result", n);
         }
         ct_matmul_bf16act_enable(0);
-        act_reuse("AMX prompt calls", &w, &w2, x, N, 7, y0, y1, y2);
-        multipass_reuse("AMX prompt calls", &w, x, N, y0, y1, rng);
+        act_reuse("AMX prompt calls", ct_matmul_rows_avx512bf16, &w, &w2, x, N, 7, y0, y1, y2);
+        multipass_reuse("AMX prompt calls", ct_matmul_rows_avx512bf16, &w, x, N, y0, y1, rng);
         ct_mm_prompt = 0;
     }
     ct_matmul_amx_enable(0); /* as in a process that selected no kernels yet (this one) */
     ct_matmul_bf16act_enable(1);
-    act_reuse("bf16-activation GEMM", &w, &w2, x, N, CT_DP_MIN_TOKENS + 1, y0, y1, y2);
-    multipass_reuse("bf16-activation GEMM", &w, x, N, y0, y1, rng);
+    act_reuse("bf16-activation GEMM", ct_matmul_rows_avx512bf16, &w, &w2, x, N, CT_DP_MIN_TOKENS + 1, y0, y1, y2);
+    multipass_reuse("bf16-activation GEMM", ct_matmul_rows_avx512bf16, &w, x, N, y0, y1, rng);
     ct_matmul_bf16act_enable(0);
+    free(wh);
+    free(x);
+    free(y0);
+    free(y1);
+    free(y2);
+#else
+    (void)rng;
+#endif
+}
+
+/* The f32 prefill GEMMs' activation copies (BF16 weights; n from 3 at avx512, 2 at avx2): the
+   same reuse checks, 7 and 64 tokens. */
+static void check_f32_reuse(ct_rng *rng) {
+#if defined(__x86_64__)
+    ct_cpu_features f;
+    ct_cpu_detect(&f);
+    enum { R = 64, C = 1024, N = 64 };
+    uint16_t *wh = malloc(sizeof(uint16_t) * R * C);
+    float *x = malloc(sizeof(float) * N * C), *y0 = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * N * R);
+    float *y2 = malloc(sizeof(float) * N * R);
+    for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(urand(rng));
+    for (int i = 0; i < N * C; i++) x[i] = urand(rng);
+    const ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL}, w2 = {wh + 16 * C, CT_DT_BF16, R - 16, C, NULL, 0, NULL};
+    if (ct_isa_supported(CT_ISA_AVX512, &f)) {
+        act_reuse("AVX-512 f32 GEMM", ct_matmul_rows_avx512, &w, &w2, x, N, 7, y0, y1, y2);
+        multipass_reuse("AVX-512 f32 GEMM", ct_matmul_rows_avx512, &w, x, N, y0, y1, rng);
+    }
+    if (ct_isa_supported(CT_ISA_AVX2, &f)) {
+        act_reuse("AVX2 f32 GEMM", ct_matmul_rows_avx2, &w, &w2, x, N, 7, y0, y1, y2);
+        multipass_reuse("AVX2 f32 GEMM", ct_matmul_rows_avx2, &w, x, N, y0, y1, rng);
+    }
     free(wh);
     free(x);
     free(y0);
@@ -1099,6 +1130,7 @@ int main(void) {
     check_xq_borrow(&rng, &f);
     check_tls_block();
     check_bf16_tiles(&rng);
+    check_f32_reuse(&rng);
     check_swiglu(&f);
     check_rmsnorm(&f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};

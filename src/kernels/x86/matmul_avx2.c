@@ -297,8 +297,14 @@ ALWAYS_INLINE void gemm2_rows(const ct_mat *w, const ct_dtype DT, const float *b
     float *const g2x = ct_tbuf_get(&g2x_tb, &g2x_tl);
     _Alignas(64) float g2acc[G2_RCHUNK / 2][2][2 * G2T * 8]; /* [row pair][even/odd][2t+i] */
     const int all = g2x && (size_t)n * xs <= G2X_FLOATS, blk = g2x && !all && (size_t)G2T * xs <= G2X_FLOATS;
-    if (all)
+    /* a pool job's row chunks of one x copy it once per thread (ct_xq_tls, kernels/cpu.h) */
+    ct_xq_reuse *const key = &ct_xq_tls;
+    if (all && (!key->on || key->x != x || key->n != n || key->cols != C || key->q4 != CT_XQ_KEY_G2X)) {
         for (int t = 0; t < n; t++) memcpy(g2x + (size_t)t * xs, x + (size_t)t * C, (size_t)C * sizeof(float));
+        if (key->on) *key = (ct_xq_reuse){1, x, n, C, CT_XQ_KEY_G2X};
+    } else if (blk && key->q4 == CT_XQ_KEY_G2X) {
+        key->x = NULL; /* the blocks below overwrite the buffer */
+    }
     for (int rc = r0; rc < r1; rc += G2_RCHUNK) {
         const int rce = rc + G2_RCHUNK < r1 ? rc + G2_RCHUNK : r1;
         for (int b = 0, t = 0; b < nb; b++) {

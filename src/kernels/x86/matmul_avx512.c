@@ -325,8 +325,14 @@ ALWAYS_INLINE void gemm_rows(const ct_mat *w, const ct_dtype DT, const float *bi
     /* (without the buffer, the activations are read where they are: the same results) */
     float *const gx = ct_tbuf_get(&gx_tb, &gx_tl);
     const int all = gx && (size_t)n * xs <= GX_FLOATS, blk = gx && !all && (size_t)tmax * xs <= GX_FLOATS;
-    if (all)
+    /* a pool job's row chunks of one x copy it once per thread (ct_xq_tls, kernels/cpu.h) */
+    ct_xq_reuse *const key = &ct_xq_tls;
+    if (all && (!key->on || key->x != x || key->n != n || key->cols != C || key->q4 != CT_XQ_KEY_GX)) {
         for (int t = 0; t < n; t++) memcpy(gx + (size_t)t * xs, x + (size_t)t * C, (size_t)C * sizeof(float));
+        if (key->on) *key = (ct_xq_reuse){1, x, n, C, CT_XQ_KEY_GX};
+    } else if (blk && key->q4 == CT_XQ_KEY_GX) {
+        key->x = NULL; /* the blocks below overwrite the buffer */
+    }
     for (int rc = r0; rc < r1; rc += RCHUNK) {
         const int rce = rc + RCHUNK < r1 ? rc + RCHUNK : r1;
         for (int b = 0, t = 0; b < nb; b++) {
