@@ -1003,15 +1003,12 @@ static void multipass_reuse(const char *what, ct_matmul_rows_fn fn, const ct_mat
    for bit at every token count (faster there, docs/KERNELS.md "Dispatch"), and a prompt's calls
    (ct_mm_prompt) the tiles at every token count, whose split-activation arithmetic rounds
    otherwise: each token of a prompt pass bit for bit its result in a one-token pass. Then the
-   activation reuse of the tiles' prompt calls and of the bf16-activation GEMM. */
+   activation reuse of the tiles' prompt calls and of the bf16-activation GEMM; first that of
+   the f32 prefill GEMMs (AVX-512, AVX2). */
 static void check_bf16_tiles(ct_rng *rng) {
 #if defined(__x86_64__)
     ct_cpu_features f;
     ct_cpu_detect(&f);
-    if (!ct_isa_supported(CT_ISA_AVX512BF16, &f)) {
-        printf("AMX dispatch, activation reuse: no AVX-512 BF16 here\n");
-        return;
-    }
     enum { R = 64, C = 1024, N = 64 };
     uint16_t *wh = malloc(sizeof(uint16_t) * R * C);
     float *x = malloc(sizeof(float) * N * C), *y0 = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * N * R);
@@ -1019,6 +1016,19 @@ static void check_bf16_tiles(ct_rng *rng) {
     for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(urand(rng));
     for (int i = 0; i < N * C; i++) x[i] = urand(rng);
     const ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL}, w2 = {wh + 16 * C, CT_DT_BF16, R - 16, C, NULL, 0, NULL};
+    /* the f32 prefill GEMMs' activation copies (n from 3 at avx512, 2 at avx2) */
+    if (ct_isa_supported(CT_ISA_AVX512, &f)) {
+        act_reuse("AVX-512 f32 GEMM", ct_matmul_rows_avx512, &w, &w2, x, N, 7, y0, y1, y2);
+        multipass_reuse("AVX-512 f32 GEMM", ct_matmul_rows_avx512, &w, x, N, y0, y1, rng);
+    }
+    if (ct_isa_supported(CT_ISA_AVX2, &f)) {
+        act_reuse("AVX2 f32 GEMM", ct_matmul_rows_avx2, &w, &w2, x, N, 7, y0, y1, y2);
+        multipass_reuse("AVX2 f32 GEMM", ct_matmul_rows_avx2, &w, x, N, y0, y1, rng);
+    }
+    if (!ct_isa_supported(CT_ISA_AVX512BF16, &f)) {
+        printf("AMX dispatch, bf16 activation reuse: no AVX-512 BF16 here\n");
+        goto done;
+    }
     ct_matmul_amx_enable(1);
     ct_matmul_bf16act_enable(0);
     static const int ns[] = {1, 2, 4, 15, 16, 40, 49, 64}; /* 33-64: one pass per 16 rows */
@@ -1063,37 +1073,7 @@ static void check_bf16_tiles(ct_rng *rng) {
     act_reuse("bf16-activation GEMM", ct_matmul_rows_avx512bf16, &w, &w2, x, N, CT_DP_MIN_TOKENS + 1, y0, y1, y2);
     multipass_reuse("bf16-activation GEMM", ct_matmul_rows_avx512bf16, &w, x, N, y0, y1, rng);
     ct_matmul_bf16act_enable(0);
-    free(wh);
-    free(x);
-    free(y0);
-    free(y1);
-    free(y2);
-#else
-    (void)rng;
-#endif
-}
-
-/* The f32 prefill GEMMs' activation copies (BF16 weights; n from 3 at avx512, 2 at avx2): the
-   same reuse checks, 7 and 64 tokens. */
-static void check_f32_reuse(ct_rng *rng) {
-#if defined(__x86_64__)
-    ct_cpu_features f;
-    ct_cpu_detect(&f);
-    enum { R = 64, C = 1024, N = 64 };
-    uint16_t *wh = malloc(sizeof(uint16_t) * R * C);
-    float *x = malloc(sizeof(float) * N * C), *y0 = malloc(sizeof(float) * N * R), *y1 = malloc(sizeof(float) * N * R);
-    float *y2 = malloc(sizeof(float) * N * R);
-    for (int i = 0; i < R * C; i++) wh[i] = ct_f32_to_bf16(urand(rng));
-    for (int i = 0; i < N * C; i++) x[i] = urand(rng);
-    const ct_mat w = {wh, CT_DT_BF16, R, C, NULL, 0, NULL}, w2 = {wh + 16 * C, CT_DT_BF16, R - 16, C, NULL, 0, NULL};
-    if (ct_isa_supported(CT_ISA_AVX512, &f)) {
-        act_reuse("AVX-512 f32 GEMM", ct_matmul_rows_avx512, &w, &w2, x, N, 7, y0, y1, y2);
-        multipass_reuse("AVX-512 f32 GEMM", ct_matmul_rows_avx512, &w, x, N, y0, y1, rng);
-    }
-    if (ct_isa_supported(CT_ISA_AVX2, &f)) {
-        act_reuse("AVX2 f32 GEMM", ct_matmul_rows_avx2, &w, &w2, x, N, 7, y0, y1, y2);
-        multipass_reuse("AVX2 f32 GEMM", ct_matmul_rows_avx2, &w, x, N, y0, y1, rng);
-    }
+done:
     free(wh);
     free(x);
     free(y0);
@@ -1130,7 +1110,6 @@ int main(void) {
     check_xq_borrow(&rng, &f);
     check_tls_block();
     check_bf16_tiles(&rng);
-    check_f32_reuse(&rng);
     check_swiglu(&f);
     check_rmsnorm(&f);
     const int cols[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 128, 1024};
