@@ -31,6 +31,26 @@
                      _MM_HINT_T1);                                                                     \
     } while (0)
 
+/* Bytes prefetched into L2 a few lines per step of other work (ct_pf_spread_step once per
+   step): the next panel or row chunk while the current one computes. Issued at once, they
+   fill the miss buffers and stall the core with the arithmetic idle (docs/KERNELS.md
+   "Integer-dot panels"). Two ranges, the second after the first. */
+typedef struct {
+    const char *p, *p2; /* NULL p: nothing to prefetch */
+    size_t n, n2, done, per_step; /* bytes of each range, prefetched so far (both), per step */
+} ct_pf_spread;
+
+/* per_step for `bytes` over `steps` steps: whole lines, at least one */
+static inline size_t ct_pf_spread_per(size_t bytes, size_t steps) {
+    return (bytes / (steps ? steps : 1) + 64) & ~(size_t)63;
+}
+
+static inline void ct_pf_spread_step(ct_pf_spread *f) {
+    if (!f->p) return;
+    for (size_t e = f->done + f->per_step; f->done < e && f->done < f->n + f->n2; f->done += 64)
+        __builtin_prefetch(f->done < f->n ? f->p + f->done : f->p2 + (f->done - f->n), 0, 2); /* L2 */
+}
+
 /* Start of row r: F32 4 bytes, BF16/F16 2, INT8 1, INT4 (U8, two per byte) 1/2 per element. */
 static inline const void *ct_row_ptr(const ct_mat *w, int r) {
     size_t C = (size_t)w->cols, o;

@@ -374,20 +374,6 @@ VNNI_TARGET ALWAYS_INLINE __m512 xq_blk4_q4(const xq_dbuf *D, const ct_mat *w, i
     return xq_fold4(acc);
 }
 
-/* The next panel's rows, prefetched into L2 a few lines per step of this panel's
-   arithmetic (at the pack, a burst of them filled the miss buffers and the pack waited
-   for the next panel's data with the arithmetic idle). */
-typedef struct {
-    const char *p, *p2; /* the rows' first byte (NULL: nothing to prefetch), INT4's group scales' */
-    size_t n, n2, done, per_step; /* bytes of each, prefetched so far (both), per step */
-} xq_pf;
-
-ALWAYS_INLINE void xq_pf_step(xq_pf *f) {
-    if (!f->p) return;
-    for (size_t e = f->done + f->per_step; f->done < e && f->done < f->n + f->n2; f->done += 64)
-        _mm_prefetch(f->done < f->n ? f->p + f->done : f->p2 + (f->done - f->n), _MM_HINT_T1);
-}
-
 /* Packs rows r..r+15 (first nr real, the rest repeat the last) into P. INT8: 64 columns per transpose, bytes q ^ 0x80. INT4: per 128 columns
    the low nibbles (activation dwords 0-15 of the step) and the high ones
    (16-31); a last 64-column half step fills dwords 0-7, 16-23. */
@@ -481,7 +467,7 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_q4g(const xq_pbuf *B, const uint8_t (*w)[6
    s_group) * s_weight (a half step adds +0 to the absent groups' accumulators,
    as the block does). */
 VNNI_TARGET ALWAYS_INLINE void xq_pan_q4(const xq_pbuf *B, const xq_panel *P, int C, int t0, const int NT,
-                                         xq_pf *pf, __m512 *out) {
+                                         ct_pf_spread *pf, __m512 *out) {
     __m512 acc[4][4];
     for (int t = 0; t < NT; t++)
         for (int b = 0; b < 4; b++) acc[t][b] = _mm512_setzero_ps();
@@ -489,7 +475,7 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_q4(const xq_pbuf *B, const xq_panel *P, in
     const int Cf = C & ~127;
     int k = 0;
     for (; k < Cf; k += 128, w += 32) {
-        xq_pf_step(pf);
+        ct_pf_spread_step(pf);
         xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 0, NT, acc);
         xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 1, NT, acc);
         xq_pan_q4g(B, w, P->sc[k / 32], t0, k, 2, NT, acc);
@@ -514,12 +500,12 @@ VNNI_TARGET ALWAYS_INLINE void xq_pan_q4(const xq_pbuf *B, const xq_panel *P, in
    each step's lines prefetched ahead; else xq_pack's per-call panels (16). */
 VNNI_TARGET ALWAYS_INLINE void xq_pan_i8(const xq_pbuf *B, const uint8_t (*w0)[64], const uint8_t (*w1)[64],
                                          int C, int t0, const int NT, const int NP, const int PP, int WS,
-                                         xq_pf *pf, __m512 (*out)[4]) {
+                                         ct_pf_spread *pf, __m512 (*out)[4]) {
     __m512 acc[2][4][2];
     for (int p = 0; p < NP; p++)
         for (int t = 0; t < NT; t++) acc[p][t][0] = acc[p][t][1] = _mm512_setzero_ps();
     for (int k = 0; k < C; k += 64, w0 += WS, w1 += WS) {
-        if (pf) xq_pf_step(pf);
+        if (pf) ct_pf_spread_step(pf);
         if (PP) { /* packed at load: every line of the step into L2 twice, 2 XQ_PP_PF and XQ_PP_PF
                      bytes ahead (once was measured slower from memory: docs/KERNELS.md) */
 #pragma GCC unroll 32
@@ -586,13 +572,13 @@ VNNI_TARGET XQ_NOIPA static void xq_panels(const xq_pbuf *B, xq_panel *P, xq_pan
         xq_pack(P, w, r, nr < 16 ? nr : 16, q4);
         if (two) xq_pack(P2, w, r + 16, nr - 16, q4);
         /* the next panel's rows (contiguous), spread over this panel's steps */
-        xq_pf pf = {NULL, NULL, 0, 0, 0, 0};
+        ct_pf_spread pf = {NULL, NULL, 0, 0, 0, 0};
         if (nn) {
             pf.p = (const char *)ct_row_ptr(w, rn);
             pf.n = (size_t)((const char *)ct_row_ptr(w, rn + 1) - pf.p) * (size_t)nn;
             if (q4) pf.p2 = (const char *)ct_row_sc(w, rn), pf.n2 = sizeof(float) * (size_t)(C / CT_Q4_GROUP) * (size_t)nn;
             const size_t steps = (size_t)((nt + 3) / 4) * (size_t)(q4 ? (C + 127) / 128 : C / 64);
-            pf.per_step = ((pf.n + pf.n2) / steps + 64) & ~(size_t)63;
+            pf.per_step = ct_pf_spread_per(pf.n + pf.n2, steps);
         }
         for (int t = 0; t < nt; t += 4) {
             const int n4 = nt - t < 4 ? nt - t : 4;
