@@ -220,7 +220,16 @@ ALWAYS_INLINE void gemm4(const void *const *p, const ct_dtype DT, const float *x
     float ea[4 * GT * 16], oa[4 * GT * 16];
     gemm4_pass(p, DT, x, C, xs, 0, 1, NT, pf, ea);   /* even chunks and the tail */
     gemm4_pass(p, DT, x, C, xs, 16, 0, NT, NULL, oa); /* odd chunks */
-    for (int j = 0; j < 4 * NT; j++)
+    int j = 0;
+    if (NT >= 4) { /* tokens 0-3 through the shared tree: each sum in _mm512_reduce_add_ps's order */
+        __m512 v[16];
+        for (int t = 0; t < 4; t++)
+            for (int i = 0; i < 4; i++)
+                v[4 * i + t] = _mm512_add_ps(_mm512_loadu_ps(ea + 16 * (4 * t + i)), _mm512_loadu_ps(oa + 16 * (4 * t + i)));
+        _mm512_storeu_ps(out, ct_reduce16(v));
+        j = 16;
+    }
+    for (; j < 4 * NT; j++)
         out[j] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_loadu_ps(ea + 16 * j), _mm512_loadu_ps(oa + 16 * j)));
 }
 
