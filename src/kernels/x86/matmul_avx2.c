@@ -42,6 +42,22 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
+/* r[j] = hsum(v[j]) for 8 vectors, bit for bit (the same additions in the same order: the
+   halves, then lanes k and k + 2, then lanes 0 and 1), through one transposed tree. */
+static inline void hsum8(const __m256 *v, float *r) {
+    __m256 p[4], q[2];
+    for (int i = 0; i < 4; i++)
+        p[i] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20),
+                             _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
+    for (int i = 0; i < 2; i++)
+        q[i] = _mm256_add_ps(_mm256_shuffle_ps(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    float o[8]; /* lanes 0-3: r0, r2, r4, r6; 4-7: r1, r3, r5, r7 */
+    _mm256_storeu_ps(o, _mm256_add_ps(_mm256_shuffle_ps(q[0], q[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm256_shuffle_ps(q[0], q[1], _MM_SHUFFLE(3, 1, 3, 1))));
+    for (int j = 0; j < 4; j++) r[2 * j] = o[j], r[2 * j + 1] = o[4 + j];
+}
+
 static inline float wat(const ct_mat *w, const void *p, const float *sc, int k) {
     switch (w->dtype) {
     case CT_DT_BF16: return ct_bf16_to_f32(((const uint16_t *)p)[k]);
@@ -274,14 +290,24 @@ ALWAYS_INLINE void gemm2(const ct_mat *w, const ct_dtype DT, int r, int r1, cons
     if (ke < C16) return;
     if (C16 + 8 <= C) gemm2_pass(p0, p1, s0, s1, DT, x, xs, C16, C16 + 1, C16 == 0, NT, NULL, acc[0]);
     const int kt = C16 + ((C & 15) >= 8 ? 8 : 0);
+    float hs[2 * G2T];
+    int j0 = 0;
+    if (NT >= 4) { /* tokens 0-3: one tree for their 8 sums */
+        __m256 v[8];
+        for (int j = 0; j < 8; j++)
+            v[j] = _mm256_add_ps(_mm256_loadu_ps(acc[0] + 8 * j), _mm256_loadu_ps(acc[1] + 8 * j));
+        hsum8(v, hs);
+        j0 = 8;
+    }
+    for (int j = j0; j < 2 * NT; j++)
+        hs[j] = hsum(_mm256_add_ps(_mm256_loadu_ps(acc[0] + 8 * j), _mm256_loadu_ps(acc[1] + 8 * j)));
     for (int t = 0; t < NT; t++)
         for (int i = 0; i < 2; i++) {
             const void *p = i ? p1 : p0;
             const float *sc = i ? s1 : s0, *xt = x + (size_t)t * xs;
             float tl = 0;
             for (int k = kt; k < C; k++) tl += wat(w, p, sc, k) * xt[k];
-            const float *ea = acc[0] + 8 * (2 * t + i), *oa = acc[1] + 8 * (2 * t + i);
-            out[2 * t + i] = hsum(_mm256_add_ps(_mm256_loadu_ps(ea), _mm256_loadu_ps(oa))) + tl;
+            out[2 * t + i] = hs[2 * t + i] + tl;
         }
 }
 
