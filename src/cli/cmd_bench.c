@@ -177,6 +177,13 @@ static void probe_stages(const stage_probe *sp, double ctx, double *t_gbs, doubl
    given; 0, or -1 with the error printed. */
 /* Prompt passes timed per repetition, the best kept: one start's time moved by tens of ms from
    run to run on a shared host (docs/BENCH.md "Issue 15, nineteenth sitting"). */
+/* A rate for the tables: one decimal, or two significant digits below 0.1 (an ASan build's
+   from-memory GB/s), so that a positive rate never prints as 0.0. buf: 24 bytes. */
+static const char *rate_str(char *buf, double v) {
+    snprintf(buf, 24, v >= 0.1 || v <= 0 ? "%.1f" : "%.2g", v);
+    return buf;
+}
+
 #define PREFILL_STARTS 3
 static int measure_model(ct_session *s, const ct_codec *codec, const ct_gen_params *g, int frames,
                          int reps, int32_t *codes, const stage_probe *sp, model_times *o) {
@@ -1026,9 +1033,10 @@ static int cmd_kernels(int argc, char **argv) {
                 /* bytes a call reads: the panels where it reads them (INT4's hold the group scales) */
                 const double bytes = pf ? (double)psz + (qf == 2 ? (double)ssz : 0) : (double)ct_mat_bytes(&m),
                              flop = 2.0 * R * C * n;
-                printf("| %s | %d x %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f |\n", fn[f], R, C, n, best[0] * 1e3,
-                       bytes / (best[0] * 1e-3) / 1e9, flop / (best[0] * 1e-3) / 1e9, best[1] * 1e3,
-                       flop / (best[1] * 1e-3) / 1e9);
+                char gbs[24], gfl[24], gfc[24]; /* a slow build's rates keep their digits (never 0.0) */
+                printf("| %s | %d x %d | %d | %.1f | %s | %s | %.1f | %s |\n", fn[f], R, C, n, best[0] * 1e3,
+                       rate_str(gbs, bytes / (best[0] * 1e-3) / 1e9), rate_str(gfl, flop / (best[0] * 1e-3) / 1e9),
+                       best[1] * 1e3, rate_str(gfc, flop / (best[1] * 1e-3) / 1e9));
             }
         }
     free(x);
