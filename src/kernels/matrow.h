@@ -15,6 +15,17 @@
 #define CT_PF_L2 16384
 #endif
 
+/* Vector v stays in a register from here: GCC may no longer fold its load into each
+   instruction that uses it (a load per use instead of one: a 2-row block's x loads then bound
+   the FMAs on Zen 4's load ports). */
+#if defined(__AVX512F__)
+#define CT_IN_REG(v) __asm__("" : "+v"(v))
+#elif defined(__x86_64__) || defined(__i386__)
+#define CT_IN_REG(v) __asm__("" : "+x"(v))
+#else
+#define CT_IN_REG(v) __asm__("" : "+w"(v))
+#endif
+
 /* An R-row block's one-token prefetch where its rows are contiguous (row i at p0 + i x rb
    bytes) and a loop step reads 64 bytes of each row at byte offset kb (call it for each row i
    of the step): the row's line CT_PF_ROW ahead into L2, and the block's bytes in address

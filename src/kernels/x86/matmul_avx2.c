@@ -230,6 +230,7 @@ static _Thread_local void *g2x_tl;
 #define G2_T(t, A0, A1)                                                                         \
     if (NT > t) {                                                                               \
         __m256 xv = _mm256_loadu_ps(x + (size_t)t * xs + k);                                    \
+        CT_IN_REG(xv);                                                                          \
         A0 = _mm256_fmadd_ps(w0, xv, A0);                                                       \
         A1 = _mm256_fmadd_ps(w1, xv, A1);                                                       \
     }
