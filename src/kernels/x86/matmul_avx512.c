@@ -268,7 +268,9 @@ ALWAYS_INLINE void gemm2_stream(const void *const *p, const ct_dtype DT, const f
            e8 = e0, e9 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0, o6 = e0, o7 = e0,
            o8 = e0, o9 = e0;
     for (int k = 0; k < C32; k += 32) {
-        if (((k * eb) & 63) == 0) /* into L2 only: an L1 stream measured no better */
+        if (eb == 2)
+            for (int i = 0; i < 2; i++) CT_PF_BLK(2, p[0], p[i], (size_t)C * 2, (size_t)k * 2, i);
+        else if (((k * eb) & 63) == 0) /* into L2 only: an L1 stream measured no better */
             for (int i = 0; i < 2; i++)
                 for (int b = 0; b < 32 * eb; b += 64)
                     _mm_prefetch((const char *)p[i] + (size_t)k * eb + b + CT_PF_L2, _MM_HINT_T1);
