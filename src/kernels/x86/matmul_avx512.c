@@ -166,7 +166,7 @@ ALWAYS_INLINE __m512 q4_blk4(const ct_mat *w, const float *x, int r, int nr, con
 #define GEMM_MIN_TOKENS 3  /* below: blk4e (the one- and two-token blocks, with prefetch) */
 /* A streaming pass whose tokens' activations fit L1 (NT x C floats up to this) keeps each x vector
    in a register for both rows (one load, not one per FMA: the in-cache 4-token GEMV went from 157-173
-   to 190-206 GFLOP/s on Zen 4); wider ones keep the folded loads, which stream DRAM faster there. */
+   to 190-208 GFLOP/s on Zen 4); wider ones keep the folded loads, which stream DRAM faster there. */
 #define XREG_BYTES 32768
 #define GX_FLOATS (64 * (3072 + 16)) /* gx: 64 tokens of 3072 columns, 772 KiB per thread */
 /* gx: the activations, rows C + 16 floats apart (a thread's buffer, kernels/tbuf.h) */
@@ -268,7 +268,7 @@ ALWAYS_INLINE void gemm2_stream(const void *const *p, const ct_dtype DT, const f
            e8 = e0, e9 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0, o6 = e0, o7 = e0,
            o8 = e0, o9 = e0;
     for (int k = 0; k < C32; k += 32) {
-        if (eb == 2)
+        if (eb == 2) /* 16-bit rows: the one-token GEMV's block order (kernels/matrow.h) */
             for (int i = 0; i < 2; i++) CT_PF_BLK(2, p[0], p[i], (size_t)C * 2, (size_t)k * 2, i);
         else if (((k * eb) & 63) == 0) /* into L2 only: an L1 stream measured no better */
             for (int i = 0; i < 2; i++)
