@@ -69,7 +69,8 @@ static void check_batch_invariance(void) {
     ct_rng_init(rng, 11, 0);
     const int R = 37, N = 40;
     /* columns: a tail only, 16-column chunks with a leftover 8, several K blocks and tails; 2100:
-       a 4-5 token block's activations past L1 (the AVX-512 streaming pass's folded-load variant) */
+       from 3 tokens, activations past 24 KiB (the AVX-512 streaming pass in K blocks over row groups,
+       the last group of 5 rows, the last K block with the ragged tail) */
     const int Cs[6] = {13, 200, 1100, 2100, 224, 1088}; /* the last two for INT4 (whole groups) */
     const int ns[] = {2, 3, 4, 5, 6, 7, 8, 12, 13, 16, 17, 37, 40};
     enum { CMAX = 2100 };

@@ -3,7 +3,8 @@
    - n = 1, 2: 4 rows x 1-2 tokens GEMV with software prefetch;
    - n >= 3: register-blocked GEMM, rows walked in 64-row chunks that stay in L2 while every
      token block passes over them: the first block streams the chunk from DRAM 2 rows at a time
-     in one pass, the later ones take 4 rows x up to 5 tokens;
+     (in K blocks where its activations would not stay in L1), the later ones take 4 rows x up
+     to 5 tokens;
    - ct_matmul_rows_avx512bf16: INT8/INT4 matrices in the integer-dot mode go to the VNNI
      kernel (every call); a prompt's calls (ct_mm_prompt) over BF16 weights (and INT8/INT4
      ones outside the integer-dot mode) use AMX tiles (TDPBF16PS) on split activations (hi +
@@ -164,10 +165,15 @@ ALWAYS_INLINE __m512 q4_blk4(const ct_mat *w, const float *x, int r, int nr, con
    bit in every format). */
 #define GT 5               /* most tokens per block (4 rows x 5 tokens = 20 accumulators) */
 #define GEMM_MIN_TOKENS 3  /* below: blk4e (the one- and two-token blocks, with prefetch) */
-/* A streaming pass whose tokens' activations fit L1 (NT x C floats up to this) keeps each x vector
-   in a register for both rows (one load, not one per FMA: the in-cache 4-token GEMV went from 157-173
-   to 190-208 GFLOP/s on Zen 4); wider ones keep the folded loads, which stream DRAM faster there. */
-#define XREG_BYTES 32768
+/* The streaming pass keeps each x vector in a register for both rows (one load, not one per
+   FMA: the in-cache 4-token GEMV went from 157-173 to 190-208 GFLOP/s on Zen 4), so a pass's
+   activations must stay in L1: above KB_MIN_BYTES of them (NT x C floats) it goes in K blocks
+   of at most KB_X_BYTES, over groups of KB_ROWS rows. (4 tokens of 2048 columns fill Zen 4's
+   32 KiB L1 with activations alone: 184-191 GFLOP/s in cache, 197-203 in K blocks; 3072 columns
+   with the loads folded, 162-169 against 199-204.) */
+#define KB_MIN_BYTES 24576
+#define KB_X_BYTES 16384
+#define KB_ROWS 16
 #define GX_FLOATS (64 * (3072 + 16)) /* gx: 64 tokens of 3072 columns, 772 KiB per thread */
 /* gx: the activations, rows C + 16 floats apart (a thread's buffer, kernels/tbuf.h) */
 static ct_tbuf gx_tb = CT_TBUF(sizeof(float) * GX_FLOATS);
@@ -238,18 +244,22 @@ ALWAYS_INLINE void gemm4(const void *const *p, const ct_dtype DT, const float *x
 }
 
 /* The first token block over a row chunk (its rows read from DRAM): 2 rows p[2] of dtype DT
-   x NT tokens in one pass over the columns, both accumulators of every (row, token) live (2 x
-   5 x 2 = 20), so the weights stream while the FMAs of all chunks run. Each accumulator sees
-   gemm4's (and blk4e's) FMAs in the same order and the final sum is the same expression:
-   out[2 * t + i] is bit for bit gemm4's row i, token t. */
+   x NT tokens in one pass over columns [k0, k1) (k0 a multiple of 32; the ragged tail where k1
+   = C), both accumulators of every (row, token) live (2 x 5 x 2 = 20), so the weights stream
+   while the FMAs of all chunks run. Each accumulator sees gemm4's (and blk4e's) FMAs in the
+   same order and the final sum is the same expression: out[2 * t + i] is bit for bit gemm4's
+   row i, token t. KB (a constant): 0, one pass over all columns, prefetching the rows in the
+   one-token GEMV's block order; 1, one K block of several: the accumulators start from ain
+   (NULL: zero) and go to aout (NULL: summed into out), and each step prefetches its own byte
+   count (64 x eb) of the next row group pfa[pfn] (NULL: none) in address order from offset
+   pfo, and asks again for the lines 4 KiB behind (the requests are not all served: from DRAM
+   31-33 against 27-30 GB/s at 4 tokens x 3072 columns, 2 threads). */
 #define G2_T(t, E0, E1, O0, O1)                                                                 \
     if (NT > t) {                                                                               \
         __m512 x0 = _mm512_loadu_ps(x + (size_t)t * xs + k);                                    \
         __m512 x1 = _mm512_loadu_ps(x + (size_t)t * xs + k + 16);                               \
-        if (REG) {                                                                              \
-            CT_IN_REG(x0);                                                                      \
-            CT_IN_REG(x1);                                                                      \
-        }                                                                                       \
+        CT_IN_REG(x0);                                                                          \
+        CT_IN_REG(x1);                                                                          \
         E0 = _mm512_fmadd_ps(w0e, x0, E0);                                                      \
         E1 = _mm512_fmadd_ps(w1e, x0, E1);                                                      \
         O0 = _mm512_fmadd_ps(w0o, x1, O0);                                                      \
@@ -262,18 +272,38 @@ ALWAYS_INLINE void gemm4(const void *const *p, const ct_dtype DT, const float *x
         E1 = _mm512_fmadd_ps(w1e, x0, E1);                                                      \
     }
 ALWAYS_INLINE void gemm2_stream(const void *const *p, const ct_dtype DT, const float *x, int C, int xs,
-                                const int NT, const int REG, float *out) {
+                                const int NT, const int KB, int k0, int k1,
+                                const float *ain, float *aout, const char *pfa, size_t pfo, size_t pfn,
+                                float *out) {
     const int C32 = C & ~31, eb = DT == CT_DT_F32 ? 4 : DT == CT_DT_I8 ? 1 : 2;
+    const int kend = KB && k1 < C32 ? k1 : C32;
     __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0, e6 = e0, e7 = e0,
            e8 = e0, e9 = e0, o0 = e0, o1 = e0, o2 = e0, o3 = e0, o4 = e0, o5 = e0, o6 = e0, o7 = e0,
            o8 = e0, o9 = e0;
-    for (int k = 0; k < C32; k += 32) {
-        if (eb == 2) /* 16-bit rows: the one-token GEMV's block order (kernels/matrow.h) */
+    if (KB && ain) {
+#define G2_LD(j, E, O)                                                                          \
+    if (2 * NT > j) {                                                                           \
+        E = _mm512_loadu_ps(ain + 16 * j);                                                      \
+        O = _mm512_loadu_ps(ain + 16 * (2 * GT + j));                                           \
+    }
+        G2_LD(0, e0, o0) G2_LD(1, e1, o1) G2_LD(2, e2, o2) G2_LD(3, e3, o3) G2_LD(4, e4, o4)
+        G2_LD(5, e5, o5) G2_LD(6, e6, o6) G2_LD(7, e7, o7) G2_LD(8, e8, o8) G2_LD(9, e9, o9)
+#undef G2_LD
+    }
+    for (int k = KB ? k0 : 0; k < kend; k += 32) {
+        if (KB) { /* the next row group, in address order */
+            for (int b = 0; pfa && b < 64 * eb && pfo + b < pfn; b += 64) {
+                _mm_prefetch(pfa + pfo + b, _MM_HINT_T1);
+                _mm_prefetch((const char *)((uintptr_t)(pfa + pfo + b) - 4096), _MM_HINT_T1);
+            }
+            pfo += 64 * eb;
+        } else if (eb == 2) { /* 16-bit rows: the one-token GEMV's block order (kernels/matrow.h) */
             for (int i = 0; i < 2; i++) CT_PF_BLK(2, p[0], p[i], (size_t)C * 2, (size_t)k * 2, i);
-        else if (((k * eb) & 63) == 0) /* into L2 only: an L1 stream measured no better */
+        } else if (((k * eb) & 63) == 0) { /* into L2 only: an L1 stream measured no better */
             for (int i = 0; i < 2; i++)
                 for (int b = 0; b < 32 * eb; b += 64)
                     _mm_prefetch((const char *)p[i] + (size_t)k * eb + b + CT_PF_L2, _MM_HINT_T1);
+        }
         const __m512 w0e = load16(p[0], DT, k, 0xffff, NULL), w0o = load16(p[0], DT, k + 16, 0xffff, NULL);
         const __m512 w1e = load16(p[1], DT, k, 0xffff, NULL), w1o = load16(p[1], DT, k + 16, 0xffff, NULL);
         G2_T(0, e0, e1, o0, o1)
@@ -282,7 +312,7 @@ ALWAYS_INLINE void gemm2_stream(const void *const *p, const ct_dtype DT, const f
         G2_T(3, e6, e7, o6, o7)
         G2_T(4, e8, e9, o8, o9)
     }
-    for (int k = C32; k < C; k += 16) {
+    for (int k = C32; (!KB || k1 == C) && k < C; k += 16) {
         const __mmask16 m = C - k >= 16 ? 0xffff : (__mmask16)((1u << (C - k)) - 1);
         const __m512 w0e = load16(p[0], DT, k, m, NULL), w1e = load16(p[1], DT, k, m, NULL);
         G2_TAIL(0, e0, e1)
@@ -293,7 +323,56 @@ ALWAYS_INLINE void gemm2_stream(const void *const *p, const ct_dtype DT, const f
     }
     const __m512 ev[2 * GT] = {e0, e1, e2, e3, e4, e5, e6, e7, e8, e9};
     const __m512 ov[2 * GT] = {o0, o1, o2, o3, o4, o5, o6, o7, o8, o9};
+    if (KB && aout) {
+        for (int j = 0; j < 2 * NT; j++) {
+            _mm512_storeu_ps(aout + 16 * j, ev[j]);
+            _mm512_storeu_ps(aout + 16 * (2 * GT + j), ov[j]);
+        }
+        return;
+    }
     for (int j = 0; j < 2 * NT; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(ev[j], ov[j]));
+}
+
+/* Rows [rc, rce) x NT tokens xt[NT][xs] (the chunk's first token block) through gemm2_stream
+   into yt[NT][R]. KB (a constant): 0, one pass over all columns per 2 rows; 1, groups of
+   KB_ROWS rows, each in K blocks of kblk columns (every K block over the group's rows before
+   the next: a block's activations stay in L1 beside the streaming rows), the next group (the
+   rows after it, past rce: a pool thread's next row chunk is mostly this one's successor)
+   prefetched in address order over the group's steps. */
+ALWAYS_INLINE void stream_rows(const ct_mat *w, const ct_dtype DT, const float *bias, const float *xt,
+                               int xst, float *yt, int rc, int rce, const int NT, const int KB, int kblk) {
+    const int R = w->rows, C = w->cols;
+    const int eb = DT == CT_DT_F32 ? 4 : DT == CT_DT_I8 ? 1 : 2, C32 = C & ~31;
+    const size_t rb = (size_t)C * eb;
+    for (int g = rc; g < rce; g += KB ? KB_ROWS : rce - rc) {
+        const int ge = KB && g + KB_ROWS < rce ? g + KB_ROWS : rce;
+        /* 2 rows x 2 x GT x 16 accumulators per row pair (ev then ov), carried between K blocks */
+        float acc[KB_ROWS / 2][4 * GT * 16];
+        /* the next group's bytes over this group's steps (as many when both groups are whole) */
+        const char *pfa = KB && ge < R ? (const char *)ct_row_ptr(w, ge) : NULL;
+        const size_t pfn = pfa ? (size_t)(ge + KB_ROWS < R ? KB_ROWS : R - ge) * rb : 0;
+        size_t pfo = 0;
+        for (int k0 = 0; k0 < C; k0 += KB ? kblk : C) {
+            const int k1 = KB && k0 + kblk < C ? k0 + kblk : C;
+            for (int r = g; r < ge; r += 2) {
+                const int nr = ge - r < 2 ? ge - r : 2;
+                const void *p2[2] = {ct_row_ptr(w, r), ct_row_ptr(w, r + nr - 1)};
+                float o[2 * GT];
+                if (KB) {
+                    float *a = acc[(r - g) / 2];
+                    gemm2_stream(p2, DT, xt, C, xst, NT, 1, k0, k1, k0 ? a : NULL, k1 < C ? a : NULL,
+                                 pfa, pfo, pfn, o);
+                    pfo += (size_t)((k1 < C32 ? k1 : C32) - k0) / 32 * 64 * eb; /* its steps' bytes */
+                    if (k1 < C) continue;
+                } else {
+                    gemm2_stream(p2, DT, xt, C, xst, NT, 0, 0, C, NULL, NULL, NULL, 0, 0, o);
+                }
+                for (int tt = 0; tt < NT; tt++)
+                    for (int i = 0; i < nr; i++)
+                        yt[(size_t)tt * R + r + i] = ct_post_scale(w, r + i) * o[2 * tt + i] + (bias ? bias[r + i] : 0.0f);
+            }
+        }
+    }
 }
 
 /* INT4, 4 rows x NT tokens: q4_blk4's arithmetic (per group and token lo.x0 + hi.x1 times the
@@ -328,8 +407,8 @@ ALWAYS_INLINE __m512 gemm4_q4(const uint8_t *const *p, const float *const *sc, c
 
 /* Rows [r0, r1) x n tokens through gemm4 / gemm4_q4 (dtype DT) in 64-row chunks (weights
    L2-resident), each chunk token block by token block (the block's activations stay in L1):
-   the first block reads the chunk from DRAM 2 rows at a time in one pass (gemm2_stream; INT4
-   gemm4_q4 with far prefetch), the later ones find it in L2 and take 4-row blocks, the next 4
+   the first block reads the chunk from DRAM 2 rows at a time (stream_rows; INT4 gemm4_q4 with
+   far prefetch), the later ones find it in L2 and take 4-row blocks, the next 4
    rows prefetched into L1; token blocks as even as possible
    (37 in blocks of at most 5: 5,5,5,5,5,4,4,4). */
 ALWAYS_INLINE void gemm_rows(const ct_mat *w, const ct_dtype DT, const float *bias, const float *x,
@@ -365,27 +444,22 @@ ALWAYS_INLINE void gemm_rows(const ct_mat *w, const ct_dtype DT, const float *bi
             }
             const int xst = all || blk ? xs : C;
             if (DT != CT_DT_U8 && b == 0) { /* rows from DRAM: one streaming pass per 2 rows */
-                const int reg = (size_t)nt * C * sizeof(float) <= XREG_BYTES;
-                for (int r = rc; r < rce; r += 2) {
-                    const int nr = rce - r < 2 ? rce - r : 2;
-                    const void *p2[2] = {ct_row_ptr(w, r), ct_row_ptr(w, r + nr - 1)};
-                    float o[2 * GT];
-                    switch (2 * nt + reg) {
-                    case 2: gemm2_stream(p2, DT, xt, C, xst, 1, 0, o); break;
-                    case 3: gemm2_stream(p2, DT, xt, C, xst, 1, 1, o); break;
-                    case 4: gemm2_stream(p2, DT, xt, C, xst, 2, 0, o); break;
-                    case 5: gemm2_stream(p2, DT, xt, C, xst, 2, 1, o); break;
-                    case 6: gemm2_stream(p2, DT, xt, C, xst, 3, 0, o); break;
-                    case 7: gemm2_stream(p2, DT, xt, C, xst, 3, 1, o); break;
-                    case 8: gemm2_stream(p2, DT, xt, C, xst, 4, 0, o); break;
-                    case 9: gemm2_stream(p2, DT, xt, C, xst, 4, 1, o); break;
-                    case 10: gemm2_stream(p2, DT, xt, C, xst, 5, 0, o); break;
-                    default: gemm2_stream(p2, DT, xt, C, xst, 5, 1, o); break;
-                    }
-                    for (int tt = 0; tt < nt; tt++)
-                        for (int i = 0; i < nr; i++)
-                            yt[(size_t)tt * R + r + i] =
-                                ct_post_scale(w, r + i) * o[2 * tt + i] + (bias ? bias[r + i] : 0.0f);
+                const size_t xb = (size_t)nt * C * sizeof(float);
+                /* K blocks of at most KB_X_BYTES of activations, even, in 32-column steps */
+                const int nkb = (int)((xb + KB_X_BYTES - 1) / KB_X_BYTES);
+                const int kblk = ((C + nkb - 1) / nkb + 31) & ~31;
+                const int kb = xb > KB_MIN_BYTES;
+                switch (2 * nt + kb) {
+                case 2: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 1, 0, kblk); break;
+                case 3: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 1, 1, kblk); break;
+                case 4: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 2, 0, kblk); break;
+                case 5: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 2, 1, kblk); break;
+                case 6: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 3, 0, kblk); break;
+                case 7: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 3, 1, kblk); break;
+                case 8: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 4, 0, kblk); break;
+                case 9: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 4, 1, kblk); break;
+                case 10: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 5, 0, kblk); break;
+                default: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 5, 1, kblk); break;
                 }
                 continue;
             }
