@@ -251,9 +251,10 @@ ALWAYS_INLINE void gemm4(const void *const *p, const ct_dtype DT, const float *x
    row i, token t. KB (a constant): 0, one pass over all columns, prefetching the rows in the
    one-token GEMV's block order; 1, one K block of several: the accumulators start from ain
    (NULL: zero) and go to aout (NULL: summed into out), and each step prefetches its own byte
-   count (64 x eb) of the next row group pfa[pfn] (NULL: none) in address order from offset
-   pfo, and asks again for the lines 4 KiB behind (the requests are not all served: from DRAM
-   31-33 against 27-30 GB/s at 4 tokens x 3072 columns, 2 threads). */
+   count (64 x eb) of the next row group in address order from address pf while below pfe,
+   and asks again for the lines 4 KiB behind (the requests are not all served: from DRAM
+   31-33 against 27-30 GB/s at 4 tokens x 3072 columns, 2 threads). Addresses as integers:
+   the last step's lines may pass pfe. */
 #define G2_T(t, E0, E1, O0, O1)                                                                 \
     if (NT > t) {                                                                               \
         __m512 x0 = _mm512_loadu_ps(x + (size_t)t * xs + k);                                    \
@@ -273,8 +274,7 @@ ALWAYS_INLINE void gemm4(const void *const *p, const ct_dtype DT, const float *x
     }
 ALWAYS_INLINE void gemm2_stream(const void *const *p, const ct_dtype DT, const float *x, int C, int xs,
                                 const int NT, const int KB, int k0, int k1,
-                                const float *ain, float *aout, const char *pfa, size_t pfo, size_t pfn,
-                                float *out) {
+                                const float *ain, float *aout, uintptr_t pf, uintptr_t pfe, float *out) {
     const int C32 = C & ~31, eb = DT == CT_DT_F32 ? 4 : DT == CT_DT_I8 ? 1 : 2;
     const int kend = KB && k1 < C32 ? k1 : C32;
     __m512 e0 = _mm512_setzero_ps(), e1 = e0, e2 = e0, e3 = e0, e4 = e0, e5 = e0, e6 = e0, e7 = e0,
@@ -292,11 +292,14 @@ ALWAYS_INLINE void gemm2_stream(const void *const *p, const ct_dtype DT, const f
     }
     for (int k = KB ? k0 : 0; k < kend; k += 32) {
         if (KB) { /* the next row group, in address order */
-            for (int b = 0; pfa && b < 64 * eb && pfo + b < pfn; b += 64) {
-                _mm_prefetch(pfa + pfo + b, _MM_HINT_T1);
-                _mm_prefetch((const char *)((uintptr_t)(pfa + pfo + b) - 4096), _MM_HINT_T1);
-            }
-            pfo += 64 * eb;
+            /* (two registers: with three, GCC kept address registers in vector ones, 202 -> 173
+               GFLOP/s in cache) */
+            if (pf < pfe)
+                for (int b = 0; b < 64 * eb; b += 64) {
+                    _mm_prefetch((const char *)(pf + b), _MM_HINT_T1);
+                    _mm_prefetch((const char *)(pf + b - 4096), _MM_HINT_T1);
+                }
+            pf += 64 * eb;
         } else if (eb == 2) { /* 16-bit rows: the one-token GEMV's block order (kernels/matrow.h) */
             for (int i = 0; i < 2; i++) CT_PF_BLK(2, p[0], p[i], (size_t)C * 2, (size_t)k * 2, i);
         } else if (((k * eb) & 63) == 0) { /* into L2 only: an L1 stream measured no better */
@@ -349,9 +352,8 @@ ALWAYS_INLINE void stream_rows(const ct_mat *w, const ct_dtype DT, const float *
         /* 2 rows x 2 x GT x 16 accumulators per row pair (ev then ov), carried between K blocks */
         float acc[KB_ROWS / 2][4 * GT * 16];
         /* the next group's bytes over this group's steps (as many when both groups are whole) */
-        const char *pfa = KB && ge < R ? (const char *)ct_row_ptr(w, ge) : NULL;
-        const size_t pfn = pfa ? (size_t)(ge + KB_ROWS < R ? KB_ROWS : R - ge) * rb : 0;
-        size_t pfo = 0;
+        uintptr_t pf = KB && ge < R ? (uintptr_t)ct_row_ptr(w, ge) : 0;
+        const uintptr_t pfe = pf ? pf + (size_t)(ge + KB_ROWS < R ? KB_ROWS : R - ge) * rb : 0;
         for (int k0 = 0; k0 < C; k0 += KB ? kblk : C) {
             const int k1 = KB && k0 + kblk < C ? k0 + kblk : C;
             for (int r = g; r < ge; r += 2) {
@@ -361,11 +363,11 @@ ALWAYS_INLINE void stream_rows(const ct_mat *w, const ct_dtype DT, const float *
                 if (KB) {
                     float *a = acc[(r - g) / 2];
                     gemm2_stream(p2, DT, xt, C, xst, NT, 1, k0, k1, k0 ? a : NULL, k1 < C ? a : NULL,
-                                 pfa, pfo, pfn, o);
-                    pfo += (size_t)((k1 < C32 ? k1 : C32) - k0) / 32 * 64 * eb; /* its steps' bytes */
+                                 pf, pfe, o);
+                    pf += (size_t)((k1 < C32 ? k1 : C32) - k0) / 32 * 64 * eb; /* its steps' bytes */
                     if (k1 < C) continue;
                 } else {
-                    gemm2_stream(p2, DT, xt, C, xst, NT, 0, 0, C, NULL, NULL, NULL, 0, 0, o);
+                    gemm2_stream(p2, DT, xt, C, xst, NT, 0, 0, C, NULL, NULL, 0, 0, o);
                 }
                 for (int tt = 0; tt < NT; tt++)
                     for (int i = 0; i < nr; i++)
@@ -374,6 +376,33 @@ ALWAYS_INLINE void stream_rows(const ct_mat *w, const ct_dtype DT, const float *
         }
     }
 }
+
+/* A chunk's first token block (nt tokens) in K blocks (stream_rows) ... */
+ALWAYS_INLINE void stream_block_kb(const ct_mat *w, const ct_dtype DT, const float *bias, const float *xt,
+                                   int xst, float *yt, int rc, int rce, int nt) {
+    const int C = w->cols;
+    /* K blocks of at most KB_X_BYTES of activations, even, in 32-column steps */
+    const int nkb = (int)(((size_t)nt * C * sizeof(float) + KB_X_BYTES - 1) / KB_X_BYTES);
+    const int kblk = ((C + nkb - 1) / nkb + 31) & ~31;
+    switch (nt) {
+    case 1: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 1, 1, kblk); break;
+    case 2: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 2, 1, kblk); break;
+    case 3: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 3, 1, kblk); break;
+    case 4: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 4, 1, kblk); break;
+    default: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 5, 1, kblk); break;
+    }
+}
+/* ... out of line per format: inlined into gemm_rows, these variants changed GCC's register
+   allocation of the later blocks' gemm4 (40 tokens of 1024 x 3072 BF16: 1250 -> 1590 us). */
+#define STREAM_KB_FN(name, DTC)                                                                      \
+    static __attribute__((noinline)) void name(const ct_mat *w, const float *bias, const float *xt, \
+                                               int xst, float *yt, int rc, int rce, int nt) {        \
+        stream_block_kb(w, DTC, bias, xt, xst, yt, rc, rce, nt);                                    \
+    }
+STREAM_KB_FN(stream_kb_bf16, CT_DT_BF16)
+STREAM_KB_FN(stream_kb_f16, CT_DT_F16)
+STREAM_KB_FN(stream_kb_f32, CT_DT_F32)
+STREAM_KB_FN(stream_kb_i8, CT_DT_I8)
 
 /* INT4, 4 rows x NT tokens: q4_blk4's arithmetic (per group and token lo.x0 + hi.x1 times the
    group scale into one accumulator, the shared reduction tree), with every token's activations
@@ -443,23 +472,20 @@ ALWAYS_INLINE void gemm_rows(const ct_mat *w, const ct_dtype DT, const float *bi
                 xt = gx;
             }
             const int xst = all || blk ? xs : C;
-            if (DT != CT_DT_U8 && b == 0) { /* rows from DRAM: one streaming pass per 2 rows */
-                const size_t xb = (size_t)nt * C * sizeof(float);
-                /* K blocks of at most KB_X_BYTES of activations, even, in 32-column steps */
-                const int nkb = (int)((xb + KB_X_BYTES - 1) / KB_X_BYTES);
-                const int kblk = ((C + nkb - 1) / nkb + 31) & ~31;
-                const int kb = xb > KB_MIN_BYTES;
-                switch (2 * nt + kb) {
-                case 2: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 1, 0, kblk); break;
-                case 3: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 1, 1, kblk); break;
-                case 4: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 2, 0, kblk); break;
-                case 5: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 2, 1, kblk); break;
-                case 6: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 3, 0, kblk); break;
-                case 7: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 3, 1, kblk); break;
-                case 8: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 4, 0, kblk); break;
-                case 9: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 4, 1, kblk); break;
-                case 10: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 5, 0, kblk); break;
-                default: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 5, 1, kblk); break;
+            if (DT != CT_DT_U8 && b == 0) { /* rows from DRAM: streaming passes over 2 rows */
+                if ((size_t)nt * C * sizeof(float) > KB_MIN_BYTES) {
+                    if (DT == CT_DT_BF16) stream_kb_bf16(w, bias, xt, xst, yt, rc, rce, nt);
+                    if (DT == CT_DT_F16) stream_kb_f16(w, bias, xt, xst, yt, rc, rce, nt);
+                    if (DT == CT_DT_F32) stream_kb_f32(w, bias, xt, xst, yt, rc, rce, nt);
+                    if (DT == CT_DT_I8) stream_kb_i8(w, bias, xt, xst, yt, rc, rce, nt);
+                    continue;
+                }
+                switch (nt) {
+                case 1: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 1, 0, 0); break;
+                case 2: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 2, 0, 0); break;
+                case 3: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 3, 0, 0); break;
+                case 4: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 4, 0, 0); break;
+                default: stream_rows(w, DT, bias, xt, xst, yt, rc, rce, 5, 0, 0); break;
                 }
                 continue;
             }
