@@ -235,6 +235,11 @@ typedef struct {
     const int32_t *ref_codes; /* [ref_frames][n_groups], frame-major, codebook 0 first */
     int ref_frames;
     const char *ref_text;     /* UTF-8 transcript of the whole reference clip */
+    /* Prompt reuse (docs/STREAMING.md "Prompt reuse"): 1 (default): the prefill skips the
+       leading positions whose prompt rows equal those of the session's previous start (the same
+       voice: role block, codec header, speaker, instruction, reference) and keeps their KV; the
+       output is bit-identical either way. 0: every position is run. */
+    int prompt_reuse;
 } ct_gen_params;
 
 CT_API ct_gen_params ct_gen_params_default(void);
@@ -249,7 +254,9 @@ typedef enum {
 
 CT_API const char *ct_stop_reason_str(ct_stop_reason r);
 
-/* Validates the request, builds the prompt and runs the prefill. Resets any previous run. */
+/* Validates the request, builds the prompt and runs the prefill. Resets any previous run; the
+   KV of the leading prompt positions it shares with the previous start is kept unless
+   g->prompt_reuse is 0 (ct_run_info.prompt_reused). */
 CT_API ct_status ct_session_start(ct_session *s, const ct_gen_params *g);
 
 /* Produces the next frame: codes[n_groups] (codebook 0 first, each in [0, 2048)).
@@ -264,6 +271,7 @@ typedef struct {
     int text_tokens;     /* N */
     int frames;          /* frames produced so far */
     int frame_limit;     /* effective cap from max_frames/max_new_tokens/budget/context */
+    int prompt_reused;   /* leading prefill positions kept from the previous start (not run) */
 } ct_run_info;
 
 CT_API ct_run_info ct_session_run_info(const ct_session *s);
@@ -641,6 +649,8 @@ typedef struct {
     double stall_ms;
     int prefill_passes;      /* talker passes of the prefills (prefill_chunk_tokens each), summed
                                 over utterances */
+    int prompt_reused;       /* prompt positions whose KV the slot kept from its previous
+                                prefill (ct_gen_params.prompt_reuse), summed over utterances */
 } ct_stream_info;
 
 CT_API ct_stream_info ct_stream_get_info(ct_stream *s);

@@ -43,7 +43,7 @@ class GenParams(Structure):
                 ("sub_top_p", c_float), ("sub_top_k", c_int), ("min_new_tokens", c_int),
                 ("max_new_tokens", c_int), ("max_frames", c_int), ("budget_base", c_int),
                 ("budget_per_token", c_float), ("ref_codes", POINTER(c_int32)), ("ref_frames", c_int),
-                ("ref_text", c_char_p)]
+                ("ref_text", c_char_p), ("prompt_reuse", c_int)]
 
 
 class EngineParams(Structure):
@@ -81,7 +81,8 @@ class StreamInfo(Structure):
                 ("queue_ms", c_double), ("first_frame_ms", c_double), ("ttfa_ms", c_double),
                 ("done_ms", c_double), ("prefill_ms", c_double), ("step_ms", c_double),
                 ("codec_ms", c_double), ("talker_ms", c_double), ("predictor_ms", c_double),
-                ("stalls", c_int), ("stall_ms", c_double), ("prefill_passes", c_int)]
+                ("stalls", c_int), ("stall_ms", c_double), ("prefill_passes", c_int),
+                ("prompt_reused", c_int)]
 
 
 class VoiceInfo(Structure):

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/params.h"
+#include "core/sha256.h"
 #include "core/stepstats.h"
 #include "model/session_internal.h"
 
@@ -30,6 +31,7 @@ ct_gen_params ct_gen_params_default(void) {
     g.min_new_tokens = 2;
     g.budget_base = 50;
     g.budget_per_token = 12.0f;
+    g.prompt_reuse = 1;
     return g;
 }
 
@@ -52,6 +54,7 @@ void ct_session_free(ct_session *s) {
     ct_kv_free(&s->pkv);
     ct_stack_scratch_free(&s->ts);
     free(s->prompt);
+    free(s->row_key);
     free(s->trailing);
     free(s->pad_row);
     free(s->ids);
@@ -95,6 +98,7 @@ static ct_status session_new(const ct_model *m, int max_context, int prefill_chu
              ct_batch_create_on(m, 1, s->cap, pool, &s->solo, NULL, 0) == CT_OK;
     if (ok) {
         s->prompt = malloc((size_t)s->cap * H * sizeof(float));
+        s->row_key = malloc((size_t)s->cap * sizeof *s->row_key);
         s->trailing = malloc((size_t)s->cap * H * sizeof(float));
         s->pad_row = malloc(H * sizeof(float));
         s->ids = malloc(((size_t)s->cap + 64) * 2 * sizeof(int32_t));
@@ -104,7 +108,7 @@ static ct_status session_new(const ct_model *m, int max_context, int prefill_chu
         s->logits = malloc((size_t)c->talker.vocab * sizeof(float));
         s->seen = malloc((size_t)c->talker.vocab);
         s->samp_scratch = malloc(ct_sampler_scratch_bytes(vmax));
-        ok = s->prompt && s->trailing && s->pad_row && s->ids && s->h && s->x && s->etmp &&
+        ok = s->prompt && s->row_key && s->trailing && s->pad_row && s->ids && s->h && s->x && s->etmp &&
              s->logits && s->seen && s->samp_scratch;
     }
     if (!ok) {
@@ -164,6 +168,7 @@ ct_run_info ct_session_run_info(const ct_session *s) {
     memset(&r, 0, sizeof r);
     if (!s) return r;
     r.prompt_len = s->prompt_len;
+    r.prompt_reused = s->prompt_reused;
     r.text_tokens = s->text_tokens;
     r.frames = s->frames;
     r.frame_limit = s->frame_limit;
@@ -257,13 +262,33 @@ int ct_session_text_wait(const ct_session *s) {
     return s->frames + 1 >= s->frame_limit && s->limit_by_text;     /* the budget may still grow */
 }
 
+/* Keys the rows of the prompt just built (s->row_key) and returns how many leading positions
+   the KV already holds from the last prefill: the rows that match its keys, at most
+   prompt_len - 1 (the last position is always run, for its hidden state); 0 without reuse. */
+static int prompt_keys(ct_session *s, int reuse) {
+    const size_t H = (size_t)s->m->cfg.talker.hidden;
+    const int L = s->prompt_len, prev = s->kept;
+    int n = 0;
+    s->kept = 0; /* the keys change below; the prefill that follows makes them true */
+    for (int i = 0; i < L; i++) {
+        uint8_t k[32];
+        ct_sha256_ctx h;
+        ct_sha256_init(&h);
+        ct_sha256_update(&h, s->prompt + (size_t)i * H, H * sizeof(float));
+        ct_sha256_final(&h, k);
+        if (reuse && n == i && i < prev && i < L - 1 && !memcmp(k, s->row_key[i], sizeof k)) n++;
+        memcpy(s->row_key[i], k, sizeof k);
+    }
+    return n;
+}
+
 static ct_status session_start(ct_session *s, const ct_gen_params *gp) {
     const ct_model *m = s->m;
     const ct_config *c = &m->cfg;
     s->err[0] = 0;
     s->running = 0;
     s->stop = CT_STOP_NONE;
-    s->frames = s->n_generated = s->pos = s->prefill_passes = 0;
+    s->frames = s->n_generated = s->pos = s->prefill_passes = s->prompt_reused = 0;
     s->advance_pending = 0;
     s->t_pred_ms = s->t_talker_ms = 0;
     ct_gen_params g = ct_gen_params_default();
@@ -301,7 +326,11 @@ static ct_status session_start(ct_session *s, const ct_gen_params *gp) {
     ct_rng_init(&s->trng, g.seed, 0);
     ct_rng_init(&s->srng, g.seed, 1);
     memset(s->seen, 0, (size_t)c->talker.vocab);
-    ct_talker_run(s, s->prompt, s->prompt_len);
+    const int reuse = prompt_keys(s, g.prompt_reuse);
+    s->pos = reuse;
+    ct_talker_run(s, s->prompt + (size_t)reuse * c->talker.hidden, s->prompt_len - reuse);
+    s->kept = s->prompt_len;
+    s->prompt_reused = reuse;
     ct_talker_logits(s, s->logits);
     int c0 = ct_session_sample_c0(s);
     if (c0 < 0) return CT_ERR_INTERNAL;

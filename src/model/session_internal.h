@@ -23,6 +23,10 @@ struct ct_session {
     int prefill_passes;      /* passes the last start's prefill took */
     ct_stack_scratch ts;     /* talker prefill scratch, prefill_chunk tokens */
     float *prompt;           /* [cap][H] prefill embeddings */
+    uint8_t (*row_key)[32];  /* [cap] SHA-256 of each prompt row of the last prefill */
+    int kept;                /* positions 0..kept-1 of the KV hold the last prefill, whose rows
+                                row_key names (prompt reuse, docs/STREAMING.md) */
+    int prompt_reused;       /* positions this run's prefill took from the last one */
     float *trailing;         /* [cap][H] trailing text overlay rows */
     float *pad_row;          /* [H] t(tts_pad) */
     int32_t *ids;            /* [cap + 64] token scratch */

@@ -781,8 +781,14 @@ static void do_model(run *r, const char *rel, const json_t *doc) {
     ct_md_num(f1, sizeof f1, ftot > 0 ? tot / ftot : NAN, 2);
     const char *cells[8] = {"total", c0, "", "", "", f0, f1, c4};
     ct_md_table_row(b, 8, cells);
-    ct_sbuf_printf(b, "\nprefill %s ms (once) · RTF %s · read roofline %s GB/s · FMA peak %s GFLOP/s\n\n",
-                   ct_md_num(pre, sizeof pre, jd(doc, "prefill_ms"), 1), ct_md_num(rtf, sizeof rtf, jd(doc, "rtf"), 3),
+    char kept[160] = ""; /* a returning voice's prompt (bench model: prompt reuse) */
+    const double kms = jd(doc, "prefill_kept_ms"), kpos = jd(doc, "prefill_kept_positions"),
+                 kre = jd(doc, "prefill_kept_reused");
+    if (kms > 0 && kpos > 0 && kre > 0)
+        snprintf(kept, sizeof kept, "; %s ms when the voice returns, %.0f of %.0f positions run",
+                 ct_md_num(f0, sizeof f0, kms, 1), kpos - kre, kpos);
+    ct_sbuf_printf(b, "\nprefill %s ms (once%s) · RTF %s · read roofline %s GB/s · FMA peak %s GFLOP/s\n\n",
+                   ct_md_num(pre, sizeof pre, jd(doc, "prefill_ms"), 1), kept, ct_md_num(rtf, sizeof rtf, jd(doc, "rtf"), 3),
                    ct_md_num(c0, sizeof c0, roof, 1), ct_md_num(c4, sizeof c4, jd(doc, "roofline_fma_gflops"), 0));
     /* stage bars */
     const char *labels[4] = {"talker", "code predictor", ramp ? "codec (ramp)" : "codec (1 frame)", "total"};

@@ -268,6 +268,7 @@ static void prefill(ct_engine *e, ct_slot *sl) {
     ewma(&e->k.prefill_ms, dt);
     s->info.prefill_ms += dt;
     s->info.prefill_passes += sl->sess->prefill_passes;
+    s->info.prompt_reused += ri.prompt_reused;
     s->info.utterance = sl->utt;
     sl->prefill_due = 0;
     sl->utt_frames = 0;
@@ -427,6 +428,20 @@ static void held_locked(ct_stream *s, int why, uint64_t *counter) {
     (*counter)++;
 }
 
+/* The free slot that last ran voice (its KV holds the prompt's leading positions, which the
+   prefill reuses), else the one unused longest, which keeps the most voices warm; NULL when
+   none is free (e->mu held). */
+static ct_slot *free_slot(ct_engine *e, const uint8_t voice[32]) {
+    ct_slot *lru = NULL;
+    for (int i = 0; i < e->n_slots; i++) {
+        ct_slot *c = &e->slots[i];
+        if (c->st) continue;
+        if (c->used && !memcmp(c->voice, voice, sizeof c->voice)) return c;
+        if (!lru || c->used < lru->used) lru = c;
+    }
+    return lru;
+}
+
 /* Admits the queue's head into a free slot when the KV budget, the compute rule and the
    throttle allow (e->mu held); returns the slot or NULL (*deferring = 1 when the throttle held
    it back: its max_defer_ms clock runs). */
@@ -440,7 +455,8 @@ static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
     }
     if (s->cancel || s->state == CT_STREAM_FAILED) return NULL; /* since this pass's reap (the lock
                                                                    was let go): the next reap takes it */
-    if (e->n_active >= e->n_slots || e->kv_used + e->kv_per_stream > e->kv_budget) {
+    ct_slot *sl = e->n_active < e->n_slots ? free_slot(e, s->voice) : NULL;
+    if (!sl || e->kv_used + e->kv_per_stream > e->kv_budget) {
         held_locked(s, CT_HELD_KV, &e->k.deferred_kv);
         e->defer_since = NAN;
         return NULL;
@@ -467,9 +483,8 @@ static ct_slot *admit_locked(ct_engine *e, double now, int *deferring) {
     if (!e->wq_head) e->wq_tail = NULL;
     s->next = NULL;
     e->wq_len--;
-    ct_slot *sl = NULL;
-    for (int i = 0; i < e->n_slots && !sl; i++)
-        if (!e->slots[i].st) sl = &e->slots[i];
+    memcpy(sl->voice, s->voice, sizeof sl->voice);
+    sl->used = ++e->slot_tick;
     sl->st = s;
     sl->utt = 0;
     sl->prefill_due = 1;

@@ -60,6 +60,8 @@ typedef struct {
     int prefill_due;      /* its prefill has not run yet */
     int frames_left;      /* frames the utterance may still make */
     int utt_frames;       /* frames the utterance made */
+    uint8_t voice[32];    /* the voice key of the last stream it prefilled (ct_stream.voice) */
+    uint64_t used;        /* when it was last bound (e->slot_tick); 0: never */
     /* codec stage */
     ct_stream *cst;       /* stream the codec state below belongs to */
     ct_codec_stream *cs;  /* exact stateful decoder */
@@ -102,6 +104,9 @@ struct ct_stream {
     int need;             /* frames until its next chunk is due (codec stage estimate) */
     int held;             /* CT_HELD_* reasons it was already counted as held back for */
     double *est;          /* [n_utts + 1] expected frames of utterances u.. (suffix sums) */
+    uint8_t voice[32];    /* SHA-256 of what the prompt's leading rows come from (speaker, language,
+                             instruction, x-vector, reference, layout): admission prefers a free
+                             slot that last ran this voice, whose KV the prefill reuses */
     ct_stream *next;      /* admission queue link */
     pthread_cond_t cv;    /* output or state changed */
     /* output ring: [ring_cap] units of unit_bytes; [head, tail) readable (e->mu) */
@@ -189,6 +194,7 @@ struct ct_engine {
         uint64_t used;    /* prime_tick of the last use; 0 = empty */
     } prime[CT_ENGINE_PRIME_STATES];
     uint64_t prime_tick;
+    uint64_t slot_tick;   /* admissions so far: ct_slot.used (e->mu) */
     size_t prime_floats;
 };
 

@@ -102,6 +102,29 @@ static ct_status parse_schedule(const ct_engine *e, const ct_stream_params *p, c
     return CT_OK;
 }
 
+/* s->voice: SHA-256 of the request fields the prompt's leading rows come from (MODEL.md 2.6:
+   instruction, role block, codec header with language and speaker, the ICL reference), each
+   tagged with its length so that no two requests share a key by concatenation. */
+static void voice_key(ct_stream *s) {
+    const ct_gen_params *q = &s->g;
+    ct_sha256_ctx h;
+    ct_sha256_init(&h);
+    const char *str[4] = {q->speaker, q->language, q->instruct, q->ref_text};
+    for (int i = 0; i < 4; i++) {
+        const int64_t n = str[i] ? (int64_t)strlen(str[i]) : -1;
+        ct_sha256_update(&h, &n, sizeof n);
+        if (n > 0) ct_sha256_update(&h, str[i], (size_t)n);
+    }
+    const int64_t nx = q->xvector ? q->xvector_len : -1, nr = q->ref_codes ? q->ref_frames : -1;
+    const int64_t lay = q->non_streaming;
+    ct_sha256_update(&h, &nx, sizeof nx);
+    if (nx > 0) ct_sha256_update(&h, q->xvector, sizeof(float) * (size_t)nx);
+    ct_sha256_update(&h, &nr, sizeof nr);
+    if (nr > 0) ct_sha256_update(&h, q->ref_codes, sizeof(int32_t) * (size_t)nr * (size_t)s->e->G);
+    ct_sha256_update(&h, &lay, sizeof lay);
+    ct_sha256_final(&h, s->voice);
+}
+
 /* Copies the request into s and splits it into utterances. */
 static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, size_t errcap) {
     int oom = 0;
@@ -154,6 +177,7 @@ static ct_status take_request(ct_stream *s, const ct_gen_params *g, char *err, s
     s->g.xvector = s->xvector;
     s->g.ref_codes = s->ref_codes;
     s->g.ref_text = s->ref_text;
+    voice_key(s);
     if (s->p.text_incremental) { /* no utterances yet; every one in the streaming-text layout */
         s->g.non_streaming = 0;
         return ct_engine_text_first(s, q->text, err, errcap);

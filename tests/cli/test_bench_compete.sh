@@ -71,9 +71,14 @@ assert d["weights_source"] == "stored" and d["weights"] == "bf16/bf16" and d["co
 assert d["prefill_cpu_ms"] > 0 and d["prefill_floor_ms"] > 0
 assert close(d["prefill_ratio"], d["prefill_ms"] / d["prefill_floor_ms"])
 assert close(d["prefill_floor_ms"], d["prefill_gflop"] / d["roofline"]["fma_gflops_nt"] * 1e3)
+# a returning voice: another text started after the prompt keeps the positions they share (role
+# block and codec header, 9 with a language and a speaker), as long a prompt, fewer run
+assert d["prefill_kept_reused"] == 9 and d["prefill_kept_positions"] == d["prompt_len"], d
+assert 0 < d["prefill_kept_ms"]
 PY
 has "| prefill ([0-9]* positions) | [0-9.]* (best of 3 starts; [0-9]* ms CPU) | .* | talker FMA .* GFLOP/s | " "$WORK/out"
 has "| frame | .* | sum of floors | " "$WORK/out"
+has "| prefill, voice kept ([0-9]* of [0-9]* positions run) | [0-9.]* (best of 2 starts) | " "$WORK/out"
 has "^talker bytes per step: [0-9.]* MB of weights, [0-9.]* MB of K/V rows at a mean context of [0-9.]* positions$" "$WORK/out"
 has "| codec (stream, ramp 2..25) | .* | FMA .* GFLOP/s | " "$WORK/out"
 # the codec decoder's table: the ramp, 1-frame pushes and steady 25-frame pushes, each against the FMA peak

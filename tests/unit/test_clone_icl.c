@@ -399,6 +399,55 @@ static void engine_checks(ct_model *m, ct_codec *c, const int32_t *ref, const fl
     ct_engine_free(e);
 }
 
+/* Prompt reuse where one ICL prompt is a strict prefix of another (fewer reference frames,
+   non-streaming): the start after the shorter one reuses only the positions that start
+   prefilled, never the later rows the key table still names (its KV holds decode steps), and
+   every start matches a fresh session's, logits and codes. */
+static void prefix_reuse(ct_model *m, const int32_t *ref, const float *xv) {
+    const int V = m->cfg.talker.vocab, frames[3] = {F_REF, 3, F_REF};
+    ct_session *s = NULL, *f = NULL;
+    char err[256];
+    CHECK(ct_session_create(m, NULL, &s, err, sizeof err) == CT_OK);
+    ct_gen_params g = ct_gen_params_default();
+    g.text = "Hi there.";
+    g.language = "english";
+    g.max_frames = 4;
+    g.xvector = xv;
+    g.xvector_len = m->cfg.talker.hidden;
+    g.ref_codes = ref;
+    g.ref_text = "A reference transcript of the clip, read aloud.";
+    g.non_streaming = 1;
+    float *ls = malloc(sizeof(float) * (size_t)V);
+    int32_t cs[4 * 16], cf[4 * 16];
+    int len[3] = {0};
+    for (int i = 0; i < 3 && s; i++) {
+        g.ref_frames = frames[i];
+        for (int k = 0; k < 2; k++) { /* k 0: on s; 1: on a fresh session */
+            ct_session *t = s;
+            if (k) {
+                CHECK(ct_session_create(m, NULL, &f, err, sizeof err) == CT_OK);
+                t = f;
+            }
+            if (!t) break;
+            CHECKF(ct_session_start(t, &g) == CT_OK, "%s", ct_session_errmsg(t));
+            if (k) CHECK(memcmp(ls, t->logits, sizeof(float) * (size_t)V) == 0);
+            else memcpy(ls, t->logits, sizeof(float) * (size_t)V);
+            int got = 1;
+            for (int j = 0; j < 4 && got; j++)
+                CHECK(ct_session_next_frame(t, (k ? cf : cs) + 16 * j, &got) == CT_OK && got);
+        }
+        CHECKF(memcmp(cs, cf, sizeof cs) == 0, "start %d: the codes differ from a fresh session's", i);
+        ct_session_free(f);
+        f = NULL;
+        len[i] = ct_session_run_info(s).prompt_len;
+        const int want = i == 0 ? 0 : i == 1 ? len[1] - 1 : len[1];
+        CHECKF(ct_session_run_info(s).prompt_reused == want, "start %d: %d positions reused, want %d", i,
+               ct_session_run_info(s).prompt_reused, want);
+    }
+    free(ls);
+    ct_session_free(s);
+}
+
 int main(void) {
     ct_model *m = NULL;
     ct_codec *c = NULL;
@@ -413,6 +462,7 @@ int main(void) {
     float *xv = malloc(sizeof(float) * (size_t)H);
     for (int i = 0; i < H; i++) xv[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
     prompt_checks(m, ref, xv);
+    prefix_reuse(m, ref, xv);
     engine_checks(m, c, ref, xv);
 
     /* reference codes on a non-Base model are refused */

@@ -102,16 +102,21 @@ static void test_prefill_chunk(void) {
     const char *three = "One sentence comes first. A second sentence follows it! Does the third one ask?";
     const char *utts[3] = {"One sentence comes first.", "A second sentence follows it!", "Does the third one ask?"};
     ct_gen_params g = ct_test_gen(three, 21, 8);
-    int plen[3];
-    for (int u = 0; u < 3; u++) {
-        ct_session *s = NULL;
-        CHECK(ct_session_create(M, NULL, &s, err, sizeof err) == CT_OK);
+    /* the utterances in turn on one session, as the stream's slot runs them: the later ones
+       keep the prompt positions of the voice (prompt reuse) */
+    int plen[3], reused[3];
+    ct_session *s = NULL;
+    CHECK(ct_session_create(M, NULL, &s, err, sizeof err) == CT_OK);
+    for (int u = 0; u < 3 && s; u++) {
         ct_gen_params gu = g;
         gu.text = utts[u];
-        CHECK(s && ct_session_start(s, &gu) == CT_OK);
+        CHECK(ct_session_start(s, &gu) == CT_OK);
         plen[u] = ct_session_run_info(s).prompt_len;
-        ct_session_free(s);
+        reused[u] = ct_session_run_info(s).prompt_reused;
     }
+    ct_session_free(s);
+    CHECKF(reused[0] == 0 && reused[1] > 0 && reused[2] == reused[1], "reused %d %d %d", reused[0], reused[1],
+           reused[2]);
     static float pcm[3][CAP];
     long n[3] = {0};
     const int chunks[3] = {1, 7, 64};
@@ -128,10 +133,11 @@ static void test_prefill_chunk(void) {
         n[i] = r.n;
         ct_stream_info in = ct_stream_get_info(r.s);
         int want = 0;
-        for (int u = 0; u < 3; u++) want += (plen[u] + chunks[i] - 1) / chunks[i];
+        for (int u = 0; u < 3; u++) want += (plen[u] - reused[u] + chunks[i] - 1) / chunks[i];
         CHECKF(in.state == CT_STREAM_DONE && in.utterances == 3 && in.prefill_passes == want,
                "chunk %d: %d prefill passes, want %d", chunks[i], in.prefill_passes, want);
         CHECK(in.prompt_len == plen[0] + plen[1] + plen[2]);
+        CHECK(in.prompt_reused == reused[1] + reused[2]);
         ct_stream_release(r.s);
         ct_engine_free(e);
     }
@@ -470,10 +476,40 @@ static void test_pinning(void) {
     }
 }
 
+/* Admission binds a request to the free slot that last ran its voice, whose KV the prefill
+   reuses: on 2 slots, requests of voices A, B, A in turn give the second A the first's slot
+   (every position but the last reused) and its samples; B takes the unused slot. */
+static void test_voice_slot(void) {
+    ct_engine *e = engine(base(2));
+    if (!e) return;
+    ct_gen_params a = ct_test_gen(TEXT, 5, 6), b = a;
+    b.speaker = ct_model_speaker(M, 1);
+    CHECK(b.speaker && strcmp(b.speaker, a.speaker));
+    static float pcm[3][CAP];
+    long n[3];
+    ct_stream_info in[3];
+    for (int i = 0; i < 3; i++) {
+        reader r = {submit(e, i == 1 ? &b : &a, NULL), pcm[i], 0};
+        if (!r.s) break;
+        read_all(&r);
+        n[i] = r.n;
+        in[i] = ct_stream_get_info(r.s);
+        ct_stream_release(r.s);
+        CHECK(in[i].state == CT_STREAM_DONE && n[i] == 6 * SPF);
+    }
+    CHECKF(in[0].prompt_reused == 0 && in[1].prompt_reused == 0 && in[2].prompt_reused == in[2].prompt_len - 1,
+           "prompt positions reused: %d %d %d of %d", in[0].prompt_reused, in[1].prompt_reused,
+           in[2].prompt_reused, in[2].prompt_len);
+    CHECK(memcmp(pcm[0], pcm[2], sizeof(float) * 6 * SPF) == 0);
+    CHECK(memcmp(pcm[0], pcm[1], sizeof(float) * 6 * SPF) != 0);
+    ct_engine_free(e);
+}
+
 int main(void) {
     CHECK(ct_test_load("tiny", "admission-tiny", 8, &M, &C));
     if (!M || !C) return ct_test_finish();
     test_prefill_chunk();
+    test_voice_slot();
     test_deadlines();
     test_throttle();
     test_compute();

@@ -216,6 +216,69 @@ static void test_replay_and_stops(void) {
     ct_session_free(s);
 }
 
+/* Starts g on s and returns its first frames[n] and the start's logits[V]; the reused count. */
+static int start_frames(ct_session *s, ct_gen_params *g, int32_t *codes, int n, float *logits) {
+    if (ct_session_start(s, g) != CT_OK) return -1;
+    memcpy(logits, s->logits, sizeof(float) * (size_t)M->cfg.talker.vocab);
+    for (int i = 0, got = 1; i < n && got; i++)
+        if (ct_session_next_frame(s, codes + 16 * i, &got) != CT_OK) return -1;
+    return ct_session_run_info(s).prompt_reused;
+}
+
+/* Prompt reuse: a start keeps the KV of the leading positions whose prompt rows equal the last
+   start's, and its logits and codes are those of a fresh session's start, bit for bit. */
+static void test_prompt_reuse(void) {
+    ct_session *s = new_session(256), *f = new_session(256);
+    const int V = M->cfg.talker.vocab;
+    float *ls = malloc(sizeof(float) * (size_t)V), *lf = malloc(sizeof(float) * (size_t)V);
+    static int32_t cs[8 * 16], cf[8 * 16];
+    ct_gen_params g = ct_gen_params_default();
+    g.speaker = "serena";
+    g.language = "english";
+    g.seed = 3;
+    g.max_frames = 8;
+    /* each case: text, speaker, prompt_reuse, the positions it must reuse (-1: all but the last);
+       the role block (3) and codec header (think, think_bos, language, think_eos, speaker, pad:
+       6) come before the text (docs/STREAMING.md "Prompt reuse") */
+    const struct {
+        const char *text, *speaker;
+        int reuse, want;
+    } cases[] = {
+        {"The first request sets the voice.", "serena", 1, 0},
+        {"A second text in the same voice.", "serena", 1, 9},
+        {"A second text in the same voice.", "serena", 1, -1},
+        {"A second text in the same voice.", "serena", 0, 0},
+        {"A second text in the same voice.", "ryan", 1, 7}, /* up to the speaker row */
+        {"A second text in the same voice.", "nobody", 1, -2}, /* fails: changes nothing */
+        {"Back to the first voice, new words.", "ryan", 1, 9},
+        {"Short.", "serena", 1, 7},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        g.text = cases[i].text;
+        g.speaker = cases[i].speaker;
+        g.prompt_reuse = cases[i].reuse;
+        if (cases[i].want == -2) {
+            CHECK(ct_session_start(s, &g) == CT_ERR_INVALID_ARG);
+            continue;
+        }
+        memset(cs, 0, sizeof cs);
+        memset(cf, 0, sizeof cf);
+        const int r = start_frames(s, &g, cs, 8, ls);
+        const int L = ct_session_run_info(s).prompt_len;
+        const int want = cases[i].want < 0 ? L - 1 : cases[i].want;
+        CHECKF(r == want, "case %d: %d of %d positions reused, want %d", i, r, L, want);
+        ct_session_free(f); /* a fresh session each time: nothing to reuse */
+        f = new_session(256);
+        CHECK(start_frames(f, &g, cf, 8, lf) == 0);
+        CHECKF(memcmp(ls, lf, sizeof(float) * (size_t)V) == 0 && memcmp(cs, cf, sizeof cs) == 0,
+               "case %d: the start with %d positions reused differs from a fresh one", i, r);
+    }
+    free(ls);
+    free(lf);
+    ct_session_free(f);
+    ct_session_free(s);
+}
+
 /* A session on the test model with 256 positions and nt compute threads (NULL on failure). */
 static ct_session *session_threads(int nt) {
     ct_session_params sp = ct_session_params_default();
@@ -289,6 +352,7 @@ int main(void) {
     test_errors();
     test_replay_and_stops();
     test_threads();
+    test_prompt_reuse();
     test_embed_rows();
     ct_model_free(M);
     return ct_test_finish();

@@ -337,6 +337,8 @@ static void test_fixtures(const char *tmp) {
     CHECK(strstr(md, "| codec (stream, ramp 2..25) | 8.00 | - | - | - | 4.00 | 2.00 | 10.0% |\n") != NULL);
     CHECK(strstr(md, "| codec (1-frame pushes, not in the total) | 12.00 | - | - | - | 4.00 | 3.00 | 15.0% |\n") != NULL);
     CHECK(strstr(md, "| total | 38.00 |  |  |  | 25.00 | 1.52 | 47.5% |\n") != NULL);
+    CHECK(strstr(md, "\nprefill 390.0 ms (once; 300.0 ms when the voice returns, 28 of 37 positions run) · RTF") != NULL);
+    CHECK(strstr(md, "\nprefill 210.5 ms (once) · RTF") != NULL); /* a result without the kept figure */
     CHECK(strstr(md, "| threads | ttfa_ms.p50 | ttfa_ms.p90 | rtf | ok | note |\n") != NULL);
     /* serve bench: a row per level, the best level in the overview */
     CHECK(strstr(md, "## serve_bench.json\n") != NULL);
