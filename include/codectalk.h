@@ -545,6 +545,9 @@ typedef struct {
                                   (exact decode) */
     uint64_t icl_prime_reuses; /* of those, primed from a kept state of the same reference
                                   codes instead of decoding them again (docs/STREAMING.md) */
+    uint64_t prompt_positions; /* prompt positions of every prefill */
+    uint64_t prompt_reused;    /* of those, kept from the slot's previous prefill instead of run
+                                  (prompt reuse, docs/STREAMING.md) */
 } ct_engine_counters;
 
 CT_API ct_engine_counters ct_engine_get_counters(ct_engine *e);

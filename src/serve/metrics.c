@@ -106,6 +106,10 @@ char *ct_srv_metrics_text(ct_srv_metrics *m, ct_engine *e) {
            "ICL utterances whose decoder was primed with the reference codes", (double)k.icl_primes);
     metric(&s, "codectalk_icl_prime_reuses_total", "counter",
            "ICL primes taken from a kept decoder state of the same reference", (double)k.icl_prime_reuses);
+    metric(&s, "codectalk_prompt_positions_total", "counter", "prompt positions of every prefill",
+           (double)k.prompt_positions);
+    metric(&s, "codectalk_prompt_reused_positions_total", "counter",
+           "prompt positions kept from the slot's previous prefill instead of run", (double)k.prompt_reused);
     metric(&s, "codectalk_audio_seconds_total", "counter", "audio produced", k.audio_s);
     metric(&s, "codectalk_steps_total", "counter", "batched decode steps", (double)k.steps);
     metric(&s, "codectalk_step_seconds", "gauge", "EWMA of one batched decode step (all streams)", k.step_ms / 1e3);

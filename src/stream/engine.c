@@ -268,7 +268,6 @@ static void prefill(ct_engine *e, ct_slot *sl) {
     ewma(&e->k.prefill_ms, dt);
     s->info.prefill_ms += dt;
     s->info.prefill_passes += sl->sess->prefill_passes;
-    s->info.prompt_reused += ri.prompt_reused;
     s->info.utterance = sl->utt;
     sl->prefill_due = 0;
     sl->utt_frames = 0;
@@ -280,6 +279,9 @@ static void prefill(ct_engine *e, ct_slot *sl) {
     } else {
         s->info.text_tokens += ri.text_tokens;
         s->info.prompt_len += ri.prompt_len;
+        e->k.prompt_positions += (uint64_t)ri.prompt_len;
+        e->k.prompt_reused += (uint64_t)ri.prompt_reused;
+        s->info.prompt_reused += ri.prompt_reused;
         sl->frames_left = ri.frame_limit;
         if (s->state == CT_STREAM_PREFILL) s->state = CT_STREAM_RUNNING;
         pthread_cond_broadcast(&s->cv);

@@ -502,6 +502,16 @@ static void test_voice_slot(void) {
            in[2].prompt_reused, in[2].prompt_len);
     CHECK(memcmp(pcm[0], pcm[2], sizeof(float) * 6 * SPF) == 0);
     CHECK(memcmp(pcm[0], pcm[1], sizeof(float) * 6 * SPF) != 0);
+    const ct_engine_counters k = ct_engine_get_counters(e);
+    CHECKF(k.prompt_positions == (uint64_t)(in[0].prompt_len + in[1].prompt_len + in[2].prompt_len) &&
+           k.prompt_reused == (uint64_t)in[2].prompt_reused, "counters: %llu prompt positions, %llu reused",
+           (unsigned long long)k.prompt_positions, (unsigned long long)k.prompt_reused);
+    char lines[2][96];
+    snprintf(lines[0], sizeof lines[0], "\ncodectalk_prompt_positions_total %d\n",
+             in[0].prompt_len + in[1].prompt_len + in[2].prompt_len);
+    snprintf(lines[1], sizeof lines[1], "\ncodectalk_prompt_reused_positions_total %d\n", in[2].prompt_reused);
+    const char *want[2] = {lines[0], lines[1]};
+    expect_metrics(e, want, 2);
     ct_engine_free(e);
 }
 
