@@ -64,7 +64,7 @@ int ct_cli_bench_clone(int argc, char **argv) {
     int rc = 1;
     double *t_spk = calloc((size_t)repeat, sizeof(double)), *t_enc = calloc((size_t)repeat, sizeof(double));
     double *t_ttfa[4], pre_ms[4] = {0, 0, 0, 0};
-    int plen[4] = {0, 0, 0, 0};
+    int plen[4] = {0, 0, 0, 0}, kept[4] = {0, 0, 0, 0};
     for (int k = 0; k < 4; k++) t_ttfa[k] = calloc((size_t)repeat, sizeof(double));
     int H = m ? ct_model_get_info(m).talker_hidden : 0, G = m ? ct_model_get_info(m).n_groups : 0;
     int cap = (int)((a.n + 1919) / 1920), nf = 0;
@@ -126,7 +126,8 @@ int ct_cli_bench_clone(int argc, char **argv) {
             if (bad) goto done;
             free(ch);
             if (i) t_ttfa[k][i - 1] = si.ttfa_ms;
-            if (i == repeat) pre_ms[k] = si.prefill_ms, plen[k] = si.prompt_len; /* the last run's */
+            if (i == repeat) /* the last run's */
+                pre_ms[k] = si.prefill_ms, plen[k] = si.prompt_len, kept[k] = si.prompt_reused;
         }
     double sec = (double)a.n / CT_REF_RATE, ms_spk = median(t_spk, repeat), ms_enc = median(t_enc, repeat);
     double ttfa[4];
@@ -136,8 +137,10 @@ int ct_cli_bench_clone(int argc, char **argv) {
     printf("| speaker encoder (x-vector) | %.1f | %.3f |\n", ms_spk, ms_spk / 1e3 / sec);
     printf("| speech-tokenizer encoder (reference codes) | %.1f | %.3f |\n", ms_enc, ms_enc / 1e3 / sec);
     printf("| both (voice create, ICL) | %.1f | %.3f |\n\n", ms_spk + ms_enc, (ms_spk + ms_enc) / 1e3 / sec);
-    printf("| request | prompt positions | prefill ms (last run) | TTFA ms |\n|---|---|---|---|\n");
-    for (int k = 0; k < 4; k++) printf("| %s | %d | %.1f | %.1f |\n", KIND[k], plen[k], pre_ms[k], ttfa[k]);
+    /* kept: the positions the slot's previous prefill left (prompt reuse), not run */
+    printf("| request | prompt positions | kept | prefill ms (last run) | TTFA ms |\n|---|---|---|---|---|\n");
+    for (int k = 0; k < 4; k++)
+        printf("| %s | %d | %d | %.1f | %.1f |\n", KIND[k], plen[k], kept[k], pre_ms[k], ttfa[k]);
     if (json_out) {
         FILE *f = fopen(json_out, "w");
         if (!f) {
@@ -147,8 +150,10 @@ int ct_cli_bench_clone(int argc, char **argv) {
         fprintf(f, "{\"ref_seconds\": %.3f, \"ref_frames\": %d, \"repeat\": %d, \"speaker_encoder_ms\": %.3f, "
                    "\"speech_encoder_ms\": %.3f, \"ttfa_ms\": {\"plain\": %.3f, \"x_vector_only\": %.3f, \"icl\": %.3f, "
                    "\"icl_voice_used_before\": %.3f}, \"prompt_len\": {\"plain\": %d, \"x_vector_only\": %d, "
-                   "\"icl\": %d}}\n",
-                sec, nf, repeat, ms_spk, ms_enc, ttfa[0], ttfa[1], ttfa[2], ttfa[3], plen[0], plen[1], plen[2]);
+                   "\"icl\": %d}, \"prompt_reused\": {\"plain\": %d, \"x_vector_only\": %d, \"icl\": %d, "
+                   "\"icl_voice_used_before\": %d}}\n",
+                sec, nf, repeat, ms_spk, ms_enc, ttfa[0], ttfa[1], ttfa[2], ttfa[3], plen[0], plen[1], plen[2],
+                kept[0], kept[1], kept[2], kept[3]);
         if (fclose(f) != 0) {
             fprintf(stderr, "error: writing '%s' failed\n", json_out);
             goto done;

@@ -315,7 +315,7 @@ static int measure_run(ct_model *m, ct_codec *c, const ct_cost_cfg *cfg, int fra
     int f = in.frames > 1 ? in.frames : 2;
     *run = (ct_cal_run){cfg->serial, cfg->talker_threads, cfg->serial ? 0 : cfg->codec_threads, in.talker_ms / f,
                         in.predictor_ms / f, in.codec_ms / f, (in.done_ms - in.first_frame_ms) / (f - 1),
-                        in.prompt_len > 0 ? in.prefill_ms / in.prompt_len : 0};
+                        in.prompt_len > in.prompt_reused ? in.prefill_ms / (in.prompt_len - in.prompt_reused) : 0};
     return 0;
 }
 
