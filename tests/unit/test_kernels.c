@@ -214,7 +214,8 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         }
         CHECKF(bad == 0 && s[1] == 0 && s[3] == 0 && s[0] > 0, "xq quantizer contract (%d bad)", bad);
     }
-    /* 4160 columns: past the VNNI panels' width; 16 and 33 tokens: the INT8 and INT4 panels */
+    /* 4160 columns: past the VNNI panels' width; 8 tokens and more: the VNNI panels (5: the row
+       blocks) */
     static const int cols[] = {64, 192, 1024, 3072, 4160};
     static const int rows[] = {1, 5, 17, 70, 300};
     static const int toks[] = {1, 2, 3, 4, 5, 8, 13, 15, 16, 20, 33};

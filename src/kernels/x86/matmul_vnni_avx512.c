@@ -48,9 +48,10 @@
 #define XQ_RMAXC (XQ_RL1 / 8) /* widest such call (2 tokens) */
 /* Calls of at least XQ_PMIN8 (INT8) / XQ_PMIN4 (INT4) tokens and at most
    XQ_PMAXC columns run on 16-row panels, XQ_PTOK tokens per pass (below that,
-   packing costs more than it saves: docs/KERNELS.md "Integer-dot panels") */
-#define XQ_PMIN8 16
-#define XQ_PMIN4 32
+   packing costs more than it saves: docs/KERNELS.md "Integer-dot panels"). Decode calls
+   (CT_DECODE_TOK_CAP, 4 tokens) stay below. */
+#define XQ_PMIN8 8
+#define XQ_PMIN4 8
 #define XQ_PTOK  64
 #define XQ_PMAXC 4096
 /* INT4 weight prefetch per row: XQ_PFB bytes ahead into L1 and XQ_PFB2 bytes ahead
