@@ -237,6 +237,7 @@ typedef struct {
     ct_kv *const *kvs; /* [n] cache of each token */
     const int *pos;    /* [n] position of each token */
     int layer, n;
+    int q0;            /* the first token whose query runs (the others only append K/V) */
     const ct_layer_w *L;
     ct_stack_scratch *s;
     ct_pool_range r; /* KV heads */
@@ -256,7 +257,7 @@ static void att_heads(const att_job *j, int lo, int hi, float *scores) {
         const float *v = j->s->v + (size_t)t * kd;
         ct_kv *kvw = j->kvs[t];
         const int p = j->pos[t];
-        for (int h = lo * group; h < hi * group; h++) {
+        for (int h = lo * group; t >= j->q0 && h < hi * group; h++) {
             ct_rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, L->q_norm, hd, c->eps);
             ct_rope_apply(q + (size_t)h * hd, cs, sn, hd);
         }
@@ -269,7 +270,7 @@ static void att_heads(const att_job *j, int lo, int hi, float *scores) {
                    (size_t)hd * sizeof(float));
         }
     }
-    for (int t = 0; t < j->n; t++) {
+    for (int t = j->q0; t < j->n; t++) {
         const ct_kv *kv = j->kvs[t];
         attend(c, kv->k[j->layer], kv->v[j->layer], kv->cap, j->s->q + (size_t)t * qd,
                j->s->att + (size_t)t * qd, j->pos[t], scores, lo, hi, group);
@@ -287,48 +288,61 @@ static void att_run(void *ctx, int ith, int nth) {
 }
 
 static void forward(const ct_stack_w *w, ct_kv *const *kvs, const int *pos, int n, ct_stack_scratch *s,
-                    float *x, int prompt);
+                    float *x, int prompt, int out_from);
 
 void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
-                      float *x) {
+                      float *x, int out_from) {
     for (int t = 0; t < n; t++) {
         s->kvs[t] = kv;
         s->pos[t] = pos0 + t;
     }
-    forward(w, s->kvs, s->pos, n, s, x, 1);
+    forward(w, s->kvs, s->pos, n, s, x, 1, out_from);
 }
 
 void ct_stack_forward_multi(const ct_stack_w *w, ct_kv *const *kvs, const int *pos, int n,
                             ct_stack_scratch *s, float *x) {
-    forward(w, kvs, pos, n, s, x, 0);
+    forward(w, kvs, pos, n, s, x, 0, 0);
 }
 
-/* prompt: the matmuls run as a prompt pass (ct_mm_prompt) */
+/* prompt: the matmuls run as a prompt pass (ct_mm_prompt). out_from: the first token whose
+   output is wanted; the last layer runs only its K/V for the tokens before it (their queries,
+   attention, o_proj and MLP feed nothing that is kept). Each token computed gets the bits of a
+   full pass: the matmuls' per-token arithmetic does not depend on the token count. */
 static void forward(const ct_stack_w *w, ct_kv *const *kvs, const int *pos, int n, ct_stack_scratch *s,
-                    float *x, int prompt) {
+                    float *x, int prompt, int out_from) {
     const ct_stack_cfg *c = w->cfg;
-    const int H = c->hidden, hd = c->head_dim, half = hd / 2;
+    const int H = c->hidden, hd = c->head_dim, half = hd / 2, qd = c->heads * hd;
     for (int t = 0; t < n; t++)
         ct_rope_angles(pos[t], hd, c->rope_theta, s->cosv + (size_t)t * half,
                        s->sinv + (size_t)t * half);
     for (int l = 0; l < c->layers; l++) {
         const ct_layer_w *L = &w->layers[l];
+        const int q0 = l == c->layers - 1 ? out_from : 0, m = n - q0; /* tokens whose rows go on */
         for (int t = 0; t < n; t++)
             ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->in_norm, H, c->eps);
-        matmuls(s, prompt, n, 3, &L->q, s->h, s->q, &L->k, s->h, s->k, &L->v, s->h, s->v);
-        att_job aj = {c, kvs, pos, l, n, L, s, {0}};
+        if (q0 == 0) {
+            matmuls(s, prompt, n, 3, &L->q, s->h, s->q, &L->k, s->h, s->k, &L->v, s->h, s->v);
+        } else {
+            matmuls(s, prompt, n, 2, &L->k, s->h, s->k, &L->v, s->h, s->v, NULL, NULL, NULL);
+            if (m > 0)
+                matmuls(s, prompt, m, 1, &L->q, s->h + (size_t)q0 * H, s->q + (size_t)q0 * qd, NULL, NULL, NULL,
+                        NULL, NULL, NULL);
+        }
+        att_job aj = {c, kvs, pos, l, n, q0, L, s, {0}};
         ct_pool_range_init(&aj.r, c->kv_heads, 1, ct_pool_chunk(s->pool, c->kv_heads, 1));
         ct_pool_run_dyn(s->pool, att_run, &aj);
-        matmuls(s, prompt, n, 1, &L->o, s->att, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
-        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
-        for (int t = 0; t < n; t++)
-            ct_rmsnorm(s->h + (size_t)t * H, x + (size_t)t * H, L->post_norm, H, c->eps);
-        mlp_job mj = {&L->gate, &L->up, s->h, s->g, s->u, n, s->tok_cap, prompt, {0}};
+        if (m == 0) continue;
+        float *xo = x + (size_t)q0 * H; /* rows [q0, n) */
+        matmuls(s, prompt, m, 1, &L->o, s->att + (size_t)q0 * qd, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
+        for (size_t i = 0; i < (size_t)m * H; i++) xo[i] += s->proj[i];
+        for (int t = 0; t < m; t++)
+            ct_rmsnorm(s->h + (size_t)t * H, xo + (size_t)t * H, L->post_norm, H, c->eps);
+        mlp_job mj = {&L->gate, &L->up, s->h, s->g, s->u, m, s->tok_cap, prompt, {0}};
         rows_range(&mj.r, s->pool, &L->gate);
         ct_pool_run_dyn(s->pool, mlp_run, &mj);
-        matmuls(s, prompt, n, 1, &L->down, s->g, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
-        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->proj[i];
+        matmuls(s, prompt, m, 1, &L->down, s->g, s->proj, NULL, NULL, NULL, NULL, NULL, NULL);
+        for (size_t i = 0; i < (size_t)m * H; i++) xo[i] += s->proj[i];
     }
-    for (int t = 0; t < n; t++)
+    for (int t = out_from; t < n; t++)
         ct_rmsnorm(x + (size_t)t * H, x + (size_t)t * H, w->final_norm, H, c->eps);
 }

@@ -67,12 +67,14 @@ ct_status ct_stack_scratch_init(ct_stack_scratch *s, const ct_stack_cfg *cfg, in
 void ct_stack_scratch_free(ct_stack_scratch *s);
 
 /* Runs n tokens x[n][H] at positions pos0..pos0+n-1 (causal; keys 0..pos attend), appends
-   their K/V at those positions, and leaves the final-normed hidden states in x. Requires
+   their K/V at those positions, and leaves the final-normed hidden states in rows out_from..n-1
+   of x (0: all; n: none, only the K/V; the rows before out_from are left undefined, and the last
+   layer skips their queries, attention, o_proj and MLP, which nothing kept reads). Requires
    pos0 + n <= kv->cap and n <= s->n_max (caller checks). No allocation. Results do not
    depend on the pool's thread count (rows and heads are partitioned, never reductions). A
    prompt pass: its matmuls run with ct_mm_prompt set (kernels/cpu.h). */
 void ct_stack_forward(const ct_stack_w *w, ct_kv *kv, ct_stack_scratch *s, int pos0, int n,
-                      float *x);
+                      float *x, int out_from);
 
 /* Like ct_stack_forward, but token t belongs to its own sequence: it appends to kvs[t] at
    pos[t] and attends to kvs[t] positions 0..pos[t]. Tokens of several streams share every

@@ -14,12 +14,13 @@ void ct_talker_run(ct_session *s, const float *x, int n) {
     while (n > 0) {
         int k = n < s->prefill_chunk ? n : s->prefill_chunk;
         memcpy(s->x, x, (size_t)k * H * sizeof(float));
-        ct_stack_forward(&m->talker, &s->tkv, &s->ts, s->pos, k, s->x);
+        /* the output of the last position only: earlier passes only write their K/V */
+        ct_stack_forward(&m->talker, &s->tkv, &s->ts, s->pos, k, s->x, n > k ? k : k - 1);
         s->prefill_passes++;
         s->pos += k;
         x += (size_t)k * H;
         n -= k;
-        memcpy(s->h, s->x + (size_t)(k - 1) * H, (size_t)H * sizeof(float));
+        if (n == 0) memcpy(s->h, s->x + (size_t)(k - 1) * H, (size_t)H * sizeof(float));
     }
 }
 

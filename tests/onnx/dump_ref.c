@@ -75,7 +75,7 @@ static int do_step(ct_model *m, int pred, int L, int pos) {
         if (pred && m->has_proj) ct_matmul(&m->mtp_proj, m->mtp_b, xs + (size_t)t * Hin, xp + (size_t)t * H, 1);
         else memcpy(xp + (size_t)t * H, xs + (size_t)t * Hin, (size_t)H * sizeof(float));
     }
-    if (pos > 0) ct_stack_forward(w, &kv, &s, 0, pos, xp);
+    if (pos > 0) ct_stack_forward(w, &kv, &s, 0, pos, xp, pos); /* only the K/V */
     char nm[64];
     const int64_t kd[4] = {1, KV, L, D}, nd[4] = {1, KV, 1, D};
     for (int l = 0; l < NL; l++) {
@@ -99,7 +99,7 @@ static int do_step(ct_model *m, int pred, int L, int pos) {
     put("mask", "float32", mask, 4, 4, md);
     if (pred && m->has_proj) ct_matmul(&m->mtp_proj, m->mtp_b, x, xh, 1);
     else memcpy(xh, x, (size_t)H * sizeof(float));
-    ct_stack_forward(w, &kv, &s, pos, 1, xh);
+    ct_stack_forward(w, &kv, &s, pos, 1, xh, 0);
     put("ref.hidden", "float32", xh, 4, 3, hd3);
     float *kn = malloc((size_t)KV * D * sizeof(float));
     for (int l = 0; l < NL; l++)
