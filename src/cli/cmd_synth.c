@@ -281,11 +281,11 @@ int ct_cli_synth(int argc, char **argv) {
     if (!a.quiet)
         fprintf(stderr, "%s: %.2f s of audio in %.2f s (RTF %.3f), time to first audio %.3f s, "
                 "%d utterance(s), last stop: %s (load %.2f s, %s placement, weights %s/%s, %d prefill "
-                "pass(es)%s)\n",
+                "pass(es), %d of %d prompt positions kept%s)\n",
                 raw ? "stdout" : out, audio, wall, audio > 0 ? wall / audio : 0.0, in.ttfa_ms / 1e3,
                 in.utterances, ct_stop_reason_str(in.stop), t_load / 1e3,
                 ct_placement_str(ct_engine_get_limits(e).placement), ct_model_get_info(m).talker_weights,
-                ct_model_get_info(m).predictor_weights, in.prefill_passes, pan);
+                ct_model_get_info(m).predictor_weights, in.prefill_passes, in.prompt_reused, in.prompt_len, pan);
     rc = 0;
 done:
     if (f && f != stdout) fclose(f);

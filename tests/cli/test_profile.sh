@@ -41,6 +41,9 @@ printf 'talker:\n  weights: int8\n  prefill_chunk_tokens: 4\npredictor:\n  weigh
 expect_rc 0 "$BIN" synth -m "$M" -t "$T" -s vivian --max-frames 3 --profile "$P" -o "$WORK/c.wav"
 has "weights int8/int4" "$WORK/err"; has " 3 utterance(s)" "$WORK/err"
 grep -q " [0-9]* prefill pass(es)" "$WORK/err" && ! grep -q " 3 prefill pass(es)" "$WORK/err" && ok || bad "prefill passes: $(cat "$WORK/err")"
+# utterances 2 and 3 keep the voice's prompt positions of the one before (prompt reuse: the role
+# block and the codec header, 8 without a language)
+has " prefill pass(es), 16 of [0-9]* prompt positions kept" "$WORK/err"
 # talker.weight_panels: named in the profile line; the weight panels' memory in synth's summary where
 # the level packs them (avx512bf16 always has AVX-512 VNNI), never at avx2
 printf 'talker:\n  weights: int4\n  weight_panels: true\npredictor:\n  weights: int4\n' > "$WORK/p4.yaml"
