@@ -271,7 +271,8 @@ typedef struct {
     int text_tokens;     /* N */
     int frames;          /* frames produced so far */
     int frame_limit;     /* effective cap from max_frames/max_new_tokens/budget/context */
-    int prompt_reused;   /* leading prefill positions kept from the previous start (not run) */
+    int prompt_reused;   /* leading prefill positions not run: kept from the previous start (in an
+                            engine, or copied from another slot's) */
 } ct_run_info;
 
 CT_API ct_run_info ct_session_run_info(const ct_session *s);
@@ -546,8 +547,9 @@ typedef struct {
     uint64_t icl_prime_reuses; /* of those, primed from a kept state of the same reference
                                   codes instead of decoding them again (docs/STREAMING.md) */
     uint64_t prompt_positions; /* prompt positions of every prefill */
-    uint64_t prompt_reused;    /* of those, kept from the slot's previous prefill instead of run
-                                  (prompt reuse, docs/STREAMING.md) */
+    uint64_t prompt_reused;    /* of those, kept from the slot's previous prefill or copied from
+                                  another slot's instead of run (prompt reuse, docs/STREAMING.md) */
+    uint64_t prompt_shared;    /* of those, copied from another slot's KV */
 } ct_engine_counters;
 
 CT_API ct_engine_counters ct_engine_get_counters(ct_engine *e);
@@ -653,7 +655,8 @@ typedef struct {
     int prefill_passes;      /* talker passes of the prefills (prefill_chunk_tokens each), summed
                                 over utterances */
     int prompt_reused;       /* prompt positions whose KV the slot kept from its previous
-                                prefill (ct_gen_params.prompt_reuse), summed over utterances */
+                                prefill or copied from another slot's (ct_gen_params.prompt_reuse),
+                                summed over utterances */
 } ct_stream_info;
 
 CT_API ct_stream_info ct_stream_get_info(ct_stream *s);

@@ -656,15 +656,16 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
         if (!got) nanosleep(&(struct timespec){0, 2000000}, NULL);
     }
     const double wall_s = (ct_now_ms() - t_start) / 1e3;
-    printf("concurrency %d on %d stream(s), queue %d:\n| request | outcome | queued ms | TTFA ms | frames | "
-           "stalls after playback start | stall ms | RTF |\n|---|---|---|---|---|---|---|---|\n",
+    printf("concurrency %d on %d stream(s), queue %d:\n| request | outcome | queued ms | prefill ms | prompt "
+           "positions kept | TTFA ms | frames | stalls after playback start | stall ms | RTF |\n"
+           "|---|---|---|---|---|---|---|---|---|---|\n",
            n, lim.max_streams, lim.queue_cap);
     int admitted_stalls = 0, n_admitted = 0, n_queued = 0, n_refused = 0;
     long frames_total = 0;
     for (int i = 0; i < n; i++) {
         if (sub[i] != CT_OK) {
             n_refused++;
-            printf("| %d | refused (queue full) | | | | | | |\n", i);
+            printf("| %d | refused (queue full) | | | | | | | | |\n", i);
             json_array_append_new(rows, json_pack("{s:i,s:s}", "request", i, "outcome", "refused"));
             continue;
         }
@@ -676,17 +677,22 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
         admitted_stalls += in.stalls;
         frames_total += in.frames;
         double audio = (double)in.samples / ct_codec_sample_rate(c), rtf = audio > 0 ? (in.done_ms - in.queue_ms) / 1e3 / audio : 0;
-        printf("| %d | %s | %.0f | %.0f | %d | %d | %.0f | %.3f |\n", i, outcome, in.queue_ms, in.ttfa_ms, in.frames,
-               in.stalls, in.stall_ms, rtf);
-        json_array_append_new(rows, json_pack("{s:i,s:s,s:f,s:f,s:i,s:i,s:f,s:f}", "request", i, "outcome", outcome,
-                                              "queue_ms", in.queue_ms, "ttfa_ms", in.ttfa_ms, "frames", in.frames,
-                                              "stalls", in.stalls, "stall_ms", in.stall_ms, "rtf", rtf));
+        printf("| %d | %s | %.0f | %.1f | %d of %d | %.0f | %d | %d | %.0f | %.3f |\n", i, outcome, in.queue_ms,
+               in.prefill_ms, in.prompt_reused, in.prompt_len, in.ttfa_ms, in.frames, in.stalls, in.stall_ms, rtf);
+        json_array_append_new(rows, json_pack("{s:i,s:s,s:f,s:f,s:i,s:i,s:f,s:i,s:i,s:f,s:f}", "request", i, "outcome",
+                                              outcome, "queue_ms", in.queue_ms, "prefill_ms", in.prefill_ms,
+                                              "prompt_len", in.prompt_len, "prompt_reused", in.prompt_reused,
+                                              "ttfa_ms", in.ttfa_ms, "frames", in.frames, "stalls", in.stalls,
+                                              "stall_ms", in.stall_ms, "rtf", rtf));
     }
     ct_engine_counters k = ct_engine_get_counters(e);
     printf("%d admitted (%d of them queued over 1 s first), %d refused; %d stall(s) after playback start; engine: %llu "
-           "deferred for compute, %llu for KV, %llu held by the throttle, %llu rejected\n",
+           "deferred for compute, %llu for KV, %llu held by the throttle, %llu rejected; prompt positions: %llu of "
+           "%llu kept (%llu copied from another slot)\n",
            n_admitted, n_queued, n_refused, admitted_stalls, (unsigned long long)k.deferred_compute,
-           (unsigned long long)k.deferred_kv, (unsigned long long)k.deferrals, (unsigned long long)k.rejected);
+           (unsigned long long)k.deferred_kv, (unsigned long long)k.deferrals, (unsigned long long)k.rejected,
+           (unsigned long long)k.prompt_reused, (unsigned long long)k.prompt_positions,
+           (unsigned long long)k.prompt_shared);
     const double fps = wall_s > 0 ? frames_total / wall_s : 0;
     printf("aggregate: %ld frames in %.2f s from the first submit to the last stream drained = %.2f frames/s "
            "(%.2f audio s per s)\n",
@@ -701,6 +707,9 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
     json_object_set_new(doc, "frames_total", json_integer(frames_total));
     json_object_set_new(doc, "wall_s", json_real(wall_s));
     json_object_set_new(doc, "frames_per_s", json_real(fps));
+    json_object_set_new(doc, "prompt", json_pack("{s:I,s:I,s:I}", "positions", (json_int_t)k.prompt_positions,
+                                                 "reused", (json_int_t)k.prompt_reused, "shared",
+                                                 (json_int_t)k.prompt_shared));
     if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
     } else {

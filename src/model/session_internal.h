@@ -26,7 +26,12 @@ struct ct_session {
     uint8_t (*row_key)[32];  /* [cap] SHA-256 of each prompt row of the last prefill */
     int kept;                /* positions 0..kept-1 of the KV hold the last prefill, whose rows
                                 row_key names (prompt reuse, docs/STREAMING.md) */
-    int prompt_reused;       /* positions this run's prefill took from the last one */
+    int prompt_reused;       /* positions this run's prefill did not run: kept from the last
+                                one, or copied from a donor */
+    int prompt_shared;       /* of those, copied from a donor's KV */
+    ct_session *const *donors; /* [n_donors] sessions whose last prefill the next start may copy
+                                  leading positions from (ct_session_set_donors) */
+    int n_donors;
     float *trailing;         /* [cap][H] trailing text overlay rows */
     float *pad_row;          /* [H] t(tts_pad) */
     int32_t *ids;            /* [cap + 64] token scratch */
@@ -58,6 +63,13 @@ struct ct_session {
                                       whole time counts for each of its sessions) */
     char err[1024];
 };
+
+/* Prompt donors (the engine's other slots, docs/STREAMING.md "Prompt reuse"): while set, a
+   start with prompt reuse on also takes the KV of the leading prompt positions it shares with
+   a donor's last prefill, when that is more than its own KV holds, copying them instead of
+   running them. The donors must be sessions of the same model that no thread runs during the
+   start; d[n] must outlive the setting (n = 0 clears it). */
+void ct_session_set_donors(ct_session *s, ct_session *const *d, int n);
 
 /* Builds s->prompt / s->trailing for the request. Sets prompt_len, n_trailing, text_tokens. */
 ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g);

@@ -133,8 +133,22 @@ assert len(ok) == 2 and all(r["frames"] == 6 and r["stalls"] >= 0 and r["ttfa_ms
 assert ok[1]["queue_ms"] >= ok[0]["queue_ms"], ok
 assert d["frames_total"] == 12 and d["wall_s"] > 0, d
 assert abs(d["frames_per_s"] - d["frames_total"] / d["wall_s"]) < 1e-6 * d["frames_per_s"], d
+assert all(r["prefill_ms"] > 0 and 0 <= r["prompt_reused"] < r["prompt_len"] for r in ok), ok
+assert d["prompt"]["shared"] == 0 and d["prompt"]["reused"] >= sum(r["prompt_reused"] for r in ok), d
 PY
 has "^aggregate: 12 frames in " "$WORK/out"
+# two slots, no throttle: the second request starts while the first runs and copies the prompt
+# positions it shares with it from the busy slot (prompt reuse across slots)
+printf 'engine:\n  max_streams: 2\n  throttle_margin_ms: -1\n' > "$P"
+expect_rc 0 "$BIN" bench stream -m "$M" --profile "$P" --concurrency 2 --max-frames 6 -o "$WORK/bc"
+python3 - "$WORK/bc/concurrency_2.json" <<'PY' && ok || bad "concurrency_2.json: $(cat "$WORK/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["requests"]
+assert [x["outcome"] for x in r] == ["admitted", "admitted"], r
+assert 0 < r[1]["prompt_reused"] < r[1]["prompt_len"] and d["prompt"]["shared"] >= r[1]["prompt_reused"], d
+PY
+has "prompt positions: [0-9]* of [0-9]* kept ([1-9][0-9]* copied from another slot)" "$WORK/out"
 expect_rc 2 "$BIN" bench stream -m "$M" --concurrency 300 -o "$WORK/bc"
 # the probe reports what the hardware is and what the engine derives from it
 expect_rc 0 "$BIN" probe --root "$SRC/tests/data/probe/container_cgroup2"

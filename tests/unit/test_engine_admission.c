@@ -479,39 +479,91 @@ static void test_pinning(void) {
 /* Admission binds a request to the free slot that last ran its voice, whose KV the prefill
    reuses: on 2 slots, requests of voices A, B, A in turn give the second A the first's slot
    (every position but the last reused) and its samples; B takes the unused slot. */
+/* Positions a start of b keeps from a start of a on one session (prompt reuse). */
+static int kept_after(const ct_gen_params *a, const ct_gen_params *b) {
+    char err[512];
+    ct_session *s = NULL;
+    int k = -1;
+    CHECK(ct_session_create(M, NULL, &s, err, sizeof err) == CT_OK);
+    if (s && ct_session_start(s, a) == CT_OK && ct_session_start(s, b) == CT_OK) k = ct_session_run_info(s).prompt_reused;
+    ct_session_free(s);
+    return k;
+}
+
+/* 1b. voices A, B, A on 2 slots: B takes the unused slot and copies the prefix it shares with A
+   from A's slot; the second A returns to A's slot and keeps all but its last position; B's
+   audio equals B's without reuse */
 static void test_voice_slot(void) {
     ct_engine *e = engine(base(2));
     if (!e) return;
     ct_gen_params a = ct_test_gen(TEXT, 5, 6), b = a;
     b.speaker = ct_model_speaker(M, 1);
     CHECK(b.speaker && strcmp(b.speaker, a.speaker));
-    static float pcm[3][CAP];
-    long n[3];
-    ct_stream_info in[3];
-    for (int i = 0; i < 3; i++) {
-        reader r = {submit(e, i == 1 ? &b : &a, NULL), pcm[i], 0};
-        if (!r.s) break;
+    const int kab = kept_after(&a, &b);
+    CHECKF(kab > 0, "speakers share %d positions", kab);
+    static float pcm[4][CAP];
+    long n[4];
+    ct_stream_info in[4];
+    for (int i = 0; i < 4; i++) {
+        ct_gen_params g = i == 0 || i == 2 ? a : b;
+        g.prompt_reuse = i != 3;
+        reader r = {submit(e, &g, NULL), pcm[i], 0};
+        if (!r.s) return;
         read_all(&r);
         n[i] = r.n;
         in[i] = ct_stream_get_info(r.s);
         ct_stream_release(r.s);
         CHECK(in[i].state == CT_STREAM_DONE && n[i] == 6 * SPF);
     }
-    CHECKF(in[0].prompt_reused == 0 && in[1].prompt_reused == 0 && in[2].prompt_reused == in[2].prompt_len - 1,
-           "prompt positions reused: %d %d %d of %d", in[0].prompt_reused, in[1].prompt_reused,
-           in[2].prompt_reused, in[2].prompt_len);
+    CHECKF(in[0].prompt_reused == 0 && in[1].prompt_reused == kab && in[2].prompt_reused == in[2].prompt_len - 1 &&
+               in[3].prompt_reused == 0,
+           "prompt positions reused: %d %d %d %d of %d", in[0].prompt_reused, in[1].prompt_reused,
+           in[2].prompt_reused, in[3].prompt_reused, in[2].prompt_len);
     CHECK(memcmp(pcm[0], pcm[2], sizeof(float) * 6 * SPF) == 0);
+    CHECK(memcmp(pcm[1], pcm[3], sizeof(float) * 6 * SPF) == 0);
     CHECK(memcmp(pcm[0], pcm[1], sizeof(float) * 6 * SPF) != 0);
     const ct_engine_counters k = ct_engine_get_counters(e);
-    CHECKF(k.prompt_positions == (uint64_t)(in[0].prompt_len + in[1].prompt_len + in[2].prompt_len) &&
-           k.prompt_reused == (uint64_t)in[2].prompt_reused, "counters: %llu prompt positions, %llu reused",
-           (unsigned long long)k.prompt_positions, (unsigned long long)k.prompt_reused);
-    char lines[2][96];
-    snprintf(lines[0], sizeof lines[0], "\ncodectalk_prompt_positions_total %d\n",
-             in[0].prompt_len + in[1].prompt_len + in[2].prompt_len);
-    snprintf(lines[1], sizeof lines[1], "\ncodectalk_prompt_reused_positions_total %d\n", in[2].prompt_reused);
-    const char *want[2] = {lines[0], lines[1]};
-    expect_metrics(e, want, 2);
+    int all = 0;
+    for (int i = 0; i < 4; i++) all += in[i].prompt_len;
+    const int reused = in[1].prompt_reused + in[2].prompt_reused;
+    CHECKF(k.prompt_positions == (uint64_t)all && k.prompt_reused == (uint64_t)reused &&
+               k.prompt_shared == (uint64_t)kab,
+           "counters: %llu prompt positions, %llu reused, %llu shared", (unsigned long long)k.prompt_positions,
+           (unsigned long long)k.prompt_reused, (unsigned long long)k.prompt_shared);
+    char lines[3][96];
+    snprintf(lines[0], sizeof lines[0], "\ncodectalk_prompt_positions_total %d\n", all);
+    snprintf(lines[1], sizeof lines[1], "\ncodectalk_prompt_reused_positions_total %d\n", reused);
+    snprintf(lines[2], sizeof lines[2], "\ncodectalk_prompt_shared_positions_total %d\n", kab);
+    const char *want[3] = {lines[0], lines[1], lines[2]};
+    expect_metrics(e, want, 3);
+    ct_engine_free(e);
+}
+
+/* 1c. the same voice twice at once on 2 slots: the first holds its slot (its 3-frame buffer is
+   not read), so the second starts on the other slot and copies all but its last prompt position
+   from the busy one; the same audio */
+static void test_shared_prefix(void) {
+    ct_engine_params p = base(2);
+    p.max_chunk_frames = 2;
+    p.buffer_ms = 80; /* 3 frames (max_chunk_frames + 1) */
+    p.safety_margin_ms = -1;
+    ct_engine *e = engine(p);
+    if (!e) return;
+    ct_gen_params g = ct_test_gen(TEXT, 9, 8);
+    static float pcm[2][CAP];
+    reader r[2] = {{submit(e, &g, NULL), pcm[0], 0}, {submit(e, &g, NULL), pcm[1], 0}};
+    if (r[0].s && r[1].s) {
+        read_all(&r[1]);
+        read_all(&r[0]);
+        ct_stream_info a = ct_stream_get_info(r[0].s), b = ct_stream_get_info(r[1].s);
+        CHECK(a.state == CT_STREAM_DONE && b.state == CT_STREAM_DONE && r[0].n == 8 * SPF && r[1].n == 8 * SPF);
+        CHECKF(a.prompt_reused == 0 && b.prompt_reused == b.prompt_len - 1, "reused %d and %d of %d",
+               a.prompt_reused, b.prompt_reused, b.prompt_len);
+        CHECK(ct_engine_get_counters(e).prompt_shared == (uint64_t)(b.prompt_len - 1));
+        CHECK(memcmp(pcm[0], pcm[1], sizeof(float) * 8 * SPF) == 0);
+    }
+    for (int i = 0; i < 2; i++)
+        if (r[i].s) ct_stream_release(r[i].s);
     ct_engine_free(e);
 }
 
@@ -520,6 +572,7 @@ int main(void) {
     if (!M || !C) return ct_test_finish();
     test_prefill_chunk();
     test_voice_slot();
+    test_shared_prefix();
     test_deadlines();
     test_throttle();
     test_compute();
