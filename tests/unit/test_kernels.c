@@ -409,7 +409,7 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
     }
 #endif
     /* the integer-dot kernels (VNNI, VPMADDUBSW, SDOT, SMULL) called directly with 4, 8 and 37
-       tokens (past one quantization pass; the 256-bit VPDPBUSD kernels' panels from 4 INT8 / 8 INT4
+       tokens (past one quantization pass; the panels from 8 tokens, the 256-bit VPDPBUSD INT8 from 4
        tokens) on 300 rows in two row ranges, with a bias: each token bit-for-bit its solo result,
        and within the bound of the reference; the outputs that differ from it in any bit are
        counted and printed, and must be none for the kernels that do the reference's arithmetic

@@ -247,8 +247,8 @@ ALWAYS_INLINE void xq_store(const ct_mat *w, const float *bias, float *yt, int r
    VPMADDUBSW of |q|, VPMADDWD, add); then a conversion, the scale multiply(s) and an add. Each
    lane adds its groups in order as the reference does, so the result is the row blocks' (and
    the reference's) bit for bit. */
-#define XQ_PMIN8 (CT_DOT_VNNI ? 4 : 16)
-#define XQ_PMIN4 (CT_DOT_VNNI ? 8 : 16)
+#define XQ_PMIN8 (CT_DOT_VNNI ? 4 : 8)
+#define XQ_PMIN4 8
 typedef struct {
     _Alignas(32) uint8_t w[CT_XQ_MAXC / 4][32];         /* dword D (INT8: columns 4D..4D+3, q
                                                             + 128 for VPDPBUSD, else q; INT4: group
