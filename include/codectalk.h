@@ -482,9 +482,11 @@ typedef struct {
     int buffer_ms;           /* per-stream output buffer in audio ms (default 10000; at least
                                 max_chunk_frames + 1 frames) */
     int warmup;              /* 1: generate two frames before ct_engine_ready says 1 (0) */
-    int prefill_chunk_tokens;/* prompt tokens per prefill pass, 1..4096; 0 = 64. Each slot's
-                                prefill scratch is sized from it at create. The audio does not
-                                depend on it with f32/bf16 weights (int8/int4: docs/STREAMING.md 4) */
+    int prefill_chunk_tokens;/* prompt tokens per prefill pass, 1..4096; 0 = 64. The engine runs
+                                one pass per scheduler pass, with a decode step of the running
+                                streams after each, so a smaller pass holds them up for less time
+                                at once. Each slot's prefill scratch is sized from it at create.
+                                The audio does not depend on it (docs/STREAMING.md 4) */
     double frame_ms_fixed;   /* predicted wall ms of one frame period of the whole engine with n
                                 streams running: frame_ms_fixed + frame_ms_per_stream * n, as the
                                 placement runs the stages. A newcomer is admitted only while that

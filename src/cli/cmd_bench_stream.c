@@ -657,15 +657,15 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
     }
     const double wall_s = (ct_now_ms() - t_start) / 1e3;
     printf("concurrency %d on %d stream(s), queue %d:\n| request | outcome | queued ms | prefill ms | prompt "
-           "positions kept | TTFA ms | frames | stalls after playback start | stall ms | RTF |\n"
-           "|---|---|---|---|---|---|---|---|---|---|\n",
+           "positions kept | TTFA ms | frames | longest chunk gap ms | stalls after playback start | stall ms | RTF |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n",
            n, lim.max_streams, lim.queue_cap);
     int admitted_stalls = 0, n_admitted = 0, n_queued = 0, n_refused = 0;
     long frames_total = 0;
     for (int i = 0; i < n; i++) {
         if (sub[i] != CT_OK) {
             n_refused++;
-            printf("| %d | refused (queue full) | | | | | | | | |\n", i);
+            printf("| %d | refused (queue full) | | | | | | | | | |\n", i);
             json_array_append_new(rows, json_pack("{s:i,s:s}", "request", i, "outcome", "refused"));
             continue;
         }
@@ -677,13 +677,19 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
         admitted_stalls += in.stalls;
         frames_total += in.frames;
         double audio = (double)in.samples / ct_codec_sample_rate(c), rtf = audio > 0 ? (in.done_ms - in.queue_ms) / 1e3 / audio : 0;
-        printf("| %d | %s | %.0f | %.1f | %d of %d | %.0f | %d | %d | %.0f | %.3f |\n", i, outcome, in.queue_ms,
-               in.prefill_ms, in.prompt_reused, in.prompt_len, in.ttfa_ms, in.frames, in.stalls, in.stall_ms, rtf);
-        json_array_append_new(rows, json_pack("{s:i,s:s,s:f,s:f,s:i,s:i,s:f,s:i,s:i,s:f,s:f}", "request", i, "outcome",
-                                              outcome, "queue_ms", in.queue_ms, "prefill_ms", in.prefill_ms,
+        double gap = 0; /* the longest wait between two of its chunks: another stream's prefill holds it */
+        const int nc = ct_stream_timeline(st[i], NULL, NULL, 0);
+        double *tl = nc > 1 ? malloc(sizeof(double) * (size_t)nc) : NULL;
+        if (tl && ct_stream_timeline(st[i], tl, NULL, nc) == nc)
+            for (int k = 1; k < nc; k++) gap = tl[k] - tl[k - 1] > gap ? tl[k] - tl[k - 1] : gap;
+        free(tl);
+        printf("| %d | %s | %.0f | %.1f | %d of %d | %.0f | %d | %.1f | %d | %.0f | %.3f |\n", i, outcome, in.queue_ms,
+               in.prefill_ms, in.prompt_reused, in.prompt_len, in.ttfa_ms, in.frames, gap, in.stalls, in.stall_ms, rtf);
+        json_array_append_new(rows, json_pack("{s:i,s:s,s:f,s:f,s:i,s:i,s:f,s:i,s:f,s:i,s:f,s:f}", "request", i,
+                                              "outcome", outcome, "queue_ms", in.queue_ms, "prefill_ms", in.prefill_ms,
                                               "prompt_len", in.prompt_len, "prompt_reused", in.prompt_reused,
-                                              "ttfa_ms", in.ttfa_ms, "frames", in.frames, "stalls", in.stalls,
-                                              "stall_ms", in.stall_ms, "rtf", rtf));
+                                              "ttfa_ms", in.ttfa_ms, "frames", in.frames, "max_gap_ms", gap,
+                                              "stalls", in.stalls, "stall_ms", in.stall_ms, "rtf", rtf));
     }
     ct_engine_counters k = ct_engine_get_counters(e);
     printf("%d admitted (%d of them queued over 1 s first), %d refused; %d stall(s) after playback start; engine: %llu "

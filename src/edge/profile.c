@@ -58,7 +58,7 @@ static const ct_pkey_info KEYS[CT_PK_COUNT] = {
     {"talker.max_context", CT_PK_INT, 16, 1048576, NULL, "2048", "max_model_len",
      "talker KV positions per stream (prompt + frames)"},
     {"talker.prefill_chunk_tokens", CT_PK_INT, 1, 4096, NULL, "64", "max_num_batched_tokens",
-     "prompt positions per prefill pass"},
+     "prompt positions per prefill pass (the running streams decode a frame between passes)"},
     {"predictor.weights", CT_PK_STR, 0, 0, "bf16 int8 int4", "bf16", "engine_args.dtype",
      "code predictor weight format"},
     {"codec.threads", CT_PK_INT, 1, 256, NULL, "1", "-", "codec threads (overlapped placement)"},

@@ -211,24 +211,65 @@ static void set_frame_limit(ct_session *s) {
     s->limit_is_budget = why_budget;
 }
 
-static ct_status session_start(ct_session *s, const ct_gen_params *gp);
+static ct_status session_begin(ct_session *s, const ct_gen_params *gp);
+
+ct_status ct_session_begin(ct_session *s, const ct_gen_params *gp, const int32_t *ids, int n, int open) {
+    if (!s || !gp || (ids && n < 1)) return CT_ERR_INVALID_ARG;
+    s->text_ids = ids;
+    s->text_n = ids ? n : 0;
+    s->text_open = ids && open;
+    ct_status st = session_begin(s, gp);
+    s->text_ids = NULL;
+    if (st != CT_OK) s->text_open = 0;
+    return st;
+}
+
+int ct_session_prefill_pass(ct_session *s) {
+    if (!s || !s->prefilling) return 0;
+    const int H = s->m->cfg.talker.hidden, left = s->prompt_len - s->pos;
+    const int k = left < s->prefill_chunk ? left : s->prefill_chunk;
+    ct_talker_pass(s, s->prompt + (size_t)s->pos * H, k, k == left);
+    return left - k;
+}
+
+ct_status ct_session_finish(ct_session *s) {
+    if (!s) return CT_ERR_INVALID_ARG;
+    if (!s->prefilling || s->pos < s->prompt_len)
+        return ct_errf(s->err, sizeof s->err, CT_ERR_STATE, "finish before the prefill's last pass");
+    s->prefilling = 0;
+    s->kept = s->prompt_len;
+    ct_talker_logits(s, s->logits);
+    int c0 = ct_session_sample_c0(s);
+    if (c0 < 0) {
+        s->text_open = 0;
+        return CT_ERR_INTERNAL;
+    }
+    s->c0 = c0;
+    s->running = 1;
+    if (c0 == s->m->cfg.codec_eos) { /* only possible when min_new_tokens is 0 */
+        s->running = 0;
+        s->stop = CT_STOP_EOS;
+    }
+    return CT_OK;
+}
+
+/* begin, every pass, finish */
+static ct_status session_start(ct_session *s, const ct_gen_params *gp, const int32_t *ids, int n, int open) {
+    ct_status st = ct_session_begin(s, gp, ids, n, open);
+    if (st != CT_OK) return st;
+    while (ct_session_prefill_pass(s) > 0) {
+    }
+    return ct_session_finish(s);
+}
 
 ct_status ct_session_start(ct_session *s, const ct_gen_params *gp) {
     if (!s || !gp) return CT_ERR_INVALID_ARG;
-    s->text_ids = NULL;
-    s->text_n = s->text_open = 0;
-    return session_start(s, gp);
+    return session_start(s, gp, NULL, 0, 0);
 }
 
 ct_status ct_session_start_ids(ct_session *s, const ct_gen_params *gp, const int32_t *ids, int n, int open) {
     if (!s || !gp || !ids || n < 1) return CT_ERR_INVALID_ARG;
-    s->text_ids = ids;
-    s->text_n = n;
-    s->text_open = open ? 1 : 0;
-    ct_status st = session_start(s, gp);
-    s->text_ids = NULL;
-    if (st != CT_OK) s->text_open = 0;
-    return st;
+    return session_start(s, gp, ids, n, open);
 }
 
 ct_status ct_session_text_more(ct_session *s, const int32_t *ids, int n) {
@@ -323,11 +364,11 @@ static int donor_share(ct_session *s, int reuse) {
     return n;
 }
 
-static ct_status session_start(ct_session *s, const ct_gen_params *gp) {
+static ct_status session_begin(ct_session *s, const ct_gen_params *gp) {
     const ct_model *m = s->m;
     const ct_config *c = &m->cfg;
     s->err[0] = 0;
-    s->running = 0;
+    s->running = s->prefilling = 0;
     s->stop = CT_STOP_NONE;
     s->frames = s->n_generated = s->pos = s->prefill_passes = s->prompt_reused = s->prompt_shared = 0;
     s->advance_pending = 0;
@@ -370,18 +411,8 @@ static ct_status session_start(ct_session *s, const ct_gen_params *gp) {
     int reuse = prompt_keys(s, g.prompt_reuse);
     if (g.prompt_reuse) reuse = donor_share(s, reuse);
     s->pos = reuse;
-    ct_talker_run(s, s->prompt + (size_t)reuse * c->talker.hidden, s->prompt_len - reuse);
-    s->kept = s->prompt_len;
     s->prompt_reused = reuse;
-    ct_talker_logits(s, s->logits);
-    int c0 = ct_session_sample_c0(s);
-    if (c0 < 0) return CT_ERR_INTERNAL;
-    s->c0 = c0;
-    s->running = 1;
-    if (c0 == c->codec_eos) { /* only possible when min_new_tokens is 0 */
-        s->running = 0;
-        s->stop = CT_STOP_EOS;
-    }
+    s->prefilling = 1;
     return CT_OK;
 }
 

@@ -26,6 +26,7 @@ struct ct_session {
     uint8_t (*row_key)[32];  /* [cap] SHA-256 of each prompt row of the last prefill */
     int kept;                /* positions 0..kept-1 of the KV hold the last prefill, whose rows
                                 row_key names (prompt reuse, docs/STREAMING.md) */
+    int prefilling;          /* 1 between a successful ct_session_begin and ct_session_finish */
     int prompt_reused;       /* positions this run's prefill did not run: kept from the last
                                 one, or copied from a donor */
     int prompt_shared;       /* of those, copied from a donor's KV */
@@ -78,9 +79,24 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g);
 void ct_embed_text_rows(ct_session *s, const int32_t *ids, int n, float *out);
 
 /* Runs n embeddings x[n][H] through the talker from position s->pos in passes of
-   s->prefill_chunk tokens (counted in s->prefill_passes), advancing s->pos and leaving the
-   last position's post-norm hidden in s->h. */
+   s->prefill_chunk tokens (ct_talker_pass each), advancing s->pos and leaving the last
+   position's post-norm hidden in s->h. */
 void ct_talker_run(ct_session *s, const float *x, int n);
+/* One pass of k embeddings x[k][H] from position s->pos (counted in s->prefill_passes); last = 1
+   leaves the last position's post-norm hidden in s->h, last = 0 writes only the K/V. */
+void ct_talker_pass(ct_session *s, const float *x, int k, int last);
+
+/* A start in pieces, so that the engine can run other streams' decode steps between a prompt's
+   passes (docs/STREAMING.md step 2). begin validates the request, builds the prompt and takes
+   what prompt reuse keeps (ids == NULL: g->text, as ct_session_start; else the tokens ids[n], as
+   ct_session_start_ids, read during the call only); prefill_pass runs the next prefill_chunk
+   positions and returns the positions left (0 also when no begin is pending); finish, once none
+   are left, samples the first code. begin, the passes and finish give ct_session_start's
+   results bit for bit; a begin that fails leaves nothing to finish. A new begin drops a pending
+   one. */
+ct_status ct_session_begin(ct_session *s, const ct_gen_params *g, const int32_t *ids, int n, int open);
+int ct_session_prefill_pass(ct_session *s);
+ct_status ct_session_finish(ct_session *s);
 
 /* Raw talker logits [vocab] from s->h into out. */
 void ct_talker_logits(const ct_session *s, float *out);

@@ -8,19 +8,23 @@
 #include "core/stepstats.h"
 #include "model/session_internal.h"
 
+void ct_talker_pass(ct_session *s, const float *x, int k, int last) {
+    const int H = s->m->cfg.talker.hidden;
+    memcpy(s->x, x, (size_t)k * H * sizeof(float));
+    /* the output of the last position only: earlier passes only write their K/V */
+    ct_stack_forward(&s->m->talker, &s->tkv, &s->ts, s->pos, k, s->x, last ? k - 1 : k);
+    s->prefill_passes++;
+    s->pos += k;
+    if (last) memcpy(s->h, s->x + (size_t)(k - 1) * H, (size_t)H * sizeof(float));
+}
+
 void ct_talker_run(ct_session *s, const float *x, int n) {
-    const ct_model *m = s->m;
-    const int H = m->cfg.talker.hidden;
+    const int H = s->m->cfg.talker.hidden;
     while (n > 0) {
         int k = n < s->prefill_chunk ? n : s->prefill_chunk;
-        memcpy(s->x, x, (size_t)k * H * sizeof(float));
-        /* the output of the last position only: earlier passes only write their K/V */
-        ct_stack_forward(&m->talker, &s->tkv, &s->ts, s->pos, k, s->x, n > k ? k : k - 1);
-        s->prefill_passes++;
-        s->pos += k;
+        ct_talker_pass(s, x, k, n == k);
         x += (size_t)k * H;
         n -= k;
-        if (n == 0) memcpy(s->h, s->x + (size_t)(k - 1) * H, (size_t)H * sizeof(float));
     }
 }
 

@@ -195,6 +195,7 @@ static void ewma(double *acc, double v) { *acc = *acc > 0 ? 0.7 * *acc + 0.3 * v
 static void slot_clear_locked(ct_engine *e, ct_slot *sl) {
     if (!sl->st) return;
     sl->st = NULL;
+    sl->prefilling = 0; /* a prefill cut short: the session's next begin drops it */
     e->kv_used -= e->kv_per_stream;
     e->n_active--;
     atomic_store(&e->active_snapshot, e->n_active);
@@ -236,36 +237,55 @@ static void utterance_end(ct_engine *e, ct_slot *sl) {
     pthread_mutex_unlock(&e->mu);
 }
 
-/* Prefill of slot sl's current utterance (no lock held). */
+/* The next piece of slot sl's prefill for its current utterance (no lock held): the first call
+   begins it (ct_session_begin) and runs its first pass; each later call one more pass
+   (prefill_chunk_tokens positions), so the other streams' decode steps run between them; the
+   call that runs the last pass finishes it. */
 static void prefill(ct_engine *e, ct_slot *sl) {
     ct_stream *s = sl->st;
-    ct_gen_params g = s->g;
-    if (!s->incr) {
-        const ct_span *u = &s->utts[sl->utt];
-        memcpy(s->utt_text, s->text + u->off, u->len);
-        s->utt_text[u->len] = 0;
-        g.text = s->utt_text;
-    }
-    g.seed = s->g.seed + (uint64_t)sl->utt; /* each utterance its own reproducible stream */
     double t0 = ct_engine_now(e);
-    ct_status st;
-    if (s->incr) { /* the tokens taken so far (engine_text.c); the rest follows as it comes */
-        st = ct_session_start_ids(sl->sess, &g, s->tok, s->n_tok, !s->tok_final);
-        s->tok_given = s->n_tok;
-        s->tok_closed = s->tok_final;
-    } else {
-        st = ct_session_start(sl->sess, &g);
+    ct_status st = CT_OK;
+    if (!sl->prefilling) {
+        ct_gen_params g = s->g;
+        if (!s->incr) {
+            const ct_span *u = &s->utts[sl->utt];
+            memcpy(s->utt_text, s->text + u->off, u->len);
+            s->utt_text[u->len] = 0;
+            g.text = s->utt_text;
+        }
+        g.seed = s->g.seed + (uint64_t)sl->utt; /* each utterance its own reproducible stream */
+        if (s->incr) { /* the tokens taken so far (engine_text.c); the rest follows as it comes */
+            st = ct_session_begin(sl->sess, &g, s->tok, s->n_tok, !s->tok_final);
+            s->tok_given = s->n_tok;
+            s->tok_closed = s->tok_final;
+        } else {
+            st = ct_session_begin(sl->sess, &g, NULL, 0, 0);
+        }
+        sl->prefilling = st == CT_OK;
+        sl->prefill_ms = 0;
     }
-    vclock_spend(e, e->v_prefill);
+    const int left = st == CT_OK ? ct_session_prefill_pass(sl->sess) : 0;
+    if (st == CT_OK && !left) {
+        st = ct_session_finish(sl->sess);
+        sl->prefilling = 0;
+    }
     double dt = ct_engine_now(e) - t0;
     CT_STATS_ADD_SINCE("engine.prefill_ms", t0);
+    sl->prefill_ms += dt;
+    if (sl->prefilling) { /* passes left */
+        pthread_mutex_lock(&e->mu);
+        s->info.prefill_ms += dt;
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
+    vclock_spend(e, e->v_prefill);
     ct_run_info ri = ct_session_run_info(sl->sess);
     if (st == CT_OK) {
         ct_rec r = {.kind = CT_REC_START, .slot = sl->idx, .st = s};
         hand(e, &r);
     }
     pthread_mutex_lock(&e->mu);
-    ewma(&e->k.prefill_ms, dt);
+    ewma(&e->k.prefill_ms, sl->prefill_ms);
     s->info.prefill_ms += dt;
     s->info.prefill_passes += sl->sess->prefill_passes;
     s->info.utterance = sl->utt;
@@ -616,6 +636,8 @@ static void *engine_main(void *arg) {
             let_go = 1;
         }
         ct_slot *pre = NULL;
+        for (int i = 0; i < e->n_slots && !pre; i++) /* a prefill with passes left goes on first */
+            if (e->slots[i].st && e->slots[i].prefilling) pre = &e->slots[i];
         for (int i = 0; i < e->n_slots && !pre; i++)
             if (e->slots[i].st && e->slots[i].prefill_due && e->slots[i].st->state != CT_STREAM_FAILED &&
                 ct_engine_text_prefill_ready(&e->slots[i]))

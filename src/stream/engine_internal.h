@@ -57,7 +57,10 @@ typedef struct {
     /* bound stream (e->mu) */
     ct_stream *st;        /* NULL = free */
     int utt;              /* utterance generating */
-    int prefill_due;      /* its prefill has not run yet */
+    int prefill_due;      /* its prefill has not finished */
+    int prefilling;       /* its prefill began (ct_session_begin) and has passes left: one runs
+                             per scheduler pass, between the other streams' decode steps */
+    double prefill_ms;    /* that prefill's busy time so far */
     int frames_left;      /* frames the utterance may still make */
     int utt_frames;       /* frames the utterance made */
     uint8_t voice[32];    /* the voice key of the last stream it prefilled (ct_stream.voice) */

@@ -147,6 +147,7 @@ d = json.load(open(sys.argv[1]))
 r = d["requests"]
 assert [x["outcome"] for x in r] == ["admitted", "admitted"], r
 assert 0 < r[1]["prompt_reused"] < r[1]["prompt_len"] and d["prompt"]["shared"] >= r[1]["prompt_reused"], d
+assert all(0 < x["max_gap_ms"] < 1000 * d["wall_s"] for x in r), r
 PY
 has "prompt positions: [0-9]* of [0-9]* kept ([1-9][0-9]* copied from another slot)" "$WORK/out"
 expect_rc 2 "$BIN" bench stream -m "$M" --concurrency 300 -o "$WORK/bc"

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "codectalk.h"
+#include "core/clock.h"
 #include "ct_test.h"
 #include "serve/metrics.h"
 #include "stream/engine_internal.h" /* ct_engine_test_clock, CT_ENGINE_FRAMES_PER_BYTE */
@@ -490,6 +491,61 @@ static int kept_after(const ct_gen_params *a, const ct_gen_params *b) {
     return k;
 }
 
+/* 1d. one pass per scheduler pass: with 1-token passes, a stream running beside a newcomer
+   keeps making frames while the newcomer's prompt runs (its chunks released inside the
+   newcomer's prefill window, on one clock), and both give their solo audio */
+static void test_prefill_interleave(void) {
+    const char *tb = "A second request arrives while the first one speaks.";
+    ct_gen_params ga = ct_test_gen(TEXT, 11, 30), gb = ct_test_gen(tb, 12, 5);
+    ga.prompt_reuse = gb.prompt_reuse = 0; /* every position a pass */
+    static float solo[2][CAP], pcm[2][CAP];
+    long ns[2] = {0};
+    for (int i = 0; i < 2; i++) { /* solo, one slot, one pass each */
+        ct_engine *e = engine(base(1));
+        if (!e) return;
+        reader r = {submit(e, i ? &gb : &ga, NULL), solo[i], 0};
+        if (r.s) read_all(&r), ct_stream_release(r.s);
+        ns[i] = r.n;
+        ct_engine_free(e);
+    }
+    ct_engine_params p = base(2);
+    p.prefill_chunk_tokens = 1;
+    p.safety_margin_ms = -1;
+    ct_engine *e = engine(p);
+    if (!e) return;
+    const double t_a = ct_now_ms();
+    reader ra = {submit(e, &ga, NULL), pcm[0], 0};
+    pthread_t th;
+    int joined = ra.s && pthread_create(&th, NULL, read_all, &ra) == 0;
+    if (joined && wait_frames(ra.s, 3) >= 3) {
+        const double t_b = ct_now_ms();
+        reader rb = {submit(e, &gb, NULL), pcm[1], 0};
+        if (rb.s) {
+            read_all(&rb);
+            pthread_join(th, NULL);
+            joined = 0;
+            ct_stream_info a = ct_stream_get_info(ra.s), b = ct_stream_get_info(rb.s);
+            CHECKF(b.prefill_passes == b.prompt_len && b.prompt_len > 8, "%d passes for %d positions",
+                   b.prefill_passes, b.prompt_len);
+            double tl[64];
+            const int nc = ct_stream_timeline(ra.s, tl, NULL, 64);
+            const double w0 = t_b - t_a + b.queue_ms, w1 = t_b - t_a + b.first_frame_ms; /* on A's clock */
+            int inside = 0;
+            for (int k = 0; k < nc && k < 64; k++) inside += tl[k] > w0 && tl[k] < w1;
+            CHECKF(inside >= b.prompt_len / 2, "%d of the running stream's chunks inside the newcomer's %d-pass "
+                   "prefill (%.1f-%.1f ms)", inside, b.prefill_passes, w0, w1);
+            CHECK(a.state == CT_STREAM_DONE && b.state == CT_STREAM_DONE);
+            CHECK(ra.n == ns[0] && rb.n == ns[1] && ns[0] == 30 * SPF && ns[1] == 5 * SPF);
+            CHECK(memcmp(pcm[0], solo[0], sizeof(float) * (size_t)ns[0]) == 0);
+            CHECK(memcmp(pcm[1], solo[1], sizeof(float) * (size_t)ns[1]) == 0);
+            ct_stream_release(rb.s);
+        }
+    }
+    if (joined) pthread_join(th, NULL);
+    if (ra.s) ct_stream_release(ra.s);
+    ct_engine_free(e);
+}
+
 /* 1b. voices A, B, A on 2 slots: B takes the unused slot and copies the prefix it shares with A
    from A's slot; the second A returns to A's slot and keeps all but its last position; B's
    audio equals B's without reuse */
@@ -573,6 +629,7 @@ int main(void) {
     test_prefill_chunk();
     test_voice_slot();
     test_shared_prefix();
+    test_prefill_interleave();
     test_deadlines();
     test_throttle();
     test_compute();
