@@ -269,6 +269,7 @@ static void prefill(ct_engine *e, ct_slot *sl) {
         st = ct_session_finish(sl->sess);
         sl->prefilling = 0;
     }
+    if (!sl->prefilling) vclock_spend(e, e->v_prefill); /* the virtual clock: once per prefill */
     double dt = ct_engine_now(e) - t0;
     CT_STATS_ADD_SINCE("engine.prefill_ms", t0);
     sl->prefill_ms += dt;
@@ -278,7 +279,6 @@ static void prefill(ct_engine *e, ct_slot *sl) {
         pthread_mutex_unlock(&e->mu);
         return;
     }
-    vclock_spend(e, e->v_prefill);
     ct_run_info ri = ct_session_run_info(sl->sess);
     if (st == CT_OK) {
         ct_rec r = {.kind = CT_REC_START, .slot = sl->idx, .st = s};

@@ -314,6 +314,8 @@ static void test_compute(void) {
            "b queued %.0f ms", ib.queue_ms);
     CHECKF(ia.stalls == 0 && ib.stalls == 0, "stalls %d %d", ia.stalls, ib.stalls);
     CHECK(ra.n == 100 * SPF && rb.n == 30 * SPF);
+    CHECKF(ia.prefill_ms == 10 && ib.prefill_ms == 10, "prefills of %.1f and %.1f ms on the virtual clock, want 10",
+           ia.prefill_ms, ib.prefill_ms); /* one utterance each: the clock's prefill, once */
     CHECKF(k.admitted == 2 && k.deferred_compute == 1 && k.deferrals == 0 && k.deferred_kv == 0 &&
                k.rejected == 1 && k.forced_admissions == 0,
            "admitted %llu, compute %llu, slack %llu, kv %llu, rejected %llu", (unsigned long long)k.admitted,
