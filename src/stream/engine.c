@@ -269,12 +269,13 @@ static void prefill(ct_engine *e, ct_slot *sl) {
         st = ct_session_finish(sl->sess);
         sl->prefilling = 0;
     }
-    if (!sl->prefilling) vclock_spend(e, e->v_prefill); /* the virtual clock: once per prefill */
+    vclock_spend(e, e->v_prefill); /* the virtual clock: per pass */
     double dt = ct_engine_now(e) - t0;
     CT_STATS_ADD_SINCE("engine.prefill_ms", t0);
     sl->prefill_ms += dt;
     if (sl->prefilling) { /* passes left */
         pthread_mutex_lock(&e->mu);
+        ewma(&e->pass_ms, dt);
         s->info.prefill_ms += dt;
         pthread_mutex_unlock(&e->mu);
         return;
@@ -285,6 +286,7 @@ static void prefill(ct_engine *e, ct_slot *sl) {
         hand(e, &r);
     }
     pthread_mutex_lock(&e->mu);
+    ewma(&e->pass_ms, dt);
     ewma(&e->k.prefill_ms, sl->prefill_ms);
     s->info.prefill_ms += dt;
     s->info.prefill_passes += sl->sess->prefill_passes;
@@ -385,7 +387,9 @@ static void step(ct_engine *e, int n) {
 
 /* ---- the scheduler loop ------------------------------------------------------------------- */
 
-/* Slack minus next-chunk ETA of the most endangered running stream (ms); +inf when none. */
+/* Slack minus next-chunk ETA of the most endangered running stream (ms); +inf when none. The
+   ETA: the frames its next chunk needs, each a step and at most one pass of the newcomer's
+   prefill before it, and the whole prefill at most. */
 static double worst_margin_locked(ct_engine *e, double now) {
     double worst = INFINITY;
     for (int i = 0; i < e->n_slots; i++) {
@@ -393,7 +397,9 @@ static double worst_margin_locked(ct_engine *e, double now) {
         ct_stream *s = sl->st;
         if (!s || s->state != CT_STREAM_RUNNING) continue;
         double slack = s->tl_n ? ct_playback_slack_ms(s->tl, s->tl_n, e->rate, now - s->t_submit, NAN) : 0.0;
-        double eta = e->k.prefill_ms + (s->need > 0 ? s->need : 1) * e->k.step_ms;
+        /* the newcomer's prefill holds it up at most once per pass, before each of its steps */
+        const int need = s->need > 0 ? s->need : 1;
+        double eta = fmin(e->k.prefill_ms, need * e->pass_ms) + need * e->k.step_ms;
         if (slack - eta < worst) worst = slack - eta;
     }
     return worst;

@@ -184,6 +184,8 @@ struct ct_engine {
     int holding;          /* the queue's head is held back by the compute rule or the throttle */
     double frame_ms;      /* audio ms of one frame */
     int prefill_chunk;    /* tokens per prefill pass */
+    double pass_ms;       /* EWMA of one prefill pass (the first with its begin), wall ms: what
+                             a running stream waits before each of its steps while a prompt runs */
     double period_ms[CT_ENGINE_MAX_STREAMS + 1]; /* EWMA of the step's wall ms per batch size */
     int period_n[CT_ENGINE_MAX_STREAMS + 1];     /* samples in it */
     atomic_int vclock_on; /* test clock (ct_engine_test_clock) */
@@ -210,7 +212,7 @@ enum { CT_HELD_KV = 1, CT_HELD_COMPUTE = 2 };
 double ct_engine_now(const ct_engine *e);
 /* Test hook: from the call on, the engine's clock is virtual. It stands still except that each
    batched step of n streams advances it by step_fixed_ms + step_per_stream_ms * n and each
-   prefill by prefill_ms, and those are what the engine measures. Call before the first submit,
+   prefill pass by prefill_ms, and those are what the engine measures. Call before the first submit,
    with serial placement (the codec stage then runs inside the step). */
 void ct_engine_test_clock(ct_engine *e, double step_fixed_ms, double step_per_stream_ms, double prefill_ms);
 /* Test hook: the engine thread calls it right after a stream's text pump, before it takes the
