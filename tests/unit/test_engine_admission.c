@@ -239,71 +239,54 @@ static void test_deadlines(void) {
     }
 }
 
-/* 3a. the playback-slack throttle under the virtual clock: a stream that falls behind (200 ms
-   a frame) holds a newcomer back until it ends (no max_defer_ms) */
+/* 3a. the playback-slack throttle under the virtual clock (10 ms a prefill pass): stream a's
+   5-frame buffer is full and unread when b, in the same voice, comes.
+   - a falls behind (200 ms a frame): b waits until a ends (no max_defer_ms);
+   - a runs ahead (40 ms a frame) and prompts run in 1-token passes: a waits at most one pass
+     before each of its steps, so its 240 ms of slack holds 4 passes and a step, not the whole
+     prefill (about 220 ms): b starts at once */
 static void test_throttle(void) {
     static float ga[CAP], gb[CAP];
-    ct_engine_params p = base(2);
-    p.buffer_ms = 400; /* 5 frames */
-    p.max_chunk_frames = 4;
-    p.max_defer_ms = 0;
-    ct_engine *e = engine(p);
-    if (!e) return;
-    ct_engine_test_clock(e, 200, 0, 10);
-    ct_gen_params g = ct_test_gen(TEXT, 9, 30);
-    ct_stream *a = submit(e, &g, NULL);
-    CHECK(wait_frames(a, 5) == 5);
-    ct_stream *b = submit(e, &g, NULL);
-    CHECK(wait_counter(e, offsetof(ct_engine_counters, deferrals), 1) >= 1);
-    CHECK(ct_stream_get_info(b).state == CT_STREAM_QUEUED);
-    reader ra = {a, ga, 0}, rb = {b, gb, 0};
-    pthread_t th;
-    pthread_create(&th, NULL, read_all, &ra);
-    read_all(&rb);
-    pthread_join(th, NULL);
-    ct_stream_info ib = ct_stream_get_info(b);
-    ct_engine_counters k = ct_engine_get_counters(e);
-    CHECKF(ib.queue_ms >= 25 * 200 && k.forced_admissions == 0 && k.deferred_compute == 0 && k.completed == 2,
-           "queued %.0f ms", ib.queue_ms);
-    CHECK(ra.n == 30 * SPF && rb.n == 30 * SPF && memcmp(ga, gb, sizeof(float) * 30 * SPF) == 0);
-    ct_stream_release(a);
-    ct_stream_release(b);
-    ct_engine_free(e);
-}
-
-/* 3a. the throttle with a prompt in passes: a running stream waits at most one pass before each
-   of its steps, so its 240 ms of slack holds 4 passes of 10 ms and a step of 40 (virtual), not
-   the whole 1-token-pass prefill (about 220 ms): the newcomer starts at once */
-static void test_throttle_passes(void) {
-    static float ga[CAP], gb[CAP];
-    ct_engine_params p = base(2);
-    p.buffer_ms = 400; /* 5 frames */
-    p.max_chunk_frames = 4;
-    p.max_defer_ms = 0;
-    p.prefill_chunk_tokens = 1;
-    ct_engine *e = engine(p);
-    if (!e) return;
-    ct_engine_test_clock(e, 40, 0, 10);
-    ct_gen_params g = ct_test_gen(TEXT, 9, 30);
-    ct_stream *a = submit(e, &g, NULL);
-    CHECK(wait_frames(a, 5) == 5); /* its buffer is full: it waits for its reader */
-    ct_stream *b = submit(e, &g, NULL);
-    CHECKF(wait_frames(b, 1) >= 1, "the newcomer is %s", ct_stream_get_info(b).state == CT_STREAM_QUEUED ? "held" : "slow");
-    reader ra = {a, ga, 0}, rb = {b, gb, 0};
-    pthread_t th;
-    pthread_create(&th, NULL, read_all, &ra);
-    read_all(&rb);
-    pthread_join(th, NULL);
-    ct_stream_info ia = ct_stream_get_info(a), ib = ct_stream_get_info(b);
-    ct_engine_counters k = ct_engine_get_counters(e);
-    CHECKF(k.deferrals == 0 && ib.queue_ms < 1 && ia.prefill_passes == ia.prompt_len &&
-               ia.prefill_ms == 10 * ia.prompt_len,
-           "%llu deferrals, queued %.0f ms, %d passes of %d positions in %.0f ms", (unsigned long long)k.deferrals,
-           ib.queue_ms, ia.prefill_passes, ia.prompt_len, ia.prefill_ms);
-    CHECK(ra.n == 30 * SPF && rb.n == 30 * SPF && memcmp(ga, gb, sizeof(float) * 30 * SPF) == 0);
-    ct_stream_release(a);
-    ct_stream_release(b);
-    ct_engine_free(e);
+    for (int c = 0; c < 2; c++) {
+        ct_engine_params p = base(2);
+        p.buffer_ms = 400; /* 5 frames */
+        p.max_chunk_frames = 4;
+        p.max_defer_ms = 0;
+        p.prefill_chunk_tokens = c ? 1 : 0;
+        ct_engine *e = engine(p);
+        if (!e) return;
+        ct_engine_test_clock(e, c ? 40 : 200, 0, 10);
+        ct_gen_params g = ct_test_gen(TEXT, 9, 30);
+        ct_stream *a = submit(e, &g, NULL);
+        CHECK(wait_frames(a, 5) == 5); /* its buffer is full: it waits for its reader */
+        ct_stream *b = submit(e, &g, NULL);
+        if (c) {
+            CHECKF(wait_frames(b, 1) >= 1, "the newcomer is %s",
+                   ct_stream_get_info(b).state == CT_STREAM_QUEUED ? "held" : "slow");
+        } else {
+            CHECK(wait_counter(e, offsetof(ct_engine_counters, deferrals), 1) >= 1);
+            CHECK(ct_stream_get_info(b).state == CT_STREAM_QUEUED);
+        }
+        reader ra = {a, ga, 0}, rb = {b, gb, 0};
+        pthread_t th;
+        pthread_create(&th, NULL, read_all, &ra);
+        read_all(&rb);
+        pthread_join(th, NULL);
+        ct_stream_info ia = ct_stream_get_info(a), ib = ct_stream_get_info(b);
+        ct_engine_counters k = ct_engine_get_counters(e);
+        if (c)
+            CHECKF(k.deferrals == 0 && ib.queue_ms < 1 && ia.prefill_passes == ia.prompt_len &&
+                       ia.prefill_ms == 10 * ia.prompt_len,
+                   "%llu deferrals, queued %.0f ms, %d passes of %d positions in %.0f ms",
+                   (unsigned long long)k.deferrals, ib.queue_ms, ia.prefill_passes, ia.prompt_len, ia.prefill_ms);
+        else
+            CHECKF(ib.queue_ms >= 25 * 200 && k.forced_admissions == 0 && k.deferred_compute == 0 && k.completed == 2,
+                   "queued %.0f ms", ib.queue_ms);
+        CHECK(ra.n == 30 * SPF && rb.n == 30 * SPF && memcmp(ga, gb, sizeof(float) * 30 * SPF) == 0);
+        ct_stream_release(a);
+        ct_stream_release(b);
+        ct_engine_free(e);
+    }
 }
 
 /* 3b. compute admission: 2 streams need 130 ms a frame (predicted and virtual), 1 stream 70 ms:
@@ -669,7 +652,6 @@ int main(void) {
     test_prefill_interleave();
     test_deadlines();
     test_throttle();
-    test_throttle_passes();
     test_compute();
     test_measured();
     test_absorb();
