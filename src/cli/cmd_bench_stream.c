@@ -16,6 +16,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/cli_profile.h"
+#include "ct_git_sha.h" /* generated at build (cmake/git_sha.cmake) */
 #include "codec/codec.h"
 #include "core/clock.h"
 #include "core/fileio.h"
@@ -31,7 +32,7 @@ static const char *default_prompts[] = {
 
 typedef struct {
     const char *model, *prompts, *profile, *schedule, *out, *tag, *speaker, *language, *weights, *placement;
-    int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, ctx, concurrency;
+    int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, concurrency;
     uint64_t seed;
     float text_cps;  /* > 0: each prompt arrives as incremental text at this many characters a second */
 } bench_args;
@@ -155,13 +156,6 @@ static void free_prompts(char **prompts, int n, int own) {
     free(prompts);
 }
 
-static void git_sha(char *out, size_t cap) {
-#ifdef CT_GIT_SHA
-    snprintf(out, cap, "%s", CT_GIT_SHA);
-#else
-    snprintf(out, cap, "unknown");
-#endif
-}
 
 /* One bench run on an engine made with ep, each request with sp; writes the JSON and prints the
    summary. Returns 0 on success and fills *summary_out when non-NULL. */
@@ -265,8 +259,7 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, const ct
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    char sha[64], ts[32];
-    git_sha(sha, sizeof sha);
+    char ts[32];
     time_t now = time(NULL);
     strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", localtime(&now));
     json_t *bargs = json_pack("{s:f,s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:s?,s:s?,s:s,s:s,s:s,s:s}", "text_cps",
@@ -284,7 +277,7 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, const ct
     meta.deploy_config = a->profile;
     meta.query_type = ct_model_get_info(m).kind;
     meta.txt_prompts = a->prompts;
-    meta.git_sha = sha;
+    meta.git_sha = CT_GIT_SHA;
     meta.engine_version = ct_version();
     meta.timestamp = ts;
     meta.argc = argc;
@@ -374,7 +367,6 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
     a->threads = 1;
     a->codec_threads = 1;
     a->out = "results";
-    a->ctx = 2048;
     a->max_frames = 0;
     ct_opt opts[] = {
         {"model", 'm', CT_OPT_STR, &a->model, "DIR", "model directory"},
@@ -465,17 +457,18 @@ static int setup(const bench_args *a, ct_cli_deploy *prof, ct_engine_params *ep,
         ct_codec_free(*c);
         return -1;
     }
-    printf("%s\n", prof->desc);
     if (ct_args_given(&a->weights)) {
         mp.weights = a->weights;
         mp.talker_weights = mp.predictor_weights = NULL;
+        ct_cli_deploy_over(prof, "weights", a->weights);
     }
-    if (ct_args_given(&a->threads)) ep->talker_threads = a->threads;
-    if (ct_args_given(&a->codec_threads)) ep->codec_threads = a->codec_threads;
-    if (ct_args_given(&a->ctx)) ep->max_context = a->ctx;
-    if (a->schedule) sp->schedule = a->schedule;
-    if (ct_args_given(&a->windowed)) sp->windowed = a->windowed;
-    if (ct_args_given(&a->context)) sp->context_frames = a->context;
+    if (ct_args_given(&a->threads)) ep->talker_threads = a->threads, ct_cli_deploy_over_int(prof, "threads", a->threads);
+    if (ct_args_given(&a->codec_threads))
+        ep->codec_threads = a->codec_threads, ct_cli_deploy_over_int(prof, "codec-threads", a->codec_threads);
+    if (a->schedule) sp->schedule = a->schedule, ct_cli_deploy_over(prof, "schedule", a->schedule);
+    if (ct_args_given(&a->windowed)) sp->windowed = a->windowed, ct_cli_deploy_over_int(prof, "windowed", a->windowed);
+    if (ct_args_given(&a->context)) sp->context_frames = a->context, ct_cli_deploy_over_int(prof, "context", a->context);
+    printf("%s\n", prof->desc);
     if (!a->concurrency) { /* one request at a time */
         ep->max_streams = 1;
         ep->kv_budget_bytes = 0;
