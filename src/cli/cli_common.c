@@ -253,18 +253,19 @@ ct_model *ct_cli_load_model_p(const char *dir, const ct_model_params *mp) {
     return m;
 }
 
-void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine_params *ep) {
+void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine_params *ep, ct_cli_deploy *cp) {
     if (mp) {
         mp->tokenizer_dir = a->tok;
-        if (ct_args_given(&a->f32)) mp->f32_weights = a->f32;
+        if (ct_args_given(&a->f32)) mp->f32_weights = a->f32, ct_cli_deploy_over(cp, "f32", NULL);
         if (ct_args_given(&a->weights)) { /* one format for both: the profile's split no longer applies */
             mp->weights = a->weights;
             mp->talker_weights = mp->predictor_weights = NULL;
+            ct_cli_deploy_over(cp, "weights", a->weights);
         }
     }
     if (ep) {
-        if (ct_args_given(&a->ctx)) ep->max_context = a->ctx;
-        if (ct_args_given(&a->threads)) ep->talker_threads = a->threads;
+        if (ct_args_given(&a->ctx)) ep->max_context = a->ctx, ct_cli_deploy_over_int(cp, "context", a->ctx);
+        if (ct_args_given(&a->threads)) ep->talker_threads = a->threads, ct_cli_deploy_over_int(cp, "threads", a->threads);
     }
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "cli/args.h"
+#include "cli/cli_profile.h"
 #include "codectalk.h"
 #include "stream/chunk.h" /* ct_chunk_rec */
 
@@ -71,7 +72,9 @@ int ct_cli_text_check(const ct_cli_text *t);
 /* The flags given, over sp (the profile's or the defaults). */
 void ct_cli_text_apply(const ct_cli_text *t, ct_stream_params *sp);
 
-void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine_params *ep);
+/* The generation flags given (--weights, --f32, --context, --threads) over the profile's mp and ep;
+   each is noted in cp's line (ct_cli_deploy_over; NULL cp: not noted). */
+void ct_cli_gen_over_profile(const ct_cli_gen *a, ct_model_params *mp, ct_engine_params *ep, ct_cli_deploy *cp);
 
 /* Submits one request to e, reads it to its end (discarding the audio), and returns its chunk
    timeline in *chunks (malloc'd, *n entries) and its facts in *info. Prints errors ("error:

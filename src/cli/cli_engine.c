@@ -84,25 +84,30 @@ int ct_cli_engine_open(const ct_cli_engine_flags *f, ct_cli_engine *x) {
         ct_cli_engine_close(x);
         return -1;
     }
-    if (f->placement) ct_placement_parse(f->placement, &ep.placement);
+    if (f->placement) ct_placement_parse(f->placement, &ep.placement), ct_cli_deploy_over(x->pm, "placement", f->placement);
     if (ct_args_given(&f->max_streams)) {
         ep.max_streams = f->max_streams;
         ep.kv_budget_bytes = 0; /* the streams asked for, each with its worst-case KV */
+        ct_cli_deploy_over_int(x->pm, "max-streams", f->max_streams);
     }
-    if (ct_args_given(&f->ctx)) ep.max_context = f->ctx;
-    if (ct_args_given(&f->kv_mib)) ep.kv_budget_bytes = (uint64_t)f->kv_mib << 20;
-    if (ct_args_given(&f->margin)) ep.safety_margin_ms = f->margin;
-    if (f->no_throttle) ep.safety_margin_ms = -1; /* the engine's off switch (also for compute admission) */
-    if (ct_args_given(&f->threads)) ep.talker_threads = f->threads;
-    if (ct_args_given(&f->codec_threads)) ep.codec_threads = f->codec_threads;
-    if (ct_args_given(&f->queue)) ep.queue_cap = f->queue;
+    if (ct_args_given(&f->ctx)) ep.max_context = f->ctx, ct_cli_deploy_over_int(x->pm, "context", f->ctx);
+    if (ct_args_given(&f->kv_mib))
+        ep.kv_budget_bytes = (uint64_t)f->kv_mib << 20, ct_cli_deploy_over_int(x->pm, "kv-budget-mib", f->kv_mib);
+    if (ct_args_given(&f->margin)) ep.safety_margin_ms = f->margin, ct_cli_deploy_over_int(x->pm, "margin-ms", f->margin);
+    if (f->no_throttle) /* the engine's off switch (also for compute admission) */
+        ep.safety_margin_ms = -1, ct_cli_deploy_over(x->pm, "no-throttle", NULL);
+    if (ct_args_given(&f->threads)) ep.talker_threads = f->threads, ct_cli_deploy_over_int(x->pm, "threads", f->threads);
+    if (ct_args_given(&f->codec_threads))
+        ep.codec_threads = f->codec_threads, ct_cli_deploy_over_int(x->pm, "codec-threads", f->codec_threads);
+    if (ct_args_given(&f->queue)) ep.queue_cap = f->queue, ct_cli_deploy_over_int(x->pm, "queue", f->queue);
     ep.buffer_ms = f->buffer_ms;
     ep.warmup = 1;
     mp.tokenizer_dir = f->tok;
-    if (ct_args_given(&f->f32)) mp.f32_weights = f->f32;
+    if (ct_args_given(&f->f32)) mp.f32_weights = f->f32, ct_cli_deploy_over(x->pm, "f32", NULL);
     if (ct_args_given(&f->weights)) {
         mp.weights = f->weights;
         mp.talker_weights = mp.predictor_weights = NULL;
+        ct_cli_deploy_over(x->pm, "weights", f->weights);
     }
     x->m = ct_cli_load_model_p(f->model, &mp);
     if (!x->m) {

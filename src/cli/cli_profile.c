@@ -50,6 +50,20 @@ int ct_cli_deploy_apply(ct_cli_deploy *cp, ct_model_params *mp, ct_engine_params
     return 0;
 }
 
+void ct_cli_deploy_over(ct_cli_deploy *cp, const char *flag, const char *value) {
+    if (!cp) return;
+    size_t n = strlen(cp->desc);
+    const char *sep = strstr(cp->desc, "; flags over it: ") ? ", " : "; flags over it: ";
+    if (n < sizeof cp->desc)
+        snprintf(cp->desc + n, sizeof cp->desc - n, "%s--%s%s%.100s", sep, flag, value ? " " : "", value ? value : "");
+}
+
+void ct_cli_deploy_over_int(ct_cli_deploy *cp, const char *flag, long long value) {
+    char v[32];
+    snprintf(v, sizeof v, "%lld", value);
+    ct_cli_deploy_over(cp, flag, v);
+}
+
 void ct_cli_deploy_free(ct_cli_deploy *cp) {
     if (!cp) return;
     free(cp->rep);

@@ -24,6 +24,11 @@ int ct_cli_deploy_resolve(const char *spec, const char *model_dir, double codec_
 /* Writes the profile into any of mp, ep, sp (NULL: skipped). 0 on success (errors printed). */
 int ct_cli_deploy_apply(ct_cli_deploy *cp, ct_model_params *mp, ct_engine_params *ep, ct_stream_params *sp);
 
+/* Appends "flag value" to desc's list of flags given over the profile ("; flags over it: --weights
+   int8, ..."), so the line printed says what runs. NULL cp: nothing. */
+void ct_cli_deploy_over(ct_cli_deploy *cp, const char *flag, const char *value);
+void ct_cli_deploy_over_int(ct_cli_deploy *cp, const char *flag, long long value);
+
 void ct_cli_deploy_free(ct_cli_deploy *cp);
 
 #endif

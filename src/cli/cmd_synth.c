@@ -184,8 +184,8 @@ int ct_cli_synth(int argc, char **argv) {
     if (ct_cli_deploy_resolve(profile, a.model, ct_codec_macs_per_frame(codec), a.quiet, &prof) != 0 ||
         ct_cli_deploy_apply(&prof, &mp, &ep, &sp) != 0)
         goto done;
+    ct_cli_gen_over_profile(&a, &mp, &ep, &prof);
     if (!a.quiet) fprintf(stderr, "%s\n", prof.desc);
-    ct_cli_gen_over_profile(&a, &mp, &ep);
     m = ct_cli_load_model_p(a.model, &mp);
     if (!m) goto done;
     text = ct_cli_get_text(a.text, a.file, 1);

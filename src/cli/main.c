@@ -105,8 +105,8 @@ static int cmd_codes(int argc, char **argv) {
         ct_cli_deploy_free(&prof);
         return 1;
     }
+    ct_cli_gen_over_profile(&a, &mp, &ep, &prof);
     if (profile && !a.quiet) fprintf(stderr, "%s\n", prof.desc);
-    ct_cli_gen_over_profile(&a, &mp, &ep);
     ct_model *m = ct_cli_load_model_p(a.model, &mp);
     if (!m) {
         ct_cli_deploy_free(&prof);

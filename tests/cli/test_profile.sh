@@ -27,9 +27,11 @@ json.dump({"schema": 1, "n_threads": int(sys.argv[2]), "fma_gflops_1t": 50.0, "f
 PY
 expect_rc 0 "$BIN" synth -m "$M" -t "Hi." -s vivian --max-frames 2 -o "$WORK/b.wav"
 has "no weight format reaches RTF 0.85" "$WORK/err"; has "weights int4/int4, 1 prefill" "$WORK/err"
-# an explicit flag beats the profile
-expect_rc 0 "$BIN" synth -m "$M" -t "Hi." -s vivian --max-frames 2 --weights bf16 -o "$WORK/b.wav"
-has "weights bf16/bf16, 1 prefill" "$WORK/err"
+# an explicit flag beats the profile, and the profile line says so
+expect_rc 0 "$BIN" synth -m "$M" -t "Hi." -s vivian --max-frames 2 --weights bf16 --threads 1 -o "$WORK/b.wav"
+has "weights bf16/bf16, 1 prefill" "$WORK/err"; has "^profile auto: .*; flags over it: --weights bf16, --threads 1$" "$WORK/err"
+expect_rc 0 "$BIN" bench stream -m "$M" --max-frames 2 --repeat 1 --warmup 0 --weights int8 --threads 1 -o "$WORK/bw"
+has "^profile auto: .*; flags over it: --weights int8, --threads 1$" "$WORK/out"
 # --profile none: the plain defaults
 expect_rc 0 "$BIN" synth -m "$M" -t "Hi." -s vivian --max-frames 2 --profile none -o "$WORK/n.wav"
 has "^profile none: weights bf16/bf16, placement auto" "$WORK/err"; has "weights bf16/bf16" "$WORK/err"
@@ -69,8 +71,8 @@ has "p.yaml:2:.*engine.turbo" "$WORK/err"
 
 # the server runs by the profile too: its deadline ends a request with 504
 printf 'engine:\n  request_deadline_ms: 1\n' > "$P"
-start_serve -m "$M" --host 127.0.0.1 --profile "$P" && ok || bad "serve: $(cat "$WORK/srv.log")"
-has "^profile .*p.yaml: weights bf16/bf16" "$WORK/srv.log"
+start_serve -m "$M" --host 127.0.0.1 --profile "$P" --queue 3 --context 512 && ok || bad "serve: $(cat "$WORK/srv.log")"
+has "^profile .*p.yaml: weights bf16/bf16.*; flags over it: --context 512, --queue 3$" "$WORK/srv.log"
 # codes are collected whole: the deadline is a 504 with the engine's message
 code="$(curl -sS --max-time 60 -o "$WORK/resp" -w '%{http_code}' -H 'Content-Type: application/json' \
         --data-binary '{"input":"Hello there.","voice":"vivian","response_format":"codes"}' \
