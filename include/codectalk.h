@@ -271,11 +271,29 @@ typedef struct {
     int text_tokens;     /* N */
     int frames;          /* frames produced so far */
     int frame_limit;     /* effective cap from max_frames/max_new_tokens/budget/context */
-    int prompt_reused;   /* leading prefill positions not run: kept from the previous start (in an
-                            engine, or copied from another slot's) */
+    int prompt_reused;   /* leading prefill positions not run: kept from the previous start, or
+                            copied from another member of the session's prompt group (in an
+                            engine: another slot) */
 } ct_run_info;
 
 CT_API ct_run_info ct_session_run_info(const ct_session *s);
+
+/* Prompt sharing between sessions (docs/STREAMING.md "Prompt reuse", "Across sessions"). A
+   start of a session in a group, with prompt_reuse on, copies the talker K/V of the leading
+   prompt positions that another member's last prefill holds, where that member holds more of
+   them than the session's own KV, instead of running them: the same bits as running them
+   (ct_run_info.prompt_reused counts them). Members may run on different threads: a start takes
+   the group's lock while it matches and copies, and a member's decode steps never write the
+   positions the others copy. Every member must be a session of the same model. */
+typedef struct ct_prompt_group ct_prompt_group;
+
+CT_API ct_status ct_prompt_group_create(ct_prompt_group **out);
+/* Every member leaves the group first; none may be starting (ct_session_start) meanwhile. */
+CT_API void ct_prompt_group_free(ct_prompt_group *g);
+/* Makes s a member of g, leaving the group it was in; g NULL: s leaves its group
+   (ct_session_free leaves too). CT_ERR_INVALID_ARG when g's members belong to another model
+   (the message is ct_session_errmsg(s)). */
+CT_API ct_status ct_session_join_prompts(ct_session *s, ct_prompt_group *g);
 
 /* ---- batched decode ----------------------------------------------------------------- */
 

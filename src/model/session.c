@@ -48,6 +48,7 @@ const char *ct_stop_reason_str(ct_stop_reason r) {
 
 void ct_session_free(ct_session *s) {
     if (!s) return;
+    ct_session_leave_group(s);
     ct_batch_free(s->solo);
     if (s->own_pool) ct_pool_free(s->pool);
     ct_kv_free(&s->tkv);
@@ -237,7 +238,9 @@ ct_status ct_session_finish(ct_session *s) {
     if (!s->prefilling || s->pos < s->prompt_len)
         return ct_errf(s->err, sizeof s->err, CT_ERR_STATE, "finish before the prefill's last pass");
     s->prefilling = 0;
+    ct_prompt_group_lock(s);
     s->kept = s->prompt_len;
+    ct_prompt_group_unlock(s);
     ct_talker_logits(s, s->logits);
     int c0 = ct_session_sample_c0(s);
     if (c0 < 0) {
@@ -323,47 +326,6 @@ static int prompt_keys(ct_session *s, int reuse) {
     return n;
 }
 
-void ct_session_set_donors(ct_session *s, ct_session *const *d, int n) {
-    s->donors = n > 0 ? d : NULL;
-    s->n_donors = n > 0 ? n : 0;
-}
-
-/* Leading rows of the prompt just keyed that donor d's KV holds: rows whose keys match d's last
-   prefill, at most prompt_len - 1 (as prompt_keys). */
-static int donor_match(const ct_session *s, const ct_session *d) {
-    if (!d || d == s || d->m != s->m) return 0;
-    const int lim = d->kept < s->prompt_len - 1 ? d->kept : s->prompt_len - 1;
-    int n = 0;
-    while (n < lim && !memcmp(d->row_key[n], s->row_key[n], sizeof s->row_key[n])) n++;
-    return n;
-}
-
-/* Talker K/V of positions [a, b) in every layer and head from src into dst. */
-static void kv_copy(ct_kv *dst, const ct_kv *src, int a, int b) {
-    const size_t hd = (size_t)dst->head_dim, len = (size_t)(b - a) * hd * sizeof(float);
-    for (int l = 0; l < dst->layers; l++)
-        for (int h = 0; h < dst->kv_heads; h++) {
-            const size_t od = ((size_t)h * dst->cap + a) * hd, os = ((size_t)h * src->cap + a) * hd;
-            memcpy(dst->k[l] + od, src->k[l] + os, len);
-            memcpy(dst->v[l] + od, src->v[l] + os, len);
-        }
-}
-
-/* Extends the reuse of the positions s's own KV holds (reuse) from the donor that holds the
-   most: copies their K/V and returns the new count (s->prompt_shared: the positions copied). */
-static int donor_share(ct_session *s, int reuse) {
-    const ct_session *best = NULL;
-    int n = reuse;
-    for (int i = 0; i < s->n_donors; i++) {
-        int k = donor_match(s, s->donors[i]);
-        if (k > n) n = k, best = s->donors[i];
-    }
-    if (!best) return reuse;
-    kv_copy(&s->tkv, &best->tkv, reuse, n);
-    s->prompt_shared = n - reuse;
-    return n;
-}
-
 static ct_status session_begin(ct_session *s, const ct_gen_params *gp) {
     const ct_model *m = s->m;
     const ct_config *c = &m->cfg;
@@ -408,8 +370,10 @@ static ct_status session_begin(ct_session *s, const ct_gen_params *gp) {
     ct_rng_init(&s->trng, g.seed, 0);
     ct_rng_init(&s->srng, g.seed, 1);
     memset(s->seen, 0, (size_t)c->talker.vocab);
+    ct_prompt_group_lock(s);
     int reuse = prompt_keys(s, g.prompt_reuse);
-    if (g.prompt_reuse) reuse = donor_share(s, reuse);
+    if (g.prompt_reuse) reuse = ct_prompt_group_share(s, reuse);
+    ct_prompt_group_unlock(s);
     s->pos = reuse;
     s->prompt_reused = reuse;
     s->prefilling = 1;

@@ -28,11 +28,10 @@ struct ct_session {
                                 row_key names (prompt reuse, docs/STREAMING.md) */
     int prefilling;          /* 1 between a successful ct_session_begin and ct_session_finish */
     int prompt_reused;       /* positions this run's prefill did not run: kept from the last
-                                one, or copied from a donor */
-    int prompt_shared;       /* of those, copied from a donor's KV */
-    ct_session *const *donors; /* [n_donors] sessions whose last prefill the next start may copy
-                                  leading positions from (ct_session_set_donors) */
-    int n_donors;
+                                one, or copied from another member of the group */
+    int prompt_shared;       /* of those, copied from another member of the group's KV */
+    ct_prompt_group *group;  /* the sessions whose last prefills a start may copy leading
+                                positions from (ct_session_join_prompts), or NULL */
     float *trailing;         /* [cap][H] trailing text overlay rows */
     float *pad_row;          /* [H] t(tts_pad) */
     int32_t *ids;            /* [cap + 64] token scratch */
@@ -65,12 +64,17 @@ struct ct_session {
     char err[1024];
 };
 
-/* Prompt donors (the engine's other slots, docs/STREAMING.md "Prompt reuse"): while set, a
-   start with prompt reuse on also takes the KV of the leading prompt positions it shares with
-   a donor's last prefill, when that is more than its own KV holds, copying them instead of
-   running them. The donors must be sessions of the same model that no thread runs during the
-   start; d[n] must outlive the setting (n = 0 clears it). */
-void ct_session_set_donors(ct_session *s, ct_session *const *d, int n);
+/* Prompt groups (model/prompt_group.c). The lock guards every member's row_key and kept: a
+   member holds it while it keys a new prompt and copies from the others (begin) and while it
+   marks its prefill done (finish). No-ops outside a group. */
+void ct_prompt_group_lock(ct_session *s);
+void ct_prompt_group_unlock(ct_session *s);
+/* With the lock held: extends reuse (the positions s's own KV holds) from the member whose last
+   prefill shares the most leading rows with s's keyed prompt, copying their K/V; returns the
+   new count and sets s->prompt_shared to the positions copied. */
+int ct_prompt_group_share(ct_session *s, int reuse);
+/* Takes s out of its group (ct_session_free). */
+void ct_session_leave_group(ct_session *s);
 
 /* Builds s->prompt / s->trailing for the request. Sets prompt_len, n_trailing, text_tokens. */
 ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g);

@@ -758,11 +758,12 @@ static void engine_stop(ct_engine *e) {
     ct_batch_free(e->batch);
     e->batch = NULL;
     slots_free(e);
+    ct_prompt_group_free(e->prompts);
+    e->prompts = NULL;
     ct_pool_free(e->pool);
     ct_pool_free(e->cpool);
     e->pool = e->cpool = NULL;
     free(e->bs);
-    free(e->donors);
     free(e->act);
     free(e->bcodes);
     free(e->bgot);
@@ -774,7 +775,7 @@ static void engine_stop(ct_engine *e) {
         e->prime[i].state = NULL;
         e->prime[i].used = 0;
     }
-    e->bs = NULL, e->donors = NULL, e->act = NULL, e->bcodes = NULL, e->bgot = NULL, e->q = NULL, e->tcpus = e->ccpus = NULL;
+    e->bs = NULL, e->act = NULL, e->bcodes = NULL, e->bgot = NULL, e->q = NULL, e->tcpus = e->ccpus = NULL;
 }
 
 void ct_engine_core_free(ct_engine *e) {
@@ -908,15 +909,14 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
         e->q_cap = p.queue_frames + 2 * e->n_slots; /* frames plus each stream's start/end records */
         e->q = malloc(sizeof(ct_rec) * (size_t)e->q_cap);
         e->bs = calloc((size_t)e->n_slots, sizeof *e->bs);
-        e->donors = calloc((size_t)e->n_slots, sizeof *e->donors);
         e->act = calloc((size_t)e->n_slots, sizeof *e->act);
         e->bcodes = calloc((size_t)e->n_slots * (size_t)e->G, sizeof *e->bcodes);
         e->bgot = calloc((size_t)e->n_slots, sizeof *e->bgot);
-        if (!e->q || !e->bs || !e->donors || !e->act || !e->bcodes || !e->bgot)
+        if (!e->q || !e->bs || !e->act || !e->bcodes || !e->bgot || ct_prompt_group_create(&e->prompts) != CT_OK)
             st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
-        for (int i = 0; st == CT_OK && i < e->n_slots; i++) e->donors[i] = e->slots[i].sess;
         for (int i = 0; st == CT_OK && i < e->n_slots; i++)
-            ct_session_set_donors(e->slots[i].sess, e->donors, e->n_slots);
+            if (ct_session_join_prompts(e->slots[i].sess, e->prompts) != CT_OK)
+                st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: %s", ct_session_errmsg(e->slots[i].sess));
     }
     e->ready = p.warmup ? 0 : 1;
     if (st == CT_OK && p.warmup) st = submit_warmup(e, err, errcap);

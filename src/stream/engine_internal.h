@@ -161,8 +161,8 @@ struct ct_engine {
     ct_pool *cpool;       /* overlapped codec stage, codec_threads > 1; else NULL */
     ct_batch *batch;
     ct_session **bs;      /* [n_slots] step scratch */
-    ct_session **donors;  /* [n_slots] every slot's session: each start's prompt donors
-                             (ct_session_set_donors; the engine thread runs one at a time) */
+    ct_prompt_group *prompts; /* every slot's session: a start copies another slot's prompt
+                             positions (ct_session_join_prompts) */
     ct_slot **act;        /* [n_slots] */
     int32_t *bcodes;      /* [n_slots][G] */
     int *bgot;            /* [n_slots] */
