@@ -1,12 +1,13 @@
 # Wraps the README commands: `make demo` (main job) and `make test` (the test suite).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc)
 DEMO_DIR ?= demo-model
 PREFIX ?= /usr/local
 DEMO_TEXT ?= Hello! This is codectalk, speaking from a plain C engine.
 
-.PHONY: all deps build install onnx-venv demo test test-asan test-arm64 test-all clean
+.PHONY: all deps build install onnx-venv demo test test-asan test-tsan test-arm64 test-all clean
 
 all: build
 
@@ -42,10 +43,16 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && CT_CODEC_PARITY_SKIP_FULL=1 ctest --output-on-failure --no-tests=error -j$(JOBS) -LE "heavy|onnx"
 
+# the threaded unit tests (ctest label tsan) under ThreadSanitizer: only their targets are built
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCT_WERROR=ON -DCT_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target tsan_tests
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:exitcode=66 ctest --output-on-failure --no-tests=error -j$(JOBS) -L tsan
+
 test-arm64: deps
 	scripts/test-arm64.sh build-arm64
 
-test-all: test test-asan test-arm64
+test-all: test test-asan test-tsan test-arm64
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

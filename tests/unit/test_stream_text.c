@@ -395,7 +395,7 @@ static void start_running(ct_stream *s) {
 /* The hook submits a stream B and fails it (a text ending inside a UTF-8 sequence) while it is
    queued, then releases it: all inside another stream's pump window, before the same pass's
    admission. B must not be admitted (a failed stream in a slot would hold it for good). */
-static ct_engine *fail_engine;
+static _Atomic(ct_engine *) fail_engine; /* set by the hook (the engine thread) when it ran */
 static void fail_queued_in_pump(ct_engine *e) {
     ct_engine_test_after_pump = NULL; /* once */
     ct_stream *b = incr_stream(e);
@@ -413,8 +413,11 @@ static void test_fail_queued_during_pump(void) {
         start_running(a);
         fail_engine = NULL;
         ct_engine_test_after_pump = fail_queued_in_pump;
-        CHECK(ct_stream_append_text(a, "y", 1) == CT_OK); /* a pump: the hook runs in its window */
+        /* a pump: the hook runs in its window, on the engine thread; this thread's checks wait
+           for it (the check counters are plain ints) */
+        const ct_status st = ct_stream_append_text(a, "y", 1);
         for (int i = 0; i < 2000 && !fail_engine; i++) ct_test_sleep_ms(5);
+        CHECK(st == CT_OK);
         CHECK(fail_engine == e); /* the hook ran */
         ct_stream_release(a);
         CHECKF(drained(e, 3000), "a stream failed while queued, in another stream's pump window, holds a slot");
