@@ -287,7 +287,12 @@ CT_API ct_run_info ct_session_run_info(const ct_session *s);
    positions the others copy. Every member must be a session of the same model. */
 typedef struct ct_prompt_group ct_prompt_group;
 
-CT_API ct_status ct_prompt_group_create(ct_prompt_group **out);
+/* cache_bytes: the group's prompt cache. After each member's prefill it keeps the K/V of the
+   prompt's voice rows (those before the text: instruction, role block, codec header, an ICL
+   clone's reference transcript) for starts to copy when no member holds them any more; least
+   recently used voices leave first; 0 = no cache. A 0.6B or 1.7B talker's K/V takes 224 KiB a
+   position (a CustomVoice voice with a language: 9 positions, 2 MiB). */
+CT_API ct_status ct_prompt_group_create(size_t cache_bytes, ct_prompt_group **out);
 /* Every member leaves the group first; none may be starting (ct_session_start) meanwhile. */
 CT_API void ct_prompt_group_free(ct_prompt_group *g);
 /* Makes s a member of g, leaving the group it was in; g NULL: s leaves its group
@@ -512,6 +517,9 @@ typedef struct {
                                 replace the prediction once there are 8 of a batch size. Both 0
                                 = unknown: no compute rule. */
     double frame_ms_per_stream;
+    uint64_t prompt_cache_bytes; /* the slots' prompt group's cache (ct_prompt_group_create): the
+                                voice rows of recent voices, so a voice no slot holds any more
+                                starts warm; default 16 MiB (about 7 CustomVoice voices); 0 = none */
 } ct_engine_params;
 
 CT_API ct_engine_params ct_engine_params_default(void);
@@ -570,6 +578,7 @@ typedef struct {
     uint64_t prompt_reused;    /* of those, kept from the slot's previous prefill or copied from
                                   another slot's instead of run (prompt reuse, docs/STREAMING.md) */
     uint64_t prompt_shared;    /* of those, copied from another slot's KV */
+    uint64_t prompt_cached;    /* of those, copied from the prompt cache (prompt_cache_bytes) */
 } ct_engine_counters;
 
 CT_API ct_engine_counters ct_engine_get_counters(ct_engine *e);

@@ -54,7 +54,7 @@ class EngineParams(Structure):
                 ("n_codec_cpus", c_int), ("queue_frames", c_int), ("max_chunk_frames", c_int),
                 ("safety_margin_ms", c_double), ("max_defer_ms", c_double), ("buffer_ms", c_int),
                 ("warmup", c_int), ("prefill_chunk_tokens", c_int), ("frame_ms_fixed", c_double),
-                ("frame_ms_per_stream", c_double)]
+                ("frame_ms_per_stream", c_double), ("prompt_cache_bytes", c_uint64)]
 
 
 class EngineLimits(Structure):

@@ -137,7 +137,8 @@ int ct_cli_bench_clone(int argc, char **argv) {
     printf("| speaker encoder (x-vector) | %.1f | %.3f |\n", ms_spk, ms_spk / 1e3 / sec);
     printf("| speech-tokenizer encoder (reference codes) | %.1f | %.3f |\n", ms_enc, ms_enc / 1e3 / sec);
     printf("| both (voice create, ICL) | %.1f | %.3f |\n\n", ms_spk + ms_enc, (ms_spk + ms_enc) / 1e3 / sec);
-    /* kept: the positions the slot's previous prefill left (prompt reuse), not run */
+    /* kept: the positions the slot's previous prefill left or the prompt cache held (prompt
+       reuse), not run */
     printf("| request | prompt positions | kept | prefill ms (last run) | TTFA ms |\n|---|---|---|---|---|\n");
     for (int k = 0; k < 4; k++)
         printf("| %s | %d | %d | %.1f | %.1f |\n", KIND[k], plen[k], kept[k], pre_ms[k], ttfa[k]);

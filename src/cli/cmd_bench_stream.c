@@ -687,11 +687,11 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
     ct_engine_counters k = ct_engine_get_counters(e);
     printf("%d admitted (%d of them queued over 1 s first), %d refused; %d stall(s) after playback start; engine: %llu "
            "deferred for compute, %llu for KV, %llu held by the throttle, %llu rejected; prompt positions: %llu of "
-           "%llu kept (%llu copied from another slot)\n",
+           "%llu kept (%llu copied from another slot, %llu from the prompt cache)\n",
            n_admitted, n_queued, n_refused, admitted_stalls, (unsigned long long)k.deferred_compute,
            (unsigned long long)k.deferred_kv, (unsigned long long)k.deferrals, (unsigned long long)k.rejected,
            (unsigned long long)k.prompt_reused, (unsigned long long)k.prompt_positions,
-           (unsigned long long)k.prompt_shared);
+           (unsigned long long)k.prompt_shared, (unsigned long long)k.prompt_cached);
     const double fps = wall_s > 0 ? frames_total / wall_s : 0;
     printf("aggregate: %ld frames in %.2f s from the first submit to the last stream drained = %.2f frames/s "
            "(%.2f audio s per s)\n",
@@ -706,9 +706,9 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
     json_object_set_new(doc, "frames_total", json_integer(frames_total));
     json_object_set_new(doc, "wall_s", json_real(wall_s));
     json_object_set_new(doc, "frames_per_s", json_real(fps));
-    json_object_set_new(doc, "prompt", json_pack("{s:I,s:I,s:I}", "positions", (json_int_t)k.prompt_positions,
+    json_object_set_new(doc, "prompt", json_pack("{s:I,s:I,s:I,s:I}", "positions", (json_int_t)k.prompt_positions,
                                                  "reused", (json_int_t)k.prompt_reused, "shared",
-                                                 (json_int_t)k.prompt_shared));
+                                                 (json_int_t)k.prompt_shared, "cached", (json_int_t)k.prompt_cached));
     if (ct_json_write_file(path, doc, err, sizeof err) != CT_OK) {
         fprintf(stderr, "error: %s\n", err);
     } else {

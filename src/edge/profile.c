@@ -45,6 +45,9 @@ static const ct_pkey_info KEYS[CT_PK_COUNT] = {
      "a request still running this long after submission ends with a timeout error; 0 = none"},
     {"engine.first_audio_timeout_ms", CT_PK_INT, 0, 86400000, NULL, "0", "connector_get_max_wait_first_chunk",
      "a request with no audio this long after submission ends with a timeout error; 0 = none"},
+    {"engine.prompt_cache_bytes", CT_PK_U64, 0, 0, NULL, "16777216", "-",
+     "the voice rows of recent voices' prompts kept for any slot to copy (224 KiB a position for "
+     "the 0.6B/1.7B talker); 0 = none"},
     {"talker.weights", CT_PK_STR, 0, 0, "bf16 int8 int4", "bf16", "engine_args.dtype",
      "talker weight format, converted at load (activations and KV stay f32)"},
     {"talker.weight_panels", CT_PK_BOOL, 0, 1, NULL, "false", "-",
@@ -828,6 +831,7 @@ ct_status ct_profile_apply(const ct_profile *p, ct_model_params *mp, ct_engine_p
         if (ct_placement_parse(v[CT_PK_ENGINE_PLACEMENT].s, &ep->placement) != CT_OK)
             return ct_errf(err, errcap, CT_ERR_FORMAT, "engine.placement '%s'", v[CT_PK_ENGINE_PLACEMENT].s);
         ep->kv_budget_bytes = (uint64_t)v[CT_PK_ENGINE_KV_BUDGET].i;
+        ep->prompt_cache_bytes = (uint64_t)v[CT_PK_ENGINE_PROMPT_CACHE].i;
         ep->safety_margin_ms = (double)v[CT_PK_ENGINE_THROTTLE_MARGIN].i;
         ep->max_defer_ms = (double)v[CT_PK_ENGINE_MAX_DEFER].i;
         ep->warmup = (int)v[CT_PK_ENGINE_WARMUP].i;

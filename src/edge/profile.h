@@ -41,6 +41,7 @@ typedef enum {
     CT_PK_ENGINE_FRAME_MS_STREAM,  /* .frame_ms_per_stream */
     CT_PK_ENGINE_DEADLINE,         /* ct_stream_params.deadline_ms */
     CT_PK_ENGINE_FIRST_AUDIO,      /* ct_stream_params.first_audio_timeout_ms */
+    CT_PK_ENGINE_PROMPT_CACHE,     /* ct_engine_params.prompt_cache_bytes */
     CT_PK_TALKER_WEIGHTS,          /* ct_model_params.talker_weights */
     CT_PK_TALKER_WEIGHT_PANELS,      /* ct_model_params.weight_panels */
     CT_PK_TALKER_THREADS,          /* ct_engine_params.talker_threads */

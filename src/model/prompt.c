@@ -348,6 +348,9 @@ ct_status ct_prompt_build(ct_session *s, const ct_gen_params *g) {
         n_trailing = s->text_open ? N - 1 : N; /* T_2..T_N then E (open text: no E yet) */
     }
     s->prompt_len = L;
+    /* before the text: the instruction, role block and header; an ICL clone's transcript rows
+       (non-streaming: R_k + c(pad); streaming: R_k + Y_k while both last) */
+    s->voice_rows = n_instr + 3 + header + (icl ? (non_streaming ? n_ref : (n_ref < F + 1 ? n_ref : F + 1)) : 0);
     if (icl) {
         if (n_trailing) embed_icl_text(s, R, n_ref, T, N, nx - n_trailing, nx, s->trailing);
     } else if (n_trailing) {

@@ -240,6 +240,7 @@ ct_status ct_session_finish(ct_session *s) {
     s->prefilling = 0;
     ct_prompt_group_lock(s);
     s->kept = s->prompt_len;
+    ct_prompt_group_keep(s);
     ct_prompt_group_unlock(s);
     ct_talker_logits(s, s->logits);
     int c0 = ct_session_sample_c0(s);
@@ -332,7 +333,7 @@ static ct_status session_begin(ct_session *s, const ct_gen_params *gp) {
     s->err[0] = 0;
     s->running = s->prefilling = 0;
     s->stop = CT_STOP_NONE;
-    s->frames = s->n_generated = s->pos = s->prefill_passes = s->prompt_reused = s->prompt_shared = 0;
+    s->frames = s->n_generated = s->pos = s->prefill_passes = s->prompt_reused = s->prompt_shared = s->prompt_cached = 0;
     s->advance_pending = 0;
     s->t_pred_ms = s->t_talker_ms = 0;
     ct_gen_params g = ct_gen_params_default();

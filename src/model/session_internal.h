@@ -30,6 +30,10 @@ struct ct_session {
     int prompt_reused;       /* positions this run's prefill did not run: kept from the last
                                 one, or copied from another member of the group */
     int prompt_shared;       /* of those, copied from another member of the group's KV */
+    int prompt_cached;       /* of those, copied from the group's prompt cache */
+    int voice_rows;          /* leading prompt rows that do not depend on the text (instruction,
+                                role block, codec header; an ICL clone's reference transcript
+                                rows): what the group's cache keeps of a prefill */
     ct_prompt_group *group;  /* the sessions whose last prefills a start may copy leading
                                 positions from (ct_session_join_prompts), or NULL */
     float *trailing;         /* [cap][H] trailing text overlay rows */
@@ -70,9 +74,16 @@ struct ct_session {
 void ct_prompt_group_lock(ct_session *s);
 void ct_prompt_group_unlock(ct_session *s);
 /* With the lock held: extends reuse (the positions s's own KV holds) from the member whose last
-   prefill shares the most leading rows with s's keyed prompt, copying their K/V; returns the
-   new count and sets s->prompt_shared to the positions copied. */
+   prefill, or the cached entry, shares the most leading rows with s's keyed prompt, copying
+   their K/V; returns the new count and sets s->prompt_shared (from a member) or
+   s->prompt_cached (from the cache) to the positions copied. */
 int ct_prompt_group_share(ct_session *s, int reuse);
+/* With the lock held, after s's prefill: keeps its voice rows' keys and K/V in the group's
+   cache unless held already (the least recently used entries make room; nothing when they
+   cannot or the budget is 0). */
+void ct_prompt_group_keep(ct_session *s);
+/* Bytes the group's cache holds (tests). */
+size_t ct_prompt_group_cached_bytes(ct_prompt_group *g);
 /* Takes s out of its group (ct_session_free). */
 void ct_session_leave_group(ct_session *s);
 

@@ -113,6 +113,8 @@ char *ct_srv_metrics_text(ct_srv_metrics *m, ct_engine *e) {
            (double)k.prompt_reused);
     metric(&s, "codectalk_prompt_shared_positions_total", "counter",
            "prompt positions copied from another slot's KV instead of run", (double)k.prompt_shared);
+    metric(&s, "codectalk_prompt_cached_positions_total", "counter",
+           "prompt positions copied from the prompt cache instead of run", (double)k.prompt_cached);
     metric(&s, "codectalk_audio_seconds_total", "counter", "audio produced", k.audio_s);
     metric(&s, "codectalk_steps_total", "counter", "batched decode steps", (double)k.steps);
     metric(&s, "codectalk_step_seconds", "gauge", "EWMA of one batched decode step (all streams)", k.step_ms / 1e3);

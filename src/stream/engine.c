@@ -54,6 +54,7 @@ ct_engine_params ct_engine_params_default(void) {
     p.safety_margin_ms = 120;
     p.max_defer_ms = 5000;
     p.buffer_ms = 10000;
+    p.prompt_cache_bytes = 16u << 20;
     return p;
 }
 
@@ -304,6 +305,7 @@ static void prefill(ct_engine *e, ct_slot *sl) {
         e->k.prompt_positions += (uint64_t)ri.prompt_len;
         e->k.prompt_reused += (uint64_t)ri.prompt_reused;
         e->k.prompt_shared += (uint64_t)sl->sess->prompt_shared;
+        e->k.prompt_cached += (uint64_t)sl->sess->prompt_cached;
         s->info.prompt_reused += ri.prompt_reused;
         sl->frames_left = ri.frame_limit;
         if (s->state == CT_STREAM_PREFILL) s->state = CT_STREAM_RUNNING;
@@ -820,6 +822,9 @@ static ct_status check_params(const ct_model *m, const ct_engine_params *p, char
     RANGE(n_codec_cpus, 0, 4096)
     RANGE(prefill_chunk_tokens, 0, CT_PREFILL_CHUNK_MAX)
 #undef RANGE
+    if (p->prompt_cache_bytes > (1ull << 36))
+        return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: prompt_cache_bytes %llu is over 64 GiB",
+                       (unsigned long long)p->prompt_cache_bytes);
     if (isnan(p->safety_margin_ms) || !(p->max_defer_ms >= 0))
         return ct_errf(err, errcap, CT_ERR_INVALID_ARG, "engine: safety_margin_ms must be a number and "
                        "max_defer_ms >= 0");
@@ -912,7 +917,7 @@ ct_status ct_engine_create(const ct_model *m, const ct_codec *c, const ct_engine
         e->act = calloc((size_t)e->n_slots, sizeof *e->act);
         e->bcodes = calloc((size_t)e->n_slots * (size_t)e->G, sizeof *e->bcodes);
         e->bgot = calloc((size_t)e->n_slots, sizeof *e->bgot);
-        if (!e->q || !e->bs || !e->act || !e->bcodes || !e->bgot || ct_prompt_group_create(&e->prompts) != CT_OK)
+        if (!e->q || !e->bs || !e->act || !e->bcodes || !e->bgot || ct_prompt_group_create((size_t)p.prompt_cache_bytes, &e->prompts) != CT_OK)
             st = ct_errf(err, errcap, CT_ERR_NOMEM, "engine: out of memory");
         for (int i = 0; st == CT_OK && i < e->n_slots; i++)
             if (ct_session_join_prompts(e->slots[i].sess, e->prompts) != CT_OK)

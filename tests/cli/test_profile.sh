@@ -151,7 +151,7 @@ assert [x["outcome"] for x in r] == ["admitted", "admitted"], r
 assert 0 < r[1]["prompt_reused"] < r[1]["prompt_len"] and d["prompt"]["shared"] >= r[1]["prompt_reused"], d
 assert all(0 < x["max_gap_ms"] < 1000 * d["wall_s"] for x in r), r
 PY
-has "prompt positions: [0-9]* of [0-9]* kept ([1-9][0-9]* copied from another slot)" "$WORK/out"
+has "prompt positions: [0-9]* of [0-9]* kept ([1-9][0-9]* copied from another slot, [0-9]* from the prompt cache)" "$WORK/out"
 expect_rc 2 "$BIN" bench stream -m "$M" --concurrency 300 -o "$WORK/bc"
 # the probe reports what the hardware is and what the engine derives from it
 expect_rc 0 "$BIN" probe --root "$SRC/tests/data/probe/container_cgroup2"

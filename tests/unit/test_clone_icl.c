@@ -448,6 +448,63 @@ static void prefix_reuse(ct_model *m, const int32_t *ref, const float *xv) {
     ct_session_free(s);
 }
 
+/* An ICL voice in a prompt group's cache, both layouts: its voice rows are the role block, the
+   codec header and the transcript rows (non-streaming: all R; streaming: R while the reference
+   frames last); after its member moved on to an x-vector-only request, another member's start
+   in the same voice copies all of them from the cache, with a fresh session's codes. */
+static void icl_cache(ct_model *m, const int32_t *ref, const float *xv) {
+    const char *rtext = "A reference transcript of the clip, read aloud.";
+    int32_t R[128];
+    const int nr = ref_ids(m, rtext, R);
+    for (int ns = 1; ns >= 0; ns--) {
+        ct_prompt_group *g = NULL;
+        ct_session *a = NULL, *b = NULL, *f = NULL;
+        char err[256];
+        CHECK(ct_prompt_group_create(16u << 20, &g) == CT_OK);
+        CHECK(ct_session_create(m, NULL, &a, err, sizeof err) == CT_OK);
+        CHECK(ct_session_create(m, NULL, &b, err, sizeof err) == CT_OK);
+        CHECK(ct_session_create(m, NULL, &f, err, sizeof err) == CT_OK);
+        if (!g || !a || !b || !f) return;
+        CHECK(ct_session_join_prompts(a, g) == CT_OK && ct_session_join_prompts(b, g) == CT_OK);
+        ct_gen_params gi = ct_gen_params_default();
+        gi.text = "Hi there.";
+        gi.language = "english";
+        gi.max_frames = 4;
+        gi.min_new_tokens = 4;
+        gi.xvector = xv;
+        gi.xvector_len = m->cfg.talker.hidden;
+        gi.ref_codes = ref;
+        gi.ref_frames = F_REF;
+        gi.ref_text = rtext;
+        gi.non_streaming = ns;
+        CHECKF(ct_session_start(a, &gi) == CT_OK, "%s", ct_session_errmsg(a));
+        const int voice = 9 + (ns ? nr : nr < F_REF + 1 ? nr : F_REF + 1);
+        CHECKF(a->voice_rows == voice, "layout %d: %d voice rows, want %d", ns, a->voice_rows, voice);
+        ct_gen_params gx = gi; /* the same x-vector without the reference: 9 rows in common */
+        gx.ref_codes = NULL, gx.ref_frames = 0, gx.ref_text = NULL;
+        CHECKF(ct_session_start(a, &gx) == CT_OK, "%s", ct_session_errmsg(a));
+        gi.text = "Something else to say.";
+        int32_t cb[4 * 16], cf[4 * 16];
+        ct_session *t[2] = {b, f};
+        for (int k = 0; k < 2; k++) {
+            CHECKF(ct_session_start(t[k], &gi) == CT_OK, "%s", ct_session_errmsg(t[k]));
+            for (int j = 0, got = 1; j < 4 && got; j++)
+                CHECK(ct_session_next_frame(t[k], (k ? cf : cb) + 16 * j, &got) == CT_OK && got);
+        }
+        /* at most all but the last position (which runs for its hidden state): the streaming
+           layout's whole prompt is voice rows when the transcript outlasts the frames */
+        const int L = ct_session_run_info(b).prompt_len, want = voice < L ? voice : L - 1;
+        CHECKF(ct_session_run_info(b).prompt_reused == want && b->prompt_cached == want,
+               "layout %d: %d positions reused (%d from the cache), want %d", ns, ct_session_run_info(b).prompt_reused,
+               b->prompt_cached, want);
+        CHECK(memcmp(cb, cf, sizeof cb) == 0);
+        ct_session_free(a);
+        ct_session_free(b);
+        ct_session_free(f);
+        ct_prompt_group_free(g);
+    }
+}
+
 int main(void) {
     ct_model *m = NULL;
     ct_codec *c = NULL;
@@ -463,6 +520,7 @@ int main(void) {
     for (int i = 0; i < H; i++) xv[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
     prompt_checks(m, ref, xv);
     prefix_reuse(m, ref, xv);
+    icl_cache(m, ref, xv);
     engine_checks(m, c, ref, xv);
 
     /* reference codes on a non-Base model are refused */

@@ -192,6 +192,7 @@ static void test_apply(void) {
              {"engine.frame_ms_per_stream", "20"},
              {"engine.request_deadline_ms", "9000"},
              {"engine.first_audio_timeout_ms", "800"},
+             {"engine.prompt_cache_bytes", "0"},
              {"talker.weights", "int8"},
              {"talker.weight_panels", "true"},
              {"talker.threads", "3"},

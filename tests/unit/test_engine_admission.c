@@ -615,6 +615,47 @@ static void test_voice_slot(void) {
     ct_engine_free(e);
 }
 
+/* 1e. the prompt cache: voices A, B, A on one slot. The second A finds B in the slot (the
+   positions both share) and the rest of A's voice rows in the cache; its audio is the first
+   A's. Without the cache (prompt_cache_bytes 0) it keeps only what B shares. */
+static void test_prompt_cache(void) {
+    ct_gen_params a = ct_test_gen(TEXT, 5, 4), b = a, a2 = a;
+    b.speaker = ct_model_speaker(M, 1);
+    a2.text = "Another text in the first voice.";
+    const int kab = kept_after(&b, &a), voice = kept_after(&a2, &a);
+    CHECKF(kab > 0 && voice > kab, "B shares %d positions with A, A's voice rows %d", kab, voice);
+    for (int cache = 1; cache >= 0; cache--) {
+        ct_engine_params p = base(1);
+        p.prompt_cache_bytes = cache ? p.prompt_cache_bytes : 0;
+        ct_engine *e = engine(p);
+        if (!e) return;
+        static float pcm[3][CAP];
+        ct_stream_info in[3];
+        for (int i = 0; i < 3; i++) {
+            reader r = {submit(e, i == 1 ? &b : &a, NULL), pcm[i], 0};
+            if (!r.s) return;
+            read_all(&r);
+            in[i] = ct_stream_get_info(r.s);
+            ct_stream_release(r.s);
+            CHECK(in[i].state == CT_STREAM_DONE && r.n == 4 * SPF);
+        }
+        const int want = cache ? voice : kab;
+        CHECKF(in[2].prompt_reused == want, "cache %d: the second A kept %d positions, want %d", cache,
+               in[2].prompt_reused, want);
+        CHECK(memcmp(pcm[0], pcm[2], sizeof(float) * 4 * SPF) == 0);
+        const ct_engine_counters k = ct_engine_get_counters(e);
+        CHECKF(k.prompt_cached == (uint64_t)(want - kab) && k.prompt_shared == 0, "cache %d: %llu cached, %llu shared",
+               cache, (unsigned long long)k.prompt_cached, (unsigned long long)k.prompt_shared);
+        if (cache) {
+            char line[96];
+            snprintf(line, sizeof line, "\ncodectalk_prompt_cached_positions_total %d\n", voice - kab);
+            const char *w[1] = {line};
+            expect_metrics(e, w, 1);
+        }
+        ct_engine_free(e);
+    }
+}
+
 /* 1c. the same voice twice at once on 2 slots: the first holds its slot (its 3-frame buffer is
    not read), so the second starts on the other slot and copies all but its last prompt position
    from the busy one; the same audio */
@@ -649,6 +690,7 @@ int main(void) {
     test_prefill_chunk();
     test_voice_slot();
     test_shared_prefix();
+    test_prompt_cache();
     test_prefill_interleave();
     test_deadlines();
     test_throttle();

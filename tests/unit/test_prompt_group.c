@@ -54,7 +54,7 @@ static void test_share(void) {
     float *la = malloc(sizeof(float) * (size_t)V), *lb = malloc(sizeof(float) * (size_t)V);
     int32_t ca[64], cb[64];
     ct_prompt_group *g = NULL;
-    CHECK(ct_prompt_group_create(&g) == CT_OK && g);
+    CHECK(ct_prompt_group_create(0, &g) == CT_OK && g);
     ct_session *a = new_session(M), *b = new_session(M), *c = new_session(M);
     CHECK(ct_session_join_prompts(a, g) == CT_OK && ct_session_join_prompts(b, g) == CT_OK);
     CHECK(ct_session_join_prompts(b, g) == CT_OK); /* again: nothing changes */
@@ -104,6 +104,57 @@ static void test_share(void) {
     free(lb);
 }
 
+/* The group's cache: a budget of two voices' rows; the least recently used voice leaves when a
+   third comes; a start copies a voice no member holds from it, with a fresh session's bits. */
+static void test_cache(void) {
+    const int V = M->cfg.talker.vocab;
+    float *la = malloc(sizeof(float) * (size_t)V), *lb = malloc(sizeof(float) * (size_t)V);
+    int32_t ca[64], cb[64];
+    ct_session *a = new_session(M);
+    const size_t row = 32 + 2 * (size_t)a->tkv.layers * a->tkv.kv_heads * a->tkv.head_dim * sizeof(float);
+    ct_prompt_group *g = NULL;
+    CHECK(ct_prompt_group_create(2 * 9 * row, &g) == CT_OK);
+    CHECK(ct_session_join_prompts(a, g) == CT_OK);
+    const char *voices[3] = {"serena", "ryan", "vivian"};
+    for (int i = 0; i < 3; i++) {
+        ct_gen_params gv = req("A member runs one voice after another.", voices[i], 1);
+        CHECK(run4(a, &gv, ca, NULL) >= 0);
+        CHECK(a->voice_rows == 9); /* role block 3, codec header with a language 6 */
+        CHECKF(ct_prompt_group_cached_bytes(g) == (size_t)(i < 2 ? i + 1 : 2) * 9 * row, "voice %d: %zu bytes", i,
+               ct_prompt_group_cached_bytes(g));
+    }
+    /* serena left the cache (least recently used); a holds vivian: 7 positions in common */
+    ct_session *b = new_session(M);
+    CHECK(ct_session_join_prompts(b, g) == CT_OK);
+    ct_gen_params gs = req("Serena, whose rows left the cache.", "serena", 2);
+    CHECK(run4(b, &gs, cb, NULL) == 7 && b->prompt_cached == 0);
+    /* b's prefill put serena back in place of ryan (then the least recently used); b moves on to
+       vivian, which the cache holds already (it stays at two voices) */
+    ct_gen_params gv = req("Vivian for b as well.", "vivian", 4);
+    CHECK(run4(b, &gv, cb, NULL) >= 0 && ct_prompt_group_cached_bytes(g) == 2 * 9 * row);
+    /* no member holds serena now: all 9 voice rows come from the cache (the members hold 7) */
+    ct_session *c = new_session(M);
+    CHECK(ct_session_join_prompts(c, g) == CT_OK);
+    ct_gen_params gr = req("Serena, from the cache.", "serena", 3);
+    CHECK(run4(c, &gr, cb, lb) == 9);
+    CHECKF(c->prompt_cached == 9 && c->prompt_shared == 0, "cached %d, shared %d", c->prompt_cached, c->prompt_shared);
+    fresh(&gr, ca, la);
+    CHECK(memcmp(ca, cb, sizeof ca) == 0 && memcmp(la, lb, sizeof(float) * (size_t)V) == 0);
+    ct_session_free(a);
+    ct_session_free(b);
+    ct_session_free(c);
+    ct_prompt_group_free(g);
+    /* a budget below one voice keeps nothing */
+    CHECK(ct_prompt_group_create(9 * row - 1, &g) == CT_OK);
+    a = new_session(M);
+    CHECK(ct_session_join_prompts(a, g) == CT_OK && run4(a, &gr, ca, NULL) == 0);
+    CHECK(ct_prompt_group_cached_bytes(g) == 0);
+    ct_session_free(a);
+    ct_prompt_group_free(g);
+    free(la);
+    free(lb);
+}
+
 /* Another model's session cannot join; nor a session between begin and finish. */
 static void test_refusals(void) {
     const char *dir2 = ct_test_make("tiny", "prompt-group-tiny2", 6);
@@ -111,8 +162,8 @@ static void test_refusals(void) {
     char err[1024];
     CHECK(dir2 && ct_model_load(dir2, NULL, &m2, err, sizeof err) == CT_OK);
     ct_prompt_group *g = NULL;
-    CHECK(ct_prompt_group_create(&g) == CT_OK);
-    CHECK(ct_prompt_group_create(NULL) == CT_ERR_INVALID_ARG);
+    CHECK(ct_prompt_group_create(0, &g) == CT_OK);
+    CHECK(ct_prompt_group_create(0, NULL) == CT_ERR_INVALID_ARG);
     CHECK(ct_session_join_prompts(NULL, g) == CT_ERR_INVALID_ARG);
     ct_session *a = new_session(M), *o = m2 ? new_session(m2) : NULL;
     CHECK(ct_session_join_prompts(a, g) == CT_OK);
@@ -175,7 +226,7 @@ static void test_threads(void) {
             ct_session_free(f);
         }
     ct_prompt_group *g = NULL;
-    CHECK(ct_prompt_group_create(&g) == CT_OK);
+    CHECK(ct_prompt_group_create(0, &g) == CT_OK);
     /* a member no thread runs, holding a prefill every thread's first start can copy from */
     ct_session *held = new_session(M);
     int32_t tmp[64];
@@ -207,6 +258,7 @@ int main(void) {
     CHECK(dir && ct_model_load(dir, NULL, &M, err, sizeof err) == CT_OK);
     if (!M) return ct_test_finish();
     test_share();
+    test_cache();
     test_refusals();
     test_threads();
     ct_model_free(M);
