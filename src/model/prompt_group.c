@@ -100,7 +100,7 @@ ct_status ct_session_join_prompts(ct_session *s, ct_prompt_group *g) {
     ct_status st = CT_OK;
     if (g->m && g->m != s->m) {
         st = ct_errf(s->err, sizeof s->err, CT_ERR_INVALID_ARG,
-                     "prompt group: its sessions belong to another model than this one");
+                     "prompt group: its sessions or cached prompts belong to another model than this one");
     } else if (g->n == g->cap) {
         int cap = g->cap ? 2 * g->cap : 4;
         ct_session **nm = realloc(g->member, sizeof *nm * (size_t)cap);

@@ -186,6 +186,21 @@ static void test_refusals(void) {
     CHECK(ct_session_join_prompts(a, g) == CT_OK);
     ct_session_free(a);
     ct_prompt_group_free(g);
+    /* a group whose cache holds the model's rows keeps refusing another model without members */
+    CHECK(ct_prompt_group_create(16u << 20, &g) == CT_OK);
+    a = new_session(M);
+    int32_t codes[64];
+    CHECK(ct_session_join_prompts(a, g) == CT_OK && run4(a, &gp, codes, NULL) == 0);
+    ct_session_free(a);
+    CHECK(ct_prompt_group_cached_bytes(g) > 0);
+    o = m2 ? new_session(m2) : NULL;
+    if (o) {
+        CHECK(ct_session_join_prompts(o, g) == CT_ERR_INVALID_ARG);
+        CHECKF(strstr(ct_session_errmsg(o), "cached prompts belong to another model") != NULL, "%s",
+               ct_session_errmsg(o));
+    }
+    ct_session_free(o);
+    ct_prompt_group_free(g);
     ct_model_free(m2);
 }
 
