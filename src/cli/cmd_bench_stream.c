@@ -35,7 +35,13 @@ typedef struct {
     int warmup, repeat, windowed, context, threads, codec_threads, step_stats, max_frames, concurrency;
     uint64_t seed;
     float text_cps;  /* > 0: each prompt arrives as incremental text at this many characters a second */
+    char spk_buf[1024];    /* --speaker's list, split in place */
+    const char *spk[16];   /* [n_spk] the voices requests take in turn (request k: spk[k % n_spk]) */
+    int n_spk;
 } bench_args;
+
+/* The voice of request k (counted from the first, warm-ups included): the --speaker list in turn. */
+static const char *speaker_of(const bench_args *a, int k) { return a->n_spk ? a->spk[k % a->n_spk] : a->speaker; }
 
 /* Where the time of a frame goes, over the measured requests: ms per frame. */
 typedef struct {
@@ -199,7 +205,7 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, const ct
             const char *text = prompts[warm ? pass % n_prompts : i];
             ct_gen_params g = ct_gen_params_default();
             g.text = text;
-            g.speaker = a->speaker;
+            g.speaker = speaker_of(a, k);
             g.language = a->language;
             g.seed = a->seed + (uint64_t)k;
             g.max_frames = a->max_frames;
@@ -320,6 +326,11 @@ static int run_bench(const bench_args *a, ct_model *m, ct_codec *codec, const ct
                rows[r].s->max, rows[r].s->mean);
     printf("ttfa p95 %.3f ms, rtf_streamed p95 %.3f, stalls at TTFA: %d (%.1f ms in all)\n", ex.ttfa_p95_ms,
            ex.rtf_p95, ex.n_stalls, ex.stall_total_ms);
+    const ct_engine_counters kc = ct_engine_get_counters(e);
+    printf("prompt positions (warm-ups included): %llu of %llu kept (%llu copied from another slot, %llu from the "
+           "prompt cache)\n",
+           (unsigned long long)kc.prompt_reused, (unsigned long long)kc.prompt_positions,
+           (unsigned long long)kc.prompt_shared, (unsigned long long)kc.prompt_cached);
     printf("peak RSS %.0f MiB, init %.2f s, audio %.1f s in %.1f s\n", (double)meta.peak_rss_bytes / 1048576.0,
            init_s, sum.total_audio_s, sum.total_wall_s);
     printf("frame budget (%d frames, prefill %.1f ms per request):\n| stage | ms/frame | share of 80 ms |\n"
@@ -383,7 +394,8 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
         {"placement", 0, CT_OPT_STR, &a->placement, "LIST",
          "overlapped | serial | auto | both, or a comma list of MODE[:THREADS[+CODEC_THREADS]] run side by side "
          "(default: the profile's)"},
-        {"speaker", 's', CT_OPT_STR, &a->speaker, "NAME", "speaker (default: the model's first)"},
+        {"speaker", 's', CT_OPT_STR, &a->speaker, "NAME[,NAME...]",
+         "speaker, or up to 16 taken in turn by the requests (default: the model's first)"},
         {"language", 'l', CT_OPT_STR, &a->language, "NAME", "language (default auto)"},
         {"seed", 0, CT_OPT_U64, &a->seed, "N", "base seed"},
         {"max-frames", 0, CT_OPT_INT, &a->max_frames, "N", "cap frames per request"},
@@ -435,6 +447,24 @@ static int parse_common(int argc, char **argv, bench_args *a, const char *usage,
     if (a->warmup < 0 || a->warmup > 100 || a->repeat < 1 || a->repeat > 1000) {
         fprintf(stderr, "error: --warmup must be in [0, 100] and --repeat in [1, 1000]\n");
         return 2;
+    }
+    if (a->speaker && strchr(a->speaker, ',')) { /* a list: split it (each name checked by its request) */
+        if (strlen(a->speaker) >= sizeof a->spk_buf) {
+            fprintf(stderr, "error: --speaker list is longer than %zu bytes\n", sizeof a->spk_buf - 1);
+            return 2;
+        }
+        snprintf(a->spk_buf, sizeof a->spk_buf, "%s", a->speaker);
+        for (char *save = NULL, *t = strtok_r(a->spk_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (a->n_spk == (int)(sizeof a->spk / sizeof *a->spk)) {
+                fprintf(stderr, "error: --speaker lists at most %d names\n", a->n_spk);
+                return 2;
+            }
+            a->spk[a->n_spk++] = t;
+        }
+        if (!a->n_spk) {
+            fprintf(stderr, "error: --speaker '%s' names no speaker\n", a->speaker);
+            return 2;
+        }
     }
     return 0;
 }
@@ -622,7 +652,7 @@ static int run_concurrent(const bench_args *a, ct_model *m, ct_codec *c, const c
     for (int i = 0; i < n; i++) {
         ct_gen_params g = ct_gen_params_default();
         g.text = prompts[i % n_prompts];
-        g.speaker = a->speaker;
+        g.speaker = speaker_of(a, i);
         g.language = a->language;
         g.seed = a->seed + (uint64_t)i;
         if (a->max_frames > 0) g.max_frames = a->max_frames;

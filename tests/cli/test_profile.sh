@@ -153,6 +153,15 @@ assert all(0 < x["max_gap_ms"] < 1000 * d["wall_s"] for x in r), r
 PY
 has "prompt positions: [0-9]* of [0-9]* kept ([1-9][0-9]* copied from another slot, [0-9]* from the prompt cache)" "$WORK/out"
 expect_rc 2 "$BIN" bench stream -m "$M" --concurrency 300 -o "$WORK/bc"
+# voices in turn on one slot (-s A,B,C), 8 requests: vivian cold, ryan keeps the 7 positions the
+# speakers share, then each request keeps those 7 and copies its voice's other 2 rows from the
+# prompt cache: 0 + 7 + 6 x 9 kept, 6 x 2 from the cache; with the cache off 0 + 7 x 7
+expect_rc 0 "$BIN" bench stream -m "$M" --max-frames 2 --repeat 2 --warmup 0 -l english -s vivian,ryan -o "$WORK/bv"
+has "^prompt positions (warm-ups included): 61 of [0-9]* kept (0 copied from another slot, 12 from the prompt cache)$" "$WORK/out"
+printf 'engine:\n  prompt_cache_bytes: 0\n' > "$P"
+expect_rc 0 "$BIN" bench stream -m "$M" --profile "$P" --max-frames 2 --repeat 2 --warmup 0 -l english -s vivian,ryan -o "$WORK/bv"
+has "^prompt positions (warm-ups included): 49 of [0-9]* kept (0 copied from another slot, 0 from the prompt cache)$" "$WORK/out"
+expect_rc 2 "$BIN" bench stream -m "$M" -s ",," -o "$WORK/bv"; has "names no speaker" "$WORK/err"
 # the probe reports what the hardware is and what the engine derives from it
 expect_rc 0 "$BIN" probe --root "$SRC/tests/data/probe/container_cgroup2"
 has "cgroup quota 1.50 CPUs, memory limit 2.00 GiB" "$WORK/out"
