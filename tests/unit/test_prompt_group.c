@@ -157,10 +157,8 @@ static void test_cache(void) {
 
 /* Another model's session cannot join; nor a session between begin and finish. */
 static void test_refusals(void) {
-    const char *dir2 = ct_test_make("tiny", "prompt-group-tiny2", 6);
     ct_model *m2 = NULL;
-    char err[1024];
-    CHECK(dir2 && ct_model_load(dir2, NULL, &m2, err, sizeof err) == CT_OK);
+    CHECK(ct_test_load("tiny", "prompt-group-tiny2", 6, &m2, NULL));
     ct_prompt_group *g = NULL;
     CHECK(ct_prompt_group_create(0, &g) == CT_OK);
     CHECK(ct_prompt_group_create(0, NULL) == CT_ERR_INVALID_ARG);
@@ -268,9 +266,7 @@ static void test_threads(void) {
 }
 
 int main(void) {
-    const char *dir = ct_test_make("tiny", "prompt-group-tiny", 5);
-    char err[1024];
-    CHECK(dir && ct_model_load(dir, NULL, &M, err, sizeof err) == CT_OK);
+    CHECK(ct_test_load("tiny", "prompt-group-tiny", 5, &M, NULL));
     if (!M) return ct_test_finish();
     test_share();
     test_cache();

@@ -344,9 +344,7 @@ static void test_embed_rows(void) {
 }
 
 int main(void) {
-    const char *dir = ct_test_make("tiny", "session-tiny", 5);
-    char err[1024];
-    CHECK(dir && ct_model_load(dir, NULL, &M, err, sizeof err) == CT_OK);
+    CHECK(ct_test_load("tiny", "session-tiny", 5, &M, NULL));
     if (!M) return ct_test_finish();
     test_layouts();
     test_errors();
