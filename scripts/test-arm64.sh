@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-compiles the matmul kernels (scalar reference + NEON) and tests/unit/test_kernels.c, and
-# the codec decoder's batched GEMMs (src/codec/conv.c) with tests/unit/test_codec_batch_gemm.c,
-# for AArch64 with Debian's gcc-aarch64-linux-gnu and runs both tests under qemu-user.
+# the codec decoder's batched GEMMs (src/codec/conv.c) with tests/unit/test_codec_batch_gemm.c, and
+# the roofline's product probes (src/edge/roofline.c) with tests/unit/test_roofline_probes.c,
+# for AArch64 with Debian's gcc-aarch64-linux-gnu and runs the tests under qemu-user.
 # Needs: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 # Usage: scripts/test-arm64.sh [build-dir]   (default build-arm64)
 set -euo pipefail
@@ -23,3 +24,7 @@ echo "built $out/test_kernels ($("$cc" -dumpmachine))"
     "$root/src/codec/conv.c" "${srcs[@]}" -lpthread -lm
 echo "built $out/test_codec_batch_gemm"
 "$qemu" -L /usr/aarch64-linux-gnu "$out/test_codec_batch_gemm"
+"$cc" "${flags[@]}" -o "$out/test_roofline_probes" "$root/tests/unit/test_roofline_probes.c" \
+    "$root/src/edge/roofline.c" "${srcs[@]}" -lpthread -lm
+echo "built $out/test_roofline_probes"
+"$qemu" -L /usr/aarch64-linux-gnu "$out/test_roofline_probes"

@@ -66,7 +66,8 @@ static int measure_roofline(int threads, int largest_mib, ct_machine *mc) {
     return 0;
 }
 
-/* {"threads", "source", "sizes_bytes", "read_gbs_1t", "read_gbs_nt", "fma_gflops_1t", "fma_gflops_nt"} */
+/* {"threads", "source", "sizes_bytes", "read_gbs_1t", "read_gbs_nt", "fma_gflops_1t", "fma_gflops_nt",
+    "kernels", "prompt": {format: {"op", "gflops_1t", "gflops_nt"}}} */
 static json_t *roofline_json(const ct_machine *mc) {
     json_t *sz = json_array(), *g1 = json_array(), *gn = json_array();
     for (int k = 0; k < mc->n_sizes; k++) {
@@ -74,8 +75,13 @@ static json_t *roofline_json(const ct_machine *mc) {
         json_array_append_new(g1, json_real(mc->gbs_1t[k]));
         json_array_append_new(gn, json_real(mc->gbs_nt[k]));
     }
-    return json_pack("{s:i,s:s,s:o,s:o,s:o,s:f,s:f}", "threads", mc->n_threads, "source", mc->source, "sizes_bytes", sz,
-                     "read_gbs_1t", g1, "read_gbs_nt", gn, "fma_gflops_1t", mc->fma_1t, "fma_gflops_nt", mc->fma_nt);
+    json_t *pr = json_object();
+    for (int f = 0; f < CT_WF_COUNT; f++)
+        json_object_set_new(pr, ct_wformat_name(f), json_pack("{s:s,s:f,s:f}", "op", mc->prompt_op[f], "gflops_1t",
+                                                            mc->prompt_1t[f], "gflops_nt", mc->prompt_nt[f]));
+    return json_pack("{s:i,s:s,s:o,s:o,s:o,s:f,s:f,s:s,s:o}", "threads", mc->n_threads, "source", mc->source,
+                     "sizes_bytes", sz, "read_gbs_1t", g1, "read_gbs_nt", gn, "fma_gflops_1t", mc->fma_1t,
+                     "fma_gflops_nt", mc->fma_nt, "kernels", mc->kernels, "prompt", pr);
 }
 
 static int cmd_roofline(int argc, char **argv) {
@@ -86,7 +92,8 @@ static int cmd_roofline(int argc, char **argv) {
                      {"json", 0, CT_OPT_STR, &json_out, "FILE", "also write the results as JSON"},
                      {NULL, 0, 0, NULL, NULL, NULL}};
     int r = ct_args_parse(argc, argv, opts, "usage: codectalk bench roofline [--threads N] [--mib N] [--json FILE]\n"
-                                            "Measures read bandwidth at working sets of 8 MiB .. --mib and the peak F32 FMA rate.");
+                                            "Measures read bandwidth at working sets of 8 MiB .. --mib, the peak F32 FMA rate and,\n"
+                                            "per weight format, the peak of the instruction the kernels run its prompt matmuls with.");
     if (r) return r < 0 ? 2 : 0;
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (mib < 16 || mib > 65536) {
@@ -100,6 +107,11 @@ static int cmd_roofline(int argc, char **argv) {
         printf("| %.0f MiB | %.1f | %.1f |\n", mc.bytes[k] / 1048576.0, mc.gbs_1t[k], mc.gbs_nt[k]);
     printf("peak F32 FMA: %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%d threads); %s\n", mc.fma_1t, mc.fma_nt, threads,
            mc.source);
+    printf("| prompt matmuls (kernels %s) | instruction | GFLOP/s, 1 thread | GFLOP/s, %d threads |\n|---|---|---|---|\n",
+           mc.kernels, threads);
+    for (int f = 0; f < CT_WF_COUNT; f++)
+        printf("| %s weights | %s | %.1f | %.1f |\n", ct_wformat_name(f), mc.prompt_op[f], mc.prompt_1t[f], mc.prompt_nt[f]);
+    printf("(f32-equivalent: 2 per weight multiply-add)\n");
     if (json_out) {
         json_t *j = roofline_json(&mc);
         int bad = !j || json_dump_file(j, json_out, JSON_INDENT(1)) != 0;
@@ -539,11 +551,15 @@ static int cmd_model(int argc, char **argv) {
     printf(" F32 FMA peak %.0f GFLOP/s\n", mc.fma_nt);
     printf("| stage | ms/frame | MB/frame | working set MB | GB/s | floor ms/frame | floor from | x floor | share of 80 ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|\n");
-    /* the prompt's floor: its talker matmuls at the FMA peak (text projection and attention
-       left out); its CPU time, all threads, is a figure other load disturbs less */
-    const double pf_gflop = 2 * stack_macs(&m->talker) * prompt_len * 1e-9, pf_floor = pf_gflop / mc.fma_nt * 1e3;
-    printf("| prefill (%d positions) | %.1f (best of %d starts; %.0f ms CPU) | | | | %.1f | talker FMA %.0f GFLOP/s | %.2f | |\n",
-           prompt_len, best_prefill, PREFILL_STARTS * reps, best_prefill_cpu, pf_floor, mc.fma_nt, best_prefill / pf_floor);
+    /* the prompt's floor: its talker matmuls at the peak of the instruction the kernels run them
+       with for the talker's format (text projection and attention left out); its CPU time, all
+       threads, is a figure other load disturbs less */
+    const int pf_fmt = ct_wformat_parse(minfo.talker_weights) >= 0 ? ct_wformat_parse(minfo.talker_weights) : CT_WF_BF16;
+    const double pf_rate = mc.prompt_nt[pf_fmt];
+    const double pf_gflop = 2 * stack_macs(&m->talker) * prompt_len * 1e-9, pf_floor = pf_gflop / pf_rate * 1e3;
+    printf("| prefill (%d positions) | %.1f (best of %d starts; %.0f ms CPU) | | | | %.1f | talker %s %.0f Gop/s | %.2f | |\n",
+           prompt_len, best_prefill, PREFILL_STARTS * reps, best_prefill_cpu, pf_floor, mc.prompt_op[pf_fmt], pf_rate,
+           best_prefill / pf_floor);
     if (mt.kept_reused > 0) /* the same voice again: the positions the two prompts share are kept */
         printf("| prefill, voice kept (%d of %d positions run) | %.1f (best of %d starts) | | | | | | | |\n",
                mt.kept_len - mt.kept_reused, mt.kept_len, mt.prefill_kept, PREFILL_STARTS * reps - 1);
@@ -638,6 +654,8 @@ static int cmd_model(int argc, char **argv) {
             json_object_set_new(j, "prefill_floor_ms", json_real(pf_floor));
             json_object_set_new(j, "prefill_gflop", json_real(pf_gflop));
             json_object_set_new(j, "prefill_ratio", json_real(best_prefill / pf_floor));
+            json_object_set_new(j, "prefill_floor_op", json_string(mc.prompt_op[pf_fmt]));
+            json_object_set_new(j, "prefill_floor_gflops", json_real(pf_rate));
         }
         if (j && mt.kept_reused > 0) {
             json_object_set_new(j, "prefill_kept_ms", json_real(mt.prefill_kept));

@@ -134,12 +134,15 @@ static void explain_plan(const ct_auto_report *r, char *out, size_t cap) {
     const ct_machine *m = &r->machine;
     size_t u = (size_t)snprintf(out, cap,
                                 "cost model: machine %s: read %.1f/%.1f GB/s (1/%d threads, %llu MiB), FMA %.0f/%.0f "
-                                "GFLOP/s; codec %.2f GFLOP/frame; target RTF %.2f on %d CPU(s)\n"
+                                "GFLOP/s, prompts bf16 %s %.0f, int8 %s %.0f, int4 %s %.0f Gop/s (%d threads); codec %.2f "
+                                "GFLOP/frame; target RTF %.2f on %d CPU(s)\n"
                                 "| talker/predictor | placement | talker ms | predictor ms | codec ms | frame ms "
                                 "| RTF | streams | used |\n",
                                 m->source, m->gbs_1t[m->n_sizes - 1], m->gbs_nt[m->n_sizes - 1], m->n_threads,
                                 (unsigned long long)(m->bytes[m->n_sizes - 1] >> 20), m->fma_1t, m->fma_nt,
-                                2e-9 * r->shape.codec_macs, pl->target_rtf, pl->n_cpus);
+                                m->prompt_op[CT_WF_BF16], m->prompt_nt[CT_WF_BF16], m->prompt_op[CT_WF_INT8],
+                                m->prompt_nt[CT_WF_INT8], m->prompt_op[CT_WF_INT4], m->prompt_nt[CT_WF_INT4],
+                                m->n_threads, 2e-9 * r->shape.codec_macs, pl->target_rtf, pl->n_cpus);
     for (int i = 0; i < CT_PLAN_OPTIONS && u < cap; i++) {
         const ct_plan_option *o = &pl->opt[i];
         char place[32];

@@ -34,6 +34,12 @@ double ct_machine_fma(const ct_machine *m, int t) {
     return g > 1e-6 ? g : 1e-6;
 }
 
+double ct_machine_prompt(const ct_machine *m, int f, int t) {
+    if (!m || f < 0 || f >= CT_WF_COUNT) return 1.0;
+    double g = interp(m->prompt_1t[f], m->prompt_nt[f], m->n_threads, t);
+    return g > 1e-6 ? g : 1e-6;
+}
+
 static const char *const WF_NAMES[CT_WF_COUNT] = {"bf16", "int8", "int4"};
 
 const char *ct_wformat_name(int f) { return f >= 0 && f < CT_WF_COUNT ? WF_NAMES[f] : "?"; }
@@ -96,7 +102,7 @@ ct_cost_eff ct_cost_eff_default(void) {
        token is bound by the dequantise + dot rate there, the predictor's weights read faster
        than DRAM (cache), the codec's chunked convolutions beat the simple FMA loop. Calibration
        replaces the predictions wherever it has run. */
-    ct_cost_eff e = {{0.95, 0.95, 0.95}, {2.0, 2.0, 2.0}, {0.10, 0.19, 0.27}, {0.125, 0.365, 0.51}, 0.60, 1.2};
+    ct_cost_eff e = {{0.95, 0.95, 0.95}, {2.0, 2.0, 2.0}, {0.10, 0.19, 0.27}, {0.125, 0.365, 0.51}, {0.90, 0.65, 0.48}, 1.2};
     return e;
 }
 
@@ -130,6 +136,6 @@ void ct_cost_predict(const ct_machine *m, const ct_model_shape *s, const ct_cost
     double step = o->talker_ms + o->predictor_ms;
     o->frame_ms = c->serial ? step + o->codec_ms : (step > o->codec_ms ? step : o->codec_ms);
     o->rtf = o->frame_ms / CT_FRAME_MS;
-    /* prefill: the prompt GEMM plus one weight read per 64-token pass */
-    o->prefill_ms_per_token = ms(t_flops, ct_machine_fma(m, tt) * 1e9 * e->prefill_fma) + t_read / 64.0;
+    /* prefill: the prompt GEMM at its instruction's rate plus one weight read per 64-token pass */
+    o->prefill_ms_per_token = ms(t_flops, ct_machine_prompt(m, ft, tt) * 1e9 * e->prefill[ft]) + t_read / 64.0;
 }

@@ -13,13 +13,24 @@
 #define CT_COST_SIZES 8
 #define CT_FRAME_MS 80.0
 
+/* Transformer weight formats the cost model knows, best quality first. */
+typedef enum { CT_WF_BF16 = 0, CT_WF_INT8, CT_WF_INT4, CT_WF_COUNT } ct_wformat;
+
 /* What the machine does: read GB/s over buffers of bytes[i] (ascending; the last is far beyond
-   the last-level cache) on 1 and n_threads threads, and F32 FMA GFLOP/s. */
+   the last-level cache) on 1 and n_threads threads; F32 FMA GFLOP/s at the selected kernel
+   level's vector width; and per weight format the rate of the instruction its prompt matmuls
+   run on the kernels measured with (ct_kernels_id()). */
 typedef struct {
     int n_sizes;
     uint64_t bytes[CT_COST_SIZES];
     double gbs_1t[CT_COST_SIZES], gbs_nt[CT_COST_SIZES];
     double fma_1t, fma_nt;
+    /* prompt matmuls of format f (ct_wformat): f32-equivalent GFLOP/s (2 per weight
+       multiply-add; AMX on split activations takes two tile products for one) of the product
+       instruction prompt_op[f] */
+    double prompt_1t[CT_WF_COUNT], prompt_nt[CT_WF_COUNT];
+    char prompt_op[CT_WF_COUNT][64];
+    char kernels[96]; /* ct_kernels_id() when measured; "" for an estimate */
     int n_threads;
     char source[160]; /* "measured", "cache <path>", or "estimate: <why>" */
 } ct_machine;
@@ -29,9 +40,9 @@ typedef struct {
 double ct_machine_read_gbs(const ct_machine *m, uint64_t bytes, int t);
 /* F32 FMA GFLOP/s on t threads (same interpolation). */
 double ct_machine_fma(const ct_machine *m, int t);
+/* The prompt matmuls' GFLOP/s for weight format f on t threads (same interpolation). */
+double ct_machine_prompt(const ct_machine *m, int f, int t);
 
-/* Transformer weight formats the cost model knows, best quality first. */
-typedef enum { CT_WF_BF16 = 0, CT_WF_INT8, CT_WF_INT4, CT_WF_COUNT } ct_wformat;
 const char *ct_wformat_name(int f);   /* "bf16", "int8", "int4" */
 int ct_wformat_parse(const char *s);  /* -1 if unknown */
 
@@ -85,7 +96,7 @@ typedef struct {
     double talker_read[CT_WF_COUNT], pred_read[CT_WF_COUNT]; /* share of the read bandwidth */
     double talker_fma[CT_WF_COUNT], pred_fma[CT_WF_COUNT];   /* one-token matvec (dequantise +
                                                                 dot) share of the FMA peak */
-    double prefill_fma; /* prompt GEMM share of the FMA peak */
+    double prefill[CT_WF_COUNT]; /* prompt GEMM share of its instruction's peak (ct_machine_prompt) */
     double codec_fma;   /* codec share of the FMA peak (chunked schedules) */
 } ct_cost_eff;
 

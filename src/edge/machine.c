@@ -10,6 +10,7 @@
 #include "core/fileio.h"
 #include "edge/calibrate.h"
 #include "edge/roofline.h"
+#include "kernels/cpu.h"
 
 void ct_machine_estimate(const ct_hw_profile *hw, int n_threads, const char *why, ct_machine *out) {
     memset(out, 0, sizeof *out);
@@ -24,6 +25,10 @@ void ct_machine_estimate(const ct_hw_profile *hw, int n_threads, const char *why
     out->gbs_1t[0] = out->gbs_nt[0] = gbs;
     out->fma_1t = 2.0 * lanes * 2.0 * ghz;
     out->fma_nt = out->fma_1t * n_threads;
+    for (int f = 0; f < CT_WF_COUNT; f++) {
+        out->prompt_1t[f] = out->fma_1t, out->prompt_nt[f] = out->fma_nt;
+        snprintf(out->prompt_op[f], sizeof out->prompt_op[f], "f32 FMA (estimated)");
+    }
     out->n_threads = n_threads;
     snprintf(out->source, sizeof out->source, "estimate: %s", why ? why : "not measured");
 }
@@ -42,6 +47,13 @@ char *ct_machine_to_json(const ct_machine *m) {
     json_object_set_new(o, "n_threads", json_integer(m->n_threads));
     json_object_set_new(o, "fma_gflops_1t", json_real(m->fma_1t));
     json_object_set_new(o, "fma_gflops_nt", json_real(m->fma_nt));
+    json_object_set_new(o, "kernels", json_string(m->kernels));
+    json_t *pr = json_array();
+    for (int f = 0; f < CT_WF_COUNT; f++)
+        json_array_append_new(pr, json_pack("{s:s, s:s, s:f, s:f}", "format", ct_wformat_name(f), "op",
+                                            m->prompt_op[f], "gflops_1t", m->prompt_1t[f], "gflops_nt",
+                                            m->prompt_nt[f]));
+    json_object_set_new(o, "prompt", pr);
     json_object_set_new(o, "read", a);
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
@@ -71,6 +83,12 @@ ct_status ct_machine_from_json(const char *text, size_t len, ct_machine *out, ch
     else if (!num(o, "n_threads", 1, 4096, &d)) bad = "n_threads";
     else if (m.n_threads = (int)d, !num(o, "fma_gflops_1t", 0.01, 1e7, &m.fma_1t)) bad = "fma_gflops_1t";
     else if (!num(o, "fma_gflops_nt", 0.01, 1e7, &m.fma_nt)) bad = "fma_gflops_nt";
+    else if (!json_is_string(json_object_get(o, "kernels")) ||
+             strlen(json_string_value(json_object_get(o, "kernels"))) >= sizeof m.kernels)
+        bad = "kernels";
+    else if (snprintf(m.kernels, sizeof m.kernels, "%s", json_string_value(json_object_get(o, "kernels"))),
+             !json_is_array(json_object_get(o, "prompt")) || json_array_size(json_object_get(o, "prompt")) != CT_WF_COUNT)
+        bad = "prompt";
     else if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > CT_COST_SIZES) bad = "read";
     else
         for (size_t i = 0; i < json_array_size(a) && !bad; i++) {
@@ -82,6 +100,15 @@ ct_status ct_machine_from_json(const char *text, size_t len, ct_machine *out, ch
             m.bytes[i] = (uint64_t)b;
             m.n_sizes = (int)i + 1;
         }
+    for (int f = 0; f < CT_WF_COUNT && !bad; f++) {
+        json_t *e = json_array_get(json_object_get(o, "prompt"), (size_t)f);
+        const char *fm = json_string_value(json_object_get(e, "format")), *op = json_string_value(json_object_get(e, "op"));
+        if (!fm || ct_wformat_parse(fm) != f || !op || strlen(op) >= sizeof m.prompt_op[f] ||
+            !num(e, "gflops_1t", 0.01, 1e7, &m.prompt_1t[f]) || !num(e, "gflops_nt", 0.01, 1e7, &m.prompt_nt[f]))
+            bad = "prompt[]";
+        else
+            snprintf(m.prompt_op[f], sizeof m.prompt_op[f], "%s", op);
+    }
     json_decref(o);
     if (bad) return ct_errf(err, errcap, CT_ERR_FORMAT, "key '%s' missing or invalid", bad);
     *out = m;
@@ -101,11 +128,14 @@ void ct_machine_get(const char *cache_dir, const char *fp, const ct_hw_profile *
         if (ct_read_file(path, 1u << 16, &buf, &n, e, sizeof e) == CT_OK &&
             ct_machine_from_json(buf, n, out, e, sizeof e) == CT_OK) {
             free(buf);
-            if (out->n_threads == n_threads) {
+            if (out->n_threads == n_threads && strcmp(out->kernels, ct_kernels_id()) == 0) {
                 snprintf(out->source, sizeof out->source, "cache %.140s", path);
                 return;
             }
-            snprintf(e, sizeof e, "measured for %d threads, not %d", out->n_threads, n_threads);
+            if (out->n_threads != n_threads)
+                snprintf(e, sizeof e, "measured for %d threads, not %d", out->n_threads, n_threads);
+            else
+                snprintf(e, sizeof e, "measured with kernels '%.90s', not '%.90s'", out->kernels, ct_kernels_id());
         } else {
             free(buf);
         }
@@ -130,6 +160,8 @@ void ct_machine_get(const char *cache_dir, const char *fp, const ct_hw_profile *
        must not make n threads look no faster than one */
     int cores = hw->n_physical > 0 && hw->n_physical < n_threads ? hw->n_physical : n_threads;
     if (out->fma_nt < out->fma_1t * cores) out->fma_nt = out->fma_1t * cores;
+    for (int f = 0; f < CT_WF_COUNT; f++)
+        if (out->prompt_nt[f] < out->prompt_1t[f] * cores) out->prompt_nt[f] = out->prompt_1t[f] * cores;
     char *js = have_path ? ct_machine_to_json(out) : NULL;
     if (js && (ct_mkdir_parents(path, e, sizeof e) != CT_OK ||
                ct_write_file_atomic(path, js, strlen(js), e, sizeof e) != CT_OK)) {

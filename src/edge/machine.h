@@ -7,15 +7,15 @@
 #include "edge/cost.h"
 #include "edge/hw.h"
 
-#define CT_MACHINE_SCHEMA 1
+#define CT_MACHINE_SCHEMA 2
 
 /* Estimate from the probe alone: F32 FMA = threads x 2 FMA ports x vector lanes x 2 x the
-   fastest cluster's clock (2.5 GHz when unknown); read bandwidth 20 GB/s (x86) or 8 GB/s
-   (arm64) at every size. source says "estimate: <why>". */
+   fastest cluster's clock (2.5 GHz when unknown), every format's prompt at that rate; read
+   bandwidth 20 GB/s (x86) or 8 GB/s (arm64) at every size. source says "estimate: <why>". */
 void ct_machine_estimate(const ct_hw_profile *hw, int n_threads, const char *why, ct_machine *out);
 
 /* The rates for this machine: <cache root>/roofline/<fingerprint>.json when it holds a valid
-   record for n_threads; else measured (unless no_measure; the n-thread FMA rate is at least the
+   record for n_threads, measured with the selected kernels (ct_kernels_id()); else measured (unless no_measure; the n-thread FMA rate is at least the
    one-thread rate times the physical cores used) and written there; else (no_measure,
    a failed measurement) the estimate. A corrupt or mismatching cache file is replaced, with a
    note. note[notecap] says what happened when it is not a plain cache hit. Never fails. */

@@ -1,6 +1,7 @@
 /* Roofline probes: a streaming read over a buffer (large: DRAM; smaller: the working sets that may
-   stay in cache) and a register-resident FMA loop, on 1 and N threads of a pool. Vector code is
-   selected at run time by target attributes. */
+   stay in cache), and register-resident loops of the product instructions the selected kernels
+   run (the f32 FMA, and each weight format's prompt matmuls), on 1 and N threads of a pool.
+   Vector code is selected at run time by target attributes. */
 #define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include "edge/roofline.h"
 
@@ -15,6 +16,11 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "kernels/x86/amx_cfg.h"
+#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 static double now_s(void) {
@@ -23,13 +29,17 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A product probe: runs `iters` iterations, returns a sink (below). */
+typedef float (*probe_fn)(long iters);
+
 typedef struct {
     const float *buf;
     size_t n;       /* floats */
     int t;          /* threads that take part (the pool's first t) */
-    int wide;       /* 2 = avx512, 1 = avx2, 0 = scalar */
+    int wide;       /* the read loop: 2 = avx512, 1 = avx2, 0 = scalar */
     float sink[64];
-    long fma_iters;
+    probe_fn fn; /* the product probe the pool's threads run */
+    long iters;
 } job;
 
 #if defined(__x86_64__)
@@ -57,35 +67,219 @@ __attribute__((target("avx2,fma"))) static float read256(const float *p, size_t 
     return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
 }
 
-/* FMA_CHAINS independent FMA chains (enough to cover latency x ports on current cores), fully
-   unrolled so the accumulators stay in registers. */
-#define FMA_CHAINS 24
-__attribute__((target("avx512f"))) static float fma512(long iters) {
-    __m512 acc[FMA_CHAINS], m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < FMA_CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
+#endif
+
+/* ---- product-instruction probes --------------------------------------------------------
+   Each runs `iters` iterations of one product instruction (or the kernels' sequence for one
+   product; inline assembly, so the compiler neither folds nor copies them) on independent
+   accumulators held in registers (enough chains to cover latency x
+   ports on current cores; 256-bit code without AVX-512 has 16 registers); the return value is
+   a sink. flop: f32-equivalent operations per iteration, 2 per multiply-add. */
+typedef struct {
+    probe_fn fn;
+    double flop;
+    const char *name;
+} probe;
+
+#define CHAINS 24   /* 32 vector registers */
+#define CHAINS_Y 12 /* 16 */
+/* X(i) for each chain i: the accumulators are separate variables, so they stay in registers */
+#define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define REP12(X) REP6(X) X(6) X(7) X(8) X(9) X(10) X(11)
+#define REP24(X) REP12(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+
+/* one vector probe over the chains REP names: accumulators c<i> starting at `seed`, one
+   STEP_(c) per chain and iteration, each final value kept (an empty asm reads it) */
+#if defined(__aarch64__)
+#define VP_USE(i) __asm__ volatile("" : : "w"(c##i));
+#else
+#define VP_USE(i) __asm__ volatile("" : : "v"(c##i));
+#endif
+#define VP_DECL(i) __auto_type c##i = seed; /* not const: lvalue conversion */
+#define VP_STEP(i) STEP_(c##i);
+#define VEC_PROBE(REP)                                                                            \
+    REP(VP_DECL)                                                                                  \
+    for (long it = 0; it < iters; it++) { REP(VP_STEP) }                                          \
+    REP(VP_USE)                                                                                   \
+    return 0.0f
+
+static float fma_scalar(long iters) {
+    float a0 = 1, a1 = 2, a2 = 3, a3 = 4, a4 = 5, a5 = 6, a6 = 7, a7 = 8;
+    const float m = 0.999999f, c = 1e-7f;
     for (long it = 0; it < iters; it++) {
-#pragma GCC unroll 24
-        for (int i = 0; i < FMA_CHAINS; i++) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+        a0 = a0 * m + c, a1 = a1 * m + c, a2 = a2 * m + c, a3 = a3 * m + c;
+        a4 = a4 * m + c, a5 = a5 * m + c, a6 = a6 * m + c, a7 = a7 * m + c;
     }
-    __m512 s = acc[0];
-    for (int i = 1; i < FMA_CHAINS; i++) s = _mm512_add_ps(s, acc[i]);
-    return _mm512_reduce_add_ps(s);
+    return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+}
+
+#if defined(__x86_64__)
+/* the activations' and weights' bytes: any values time the same */
+#define U8S 0x01020304
+#define S8S 0x7f80017f
+
+__attribute__((target("avx512f"))) static float fma512(long iters) {
+    const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f), seed = _mm512_set1_ps(1.0f);
+#define STEP_(c) __asm__("vfmadd132ps %2, %1, %0" : "+v"(c) : "v"(a), "v"(m))
+    VEC_PROBE(REP24);
+#undef STEP_
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static float bf16dot512(long iters) {
+    const __m512i u = _mm512_set1_epi32(0x3f803f80), w = _mm512_set1_epi32(0x3c003c00);
+    const __m512 seed = _mm512_set1_ps(1.0f);
+#define STEP_(c) __asm__("vdpbf16ps %2, %1, %0" : "+v"(c) : "v"(u), "v"(w))
+    VEC_PROBE(REP24);
+#undef STEP_
 }
 
 __attribute__((target("avx2,fma"))) static float fma256(long iters) {
-    __m256 acc[FMA_CHAINS], m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
-    for (int i = 0; i < FMA_CHAINS; i++) acc[i] = _mm256_set1_ps((float)i);
+    const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f), seed = _mm256_set1_ps(1.0f);
+#define STEP_(c) __asm__("vfmadd132ps %2, %1, %0" : "+x"(c) : "x"(a), "x"(m))
+    VEC_PROBE(REP12);
+#undef STEP_
+}
+
+__attribute__((target("avx512f,avx512vnni"))) static float vnni512(long iters) {
+    const __m512i u = _mm512_set1_epi32(U8S), w = _mm512_set1_epi32(S8S), seed = _mm512_set1_epi32(1);
+#define STEP_(c) __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(u), "v"(w))
+    VEC_PROBE(REP24);
+#undef STEP_
+}
+
+__attribute__((target("avx2,avxvnni"))) static float avxvnni256(long iters) {
+    const __m256i u = _mm256_set1_epi32(U8S), w = _mm256_set1_epi32(S8S), seed = _mm256_set1_epi32(1);
+#define STEP_(c) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(c) : "x"(u), "x"(w))
+    VEC_PROBE(REP12);
+#undef STEP_
+}
+
+__attribute__((target("avx512f,avx512vl,avx512vnni"))) static float vnni256(long iters) {
+    const __m256i u = _mm256_set1_epi32(U8S), w = _mm256_set1_epi32(S8S), seed = _mm256_set1_epi32(1);
+#define STEP_(c) __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(u), "v"(w))
+    VEC_PROBE(REP24);
+#undef STEP_
+}
+
+/* VPMADDUBSW (32 byte products into 16 pair sums), VPMADDWD by ones, VPADDD: 32 multiply-adds */
+__attribute__((target("avx2"))) static float maddubs256(long iters) {
+    const __m256i u = _mm256_set1_epi32(U8S), w = _mm256_set1_epi32(S8S), one = _mm256_set1_epi16(1);
+    const __m256i seed = _mm256_set1_epi32(1);
+#define STEP_(c)                                                                                  \
+    do {                                                                                          \
+        __m256i t;                                                                                \
+        __asm__("vpmaddubsw %3, %2, %1\n\tvpmaddwd %4, %1, %1\n\tvpaddd %1, %0, %0"              \
+                : "+x"(c), "=&x"(t)                                                               \
+                : "x"(u), "x"(w), "x"(one));                                                      \
+    } while (0)
+    VEC_PROBE(REP6);
+#undef STEP_
+}
+
+/* TDPBF16PS into 4 accumulator tiles (16 x 16 f32, each a 16 x 32 by 32 x 16 bf16 product);
+   the calling thread needs the tile permission (ct_amx_available) */
+__attribute__((target("amx-tile,amx-bf16"))) static float amx_bf16(long iters) {
+    ct_amx_cfg c;
+    ct_amx_cfg_full(&c);
+    _tile_loadconfig(&c);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
     for (long it = 0; it < iters; it++) {
-#pragma GCC unroll 24
-        for (int i = 0; i < FMA_CHAINS; i++) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+        _tile_dpbf16ps(0, 4, 5);
+        _tile_dpbf16ps(1, 4, 5);
+        _tile_dpbf16ps(2, 4, 5);
+        _tile_dpbf16ps(3, 4, 5);
     }
-    float t[8];
-    __m256 s = acc[0];
-    for (int i = 1; i < FMA_CHAINS; i++) s = _mm256_add_ps(s, acc[i]);
-    _mm256_storeu_ps(t, s);
-    return t[0] + t[7];
+    float out[256];
+    _tile_stored(0, out, 64);
+    _tile_release();
+    return out[0];
 }
 #endif
+
+#if defined(__aarch64__)
+static float fma_neon(long iters) {
+    const float32x4_t m = vdupq_n_f32(0.999999f), a = vdupq_n_f32(1e-7f), seed = vdupq_n_f32(1.0f);
+#define STEP_(c) __asm__("fmla %0.4s, %1.4s, %2.4s" : "+w"(c) : "w"(a), "w"(m))
+    VEC_PROBE(REP24);
+#undef STEP_
+}
+
+/* SMULL + SMLAL2 (16 byte products into 8 int16 pair sums) and SADALP: 16 multiply-adds */
+static float smull_neon(long iters) {
+    const int8x16_t u = vdupq_n_s8(3), w = vdupq_n_s8(-5);
+    const int32x4_t seed = vdupq_n_s32(1);
+#define STEP_(c)                                                                                  \
+    do {                                                                                          \
+        int16x8_t t;                                                                              \
+        __asm__("smull %1.8h, %2.8b, %3.8b\n\tsmlal2 %1.8h, %2.16b, %3.16b\n\tsadalp %0.4s, %1.8h" \
+                : "+w"(c), "=&w"(t)                                                               \
+                : "w"(u), "w"(w));                                                                \
+    } while (0)
+    VEC_PROBE(REP12);
+#undef STEP_
+}
+
+/* SDOT: 16 multiply-adds (assembled for the function's target, named as
+   kernels/arm/matmul_dot_neon.c names it) */
+#if defined(__clang__)
+#define SDOT_TARGET __attribute__((target("dotprod")))
+#else
+#define SDOT_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+SDOT_TARGET static float sdot_neon(long iters) {
+    const int8x16_t u = vdupq_n_s8(3), w = vdupq_n_s8(-5);
+    const int32x4_t seed = vdupq_n_s32(1);
+#define STEP_(c) __asm__("sdot %0.4s, %1.16b, %2.16b" : "+w"(c) : "w"(u), "w"(w))
+    VEC_PROBE(REP24);
+#undef STEP_
+}
+#endif
+
+/* The f32 FMA of the selected kernel level: its vector width, or scalar. */
+static probe fma_probe(const ct_kernel_table *k) {
+#if defined(__x86_64__)
+    if (k->isa == CT_ISA_AVX512 || k->isa == CT_ISA_AVX512BF16) return (probe){fma512, CHAINS * 16 * 2, "FMA (f32, 512-bit)"};
+    if (k->isa == CT_ISA_AVX2) return (probe){fma256, CHAINS_Y * 8 * 2, "FMA (f32, 256-bit)"};
+#endif
+#if defined(__aarch64__)
+    if (k->isa == CT_ISA_NEON || k->isa == CT_ISA_NEON_DOTPROD) return (probe){fma_neon, CHAINS * 4 * 2, "FMLA (f32, NEON)"};
+#endif
+    (void)k;
+    return (probe){fma_scalar, 8 * 2, "f32 multiply-add (scalar)"};
+}
+
+/* The instruction a prompt's matmuls of weight format f (CT_WF_*) run with on the selected
+   kernels (docs/KERNELS.md "Dispatch"), and how many of its multiply-adds one weight's takes
+   (*per: 2 for AMX on split activations). */
+static probe prompt_probe(const ct_kernel_table *k, int f, int *per) {
+    *per = 1;
+#if defined(__x86_64__)
+    if (f == CT_WF_BF16 && k->amx) {
+        *per = k->bf16act ? 1 : 2;
+        return (probe){amx_bf16, 4.0 * 16 * 16 * 32 * 2,
+                       k->bf16act ? "TDPBF16PS (AMX)" : "TDPBF16PS (AMX, split activations: 2 per product)"};
+    }
+    if (f == CT_WF_BF16 && k->bf16act) return (probe){bf16dot512, CHAINS * 32 * 2, "VDPBF16PS (512-bit)"};
+    if (f != CT_WF_BF16 && k->xq) switch (k->dot_op) {
+        case CT_DOT_VNNI512: return (probe){vnni512, CHAINS * 64 * 2, "VPDPBUSD (AVX-512 VNNI)"};
+        case CT_DOT_AVXVNNI: return (probe){avxvnni256, CHAINS_Y * 32 * 2, "VPDPBUSD (AVX-VNNI)"};
+        case CT_DOT_VNNI256: return (probe){vnni256, CHAINS * 32 * 2, "VPDPBUSD (AVX-512 VNNI, 256-bit)"};
+        case CT_DOT_MADDUBS: return (probe){maddubs256, 6 * 32 * 2, "VPMADDUBSW + VPMADDWD (256-bit)"};
+        default: break;
+        }
+#endif
+#if defined(__aarch64__)
+    if (f != CT_WF_BF16 && k->xq && k->dot_op == CT_DOT_SDOT) return (probe){sdot_neon, CHAINS * 16 * 2, "SDOT"};
+    if (f != CT_WF_BF16 && k->xq && k->dot_op == CT_DOT_SMULL)
+        return (probe){smull_neon, CHAINS_Y * 16 * 2, "SMULL + SMLAL2 + SADALP"};
+#endif
+    return fma_probe(k);
+}
 
 static float read_scalar(const float *p, size_t n) {
     float a[8] = {0};
@@ -112,16 +306,11 @@ static void read_job(void *ctx, int ith, int nth) {
     j->sink[ith & 63] = r;
 }
 
-static void fma_job(void *ctx, int ith, int nth) {
+static void probe_job(void *ctx, int ith, int nth) {
     job *j = ctx;
     (void)nth;
     if (ith >= j->t) return;
-    float r = 0;
-#if defined(__x86_64__)
-    if (j->wide == 2) r = fma512(j->fma_iters);
-    else if (j->wide == 1) r = fma256(j->fma_iters);
-#endif
-    j->sink[ith & 63] = r;
+    j->sink[ith & 63] = j->fn(j->iters);
 }
 
 static double run_read(ct_pool *p, job *j) {
@@ -135,19 +324,24 @@ static double run_read(ct_pool *p, job *j) {
     return best;
 }
 
-static double run_fma(ct_pool *p, job *j) {
+/* GFLOP/s (f32-equivalent) of probe q on j->t threads, best of 3 runs of j->iters iterations. */
+static double run_probe(ct_pool *p, job *j, const probe *q) {
     double best = 0;
-    int lanes = j->wide == 2 ? 16 : 8;
+    j->fn = q->fn;
     for (int rep = 0; rep < 3; rep++) {
         double t = now_s();
-        ct_pool_run(p, fma_job, j);
-        double gf = (double)j->fma_iters * FMA_CHAINS * lanes * 2 * j->t / (now_s() - t) / 1e9;
+        ct_pool_run(p, probe_job, j);
+        double gf = (double)j->iters * q->flop * j->t / (now_s() - t) / 1e9;
         if (gf > best) best = gf;
     }
     return best;
 }
 
-static int vec_width(void) {
+/* Probe q on 1 thread (the caller alone, as ct_read_probe_gbs's one thread) and on all of p's,
+   with iterations for about 20 ms a run on this machine (under emulation too). */
+static void measure_probe(struct ct_read_probe *p, const probe *q, double *g1, double *gn);
+
+static int read_width(void) {
     ct_cpu_features f;
     ct_cpu_detect(&f);
     return ct_isa_supported(CT_ISA_AVX512, &f) ? 2 : ct_isa_supported(CT_ISA_AVX2, &f) ? 1 : 0;
@@ -185,7 +379,7 @@ ct_status ct_read_probe_create(int n_threads, uint64_t max_bytes, ct_read_probe 
     p->cap = cap;
     p->n_threads = n_threads;
     p->j.buf = buf;
-    p->j.wide = vec_width();
+    p->j.wide = read_width();
     *out = p;
     return CT_OK;
 }
@@ -207,6 +401,33 @@ void ct_read_probe_free(ct_read_probe *p) {
     free(p);
 }
 
+static void measure_probe(struct ct_read_probe *p, const probe *q, double *g1, double *gn) {
+    job *j = &p->j;
+    j->t = 1;
+    j->fn = q->fn;
+    for (j->iters = 256;; j->iters *= 4) {
+        double t = now_s();
+        probe_job(j, 0, 1);
+        const double dt = now_s() - t;
+        if (dt >= 0.005 || j->iters >= (1L << 40)) {
+            j->iters = (long)((double)j->iters * (0.020 / (dt > 1e-6 ? dt : 1e-6))) + 1;
+            break;
+        }
+    }
+    *g1 = run_probe(NULL, j, q);
+    j->t = p->n_threads;
+    *gn = run_probe(p->pool, j, q);
+    /* n threads short of n times one thread: measured again (up to 4 more times, the best
+       kept), since a core taken for a moment by another process (or the kernel) halves a
+       2-thread figure; where the threads share cores (SMT) it stays short and costs the
+       retries only */
+    for (int k = 0; k < 4 && *gn < 0.9 * *g1 * p->n_threads; k++) {
+        const double again = run_probe(p->pool, j, q);
+        if (again > *gn) *gn = again;
+    }
+    if (*gn < *g1) *gn = *g1;
+}
+
 ct_status ct_roofline_machine(int n_threads, const uint64_t *sizes, int n_sizes, ct_machine *out, char *err,
                               size_t errcap) {
     memset(out, 0, sizeof *out);
@@ -225,28 +446,27 @@ ct_status ct_roofline_machine(int n_threads, const uint64_t *sizes, int n_sizes,
         if (out->gbs_nt[k] < out->gbs_1t[k]) out->gbs_nt[k] = out->gbs_1t[k];
     out->n_sizes = n_sizes;
     out->n_threads = n_threads;
-    job *j = &p->j;
-    j->fma_iters = 4000000;
-    if (j->wide) {
-        j->t = 1;
-        out->fma_1t = run_fma(NULL, j); /* on the caller alone, as ct_read_probe_gbs's one thread */
-        j->t = n_threads;
-        out->fma_nt = run_fma(p->pool, j);
-        /* n threads short of n times one thread: measured again (up to 4 more times, the best
-           kept), since a core taken for a moment by another process (or the kernel) halves a
-           2-thread figure; where the threads share cores (SMT) it stays short and costs the
-           retries only */
-        for (int k = 0; k < 4 && out->fma_nt < 0.9 * out->fma_1t * n_threads; k++) {
-            const double again = run_fma(p->pool, j);
-            if (again > out->fma_nt) out->fma_nt = again;
+    const ct_kernel_table *kt = ct_kernels();
+    const probe fq = fma_probe(kt);
+    measure_probe(p, &fq, &out->fma_1t, &out->fma_nt);
+    for (int f = 0; f < CT_WF_COUNT; f++) {
+        int per = 1;
+        const probe q = prompt_probe(kt, f, &per);
+        int same = -1; /* a format before that runs the same instruction */
+        for (int e = 0; e < f && same < 0; e++)
+            if (strcmp(out->prompt_op[e], q.name) == 0) same = e;
+        if (same >= 0) {
+            out->prompt_1t[f] = out->prompt_1t[same], out->prompt_nt[f] = out->prompt_nt[same];
+        } else if (q.fn == fq.fn) {
+            out->prompt_1t[f] = out->fma_1t, out->prompt_nt[f] = out->fma_nt;
+        } else {
+            measure_probe(p, &q, &out->prompt_1t[f], &out->prompt_nt[f]);
+            out->prompt_1t[f] /= per, out->prompt_nt[f] /= per;
         }
-        if (out->fma_nt < out->fma_1t) out->fma_nt = out->fma_1t;
-    } else { /* no vector FMA: the scalar rate of one FMA per cycle is not measured; assume 2 GFLOP/s/thread */
-        out->fma_1t = 2.0;
-        out->fma_nt = 2.0 * n_threads;
+        snprintf(out->prompt_op[f], sizeof out->prompt_op[f], "%s", q.name);
     }
-    snprintf(out->source, sizeof out->source, "measured (%s, %d threads)",
-             j->wide == 2 ? "avx512" : j->wide == 1 ? "avx2" : "scalar", n_threads);
+    snprintf(out->kernels, sizeof out->kernels, "%s", ct_kernels_id());
+    snprintf(out->source, sizeof out->source, "measured (%s, %d threads)", fq.name, n_threads);
     ct_read_probe_free(p);
     return CT_OK;
 }

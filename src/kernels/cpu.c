@@ -287,6 +287,11 @@ ct_status ct_kernels_init(const char *force, char *err, size_t errcap) {
                     : isa == CT_ISA_NEON       ? "SMULL"
                     : isa == CT_ISA_SCALAR     ? "none"
                                                : vnni_names[vk];
+        static const ct_dot_op vnni_ops[] = {CT_DOT_MADDUBS, CT_DOT_VNNI512, CT_DOT_AVXVNNI, CT_DOT_VNNI256};
+        table.dot_op = isa == CT_ISA_NEON_DOTPROD ? CT_DOT_SDOT
+                       : isa == CT_ISA_NEON       ? CT_DOT_SMULL
+                       : isa == CT_ISA_SCALAR     ? CT_DOT_NONE
+                                                  : vnni_ops[vk];
         snprintf(table.id, sizeof table.id, "%s, %s%s%s%s", ct_isa_name(isa), table.dot, table.amx ? ", amx (prefill, codec)" : "",
                  table.bf16act ? ", bf16 act" : "", table.xq || isa == CT_ISA_SCALAR ? "" : ", f32 act");
         __atomic_store_n(&selected, 1, __ATOMIC_RELEASE);

@@ -37,6 +37,17 @@ int ct_isa_supported(ct_isa isa, const ct_cpu_features *f);
    VNNI (ct_matmul_vnni_enable is set so at selection); at avx2 CT_VNNI_AVX where the CPU has
    AVX-VNNI, else CT_VNNI_256 where it has AVX-512 VNNI with VL (ct_matmul_avx2_dot_select). */
 enum { CT_VNNI_NONE = 0, CT_VNNI_512, CT_VNNI_AVX, CT_VNNI_256 };
+/* The integer-dot mode's product instruction (ct_kernel_table.dot_op): CT_DOT_MADDUBS is the
+   256-bit VPMADDUBSW + VPMADDWD + VPADDD sequence, CT_DOT_SMULL the SMULL + SMLAL2 + SADALP one. */
+typedef enum {
+    CT_DOT_NONE = 0,
+    CT_DOT_MADDUBS,
+    CT_DOT_VNNI512,
+    CT_DOT_AVXVNNI,
+    CT_DOT_VNNI256,
+    CT_DOT_SMULL,
+    CT_DOT_SDOT
+} ct_dot_op;
 int ct_isa_uses_vnni(ct_isa isa, const ct_cpu_features *f);
 /* Highest level this CPU runs and this build has kernels for. */
 ct_isa ct_isa_best(const ct_cpu_features *f);
@@ -98,6 +109,7 @@ typedef struct {
                                   another name are not used */
     const char *dot; /* the integer-dot mode's product instruction at this level on this CPU
                         ("VPDPBUSD (AVX-VNNI)", "VPMADDUBSW", "SDOT", ...; "none" at scalar) */
+    ct_dot_op dot_op; /* the same as a value (the roofline times it: edge/roofline.c) */
     char id[96];     /* what selects the arithmetic and speed: "avx512bf16, VPDPBUSD (AVX-512 VNNI)",
                         then ", amx (prefill, codec)", ", bf16 act", ", f32 act" where they apply (ct_kernels_id) */
     ct_cv_gemm_fn cv_gemm;   /* codec-decoder multi-tap GEMM (kernels/conv.h) */

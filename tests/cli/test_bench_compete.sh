@@ -67,16 +67,22 @@ assert d["talker_context"] == d["prompt_len"] + d["frames"] / 2
 assert close(d["talker_kv_bytes"], 2 * t["num_hidden_layers"] * t["num_key_value_heads"] * t["head_dim"] * 4 * d["talker_context"])
 assert d["talker_bytes"] == d["talker_working_set_bytes"] > d["talker_kv_bytes"] > 0
 assert d["weights_source"] == "stored" and d["weights"] == "bf16/bf16" and d["converted"] == 0 and d["load_ms"] > 0 and d["load_cpu_ms"] > 0
-# the prompt: its CPU time and its floor, the talker's matmuls at the FMA peak
+# the prompt: its CPU time and its floor, the talker's matmuls at the rate of the instruction the
+# kernels run a BF16 prompt with (the f32 FMA unless AMX or the bf16-activation mode is on)
 assert d["prefill_cpu_ms"] > 0 and d["prefill_floor_ms"] > 0
 assert close(d["prefill_ratio"], d["prefill_ms"] / d["prefill_floor_ms"])
-assert close(d["prefill_floor_ms"], d["prefill_gflop"] / d["roofline"]["fma_gflops_nt"] * 1e3)
+pr = d["roofline"]["prompt"]
+assert d["prefill_floor_op"] == pr["bf16"]["op"] and d["prefill_floor_gflops"] == pr["bf16"]["gflops_nt"] > 0
+assert close(d["prefill_floor_ms"], d["prefill_gflop"] / pr["bf16"]["gflops_nt"] * 1e3)
+k = d["roofline"]["kernels"]
+if "amx" not in k and "bf16 act" not in k:
+    assert pr["bf16"]["op"].startswith("FMA (f32, ") and pr["bf16"]["gflops_nt"] == d["roofline"]["fma_gflops_nt"]
 # a returning voice: another text started after the prompt keeps the positions they share (role
 # block and codec header, 9 with a language and a speaker), as long a prompt, fewer run
 assert d["prefill_kept_reused"] == 9 and d["prefill_kept_positions"] == d["prompt_len"], d
 assert 0 < d["prefill_kept_ms"]
 PY
-has "| prefill ([0-9]* positions) | [0-9.]* (best of 3 starts; [0-9]* ms CPU) | .* | talker FMA .* GFLOP/s | " "$WORK/out"
+has "| prefill ([0-9]* positions) | [0-9.]* (best of 3 starts; [0-9]* ms CPU) | .* | talker .* [0-9]* Gop/s | " "$WORK/out"
 has "| frame | .* | sum of floors | " "$WORK/out"
 has "| prefill, voice kept ([0-9]* of [0-9]* positions run) | [0-9.]* (best of 2 starts) | " "$WORK/out"
 has "^talker bytes per step: [0-9.]* MB of weights, [0-9.]* MB of K/V rows at a mean context of [0-9.]* positions$" "$WORK/out"
@@ -230,14 +236,34 @@ if grep -qw avx2 /proc/cpuinfo; then
     fi
 fi
 expect_rc 2 "$BIN" bench kernels --ms 0; has "ms must be in" "$WORK/err"
+# an INT8 talker's prompt: its floor at the integer dot's rate where the kernels run the integer-dot
+# mode (the dot instruction the kernels name), else at the FMA's
+expect_rc 0 "$BIN" bench model -m "$M" --weights int8 --threads 2 --frames 2 --repeat 1 --no-codec --json "$WORK/b8.json"
+python3 - "$WORK/b8.json" <<'PY' && ok || bad "bench model int8 prompt floor"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["roofline"]
+k = r["kernels"]
+assert d["weights"] == "int8/int8" and d["prefill_floor_op"] == r["prompt"]["int8"]["op"], (d["prefill_floor_op"], k)
+assert abs(d["prefill_floor_ms"] - d["prefill_gflop"] / r["prompt"]["int8"]["gflops_nt"] * 1e3) < 1e-6 * d["prefill_floor_ms"]
+dot = k.split(", ")[1]  # the kernels' integer-dot instruction, "none" at scalar
+if "f32 act" in k or dot == "none":
+    assert d["prefill_floor_op"] == r["prompt"]["bf16"]["op"]
+else:
+    assert d["prefill_floor_op"].split(" (")[0] == dot.split(" (")[0], (d["prefill_floor_op"], dot)
+PY
 # bench roofline: read GB/s per working set (8 MiB .. --mib) and the FMA peak, as JSON too
 expect_rc 0 "$BIN" bench roofline --threads 2 --mib 64 --json "$WORK/r.json"
 has "| 8 MiB | " "$WORK/out"; has "| 64 MiB | " "$WORK/out"; has "peak F32 FMA" "$WORK/out"
+has "^| int8 weights | [^|]* | [0-9.]* | [0-9.]* |$" "$WORK/out"
 python3 - "$WORK/r.json" <<'PY' && ok || bad "bench roofline JSON"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["sizes_bytes"] == [8 << 20, 16 << 20, 32 << 20, 64 << 20]
 assert all(g > 0 for g in r["read_gbs_1t"] + r["read_gbs_nt"]) and r["fma_gflops_nt"] > 0 and r["threads"] == 2
+assert sorted(r["prompt"]) == ["bf16", "int4", "int8"] and r["kernels"]
+assert all(p["op"] and 0 < p["gflops_1t"] <= p["gflops_nt"] for p in r["prompt"].values())
+assert r["prompt"]["int8"]["op"] == r["prompt"]["int4"]["op"]
 PY
 
 # the bench killed while its competitors run: they die with it

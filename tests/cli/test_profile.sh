@@ -16,14 +16,18 @@ has "^profile auto: weights bf16/bf16" "$WORK/err"; has "weights bf16/bf16, 1 pr
 ls "$XDG_CACHE_HOME"/codectalk/roofline/*.json >/dev/null 2>&1 && ok || bad "no machine rates cached"
 expect_rc 0 "$BIN" profile --auto -m "$M" --explain
 has "^# | bf16/bf16 | " "$WORK/out"; has "cost model: machine cache " "$WORK/out"
+# each format's prompt at the rate of the instruction its matmuls run with (bench roofline's table)
+has "prompts bf16 .* [0-9]*, int8 .* [0-9]*, int4 .* [0-9]* Gop/s ([0-9]* threads)" "$WORK/out"
 FP=$(sed -n 's/.*fingerprint \([0-9a-f]\{16\}\).*/\1/p' "$WORK/out" | head -1)
 [ -n "$FP" ] && ok || bad "no fingerprint in the --explain header"
 NT=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['n_threads'])" "$XDG_CACHE_HOME/codectalk/roofline/$FP.json")
 # a machine with almost no memory bandwidth: no format is real time, the fastest (int4) runs
 python3 - "$XDG_CACHE_HOME/codectalk/roofline/$FP.json" "$NT" <<'PY' && ok || bad "write slow rates"
 import json, sys
-json.dump({"schema": 1, "n_threads": int(sys.argv[2]), "fma_gflops_1t": 50.0, "fma_gflops_nt": 100.0,
-           "read": [{"bytes": 536870912, "gbs_1t": 0.001, "gbs_nt": 0.001}]}, open(sys.argv[1], "w"))
+d = json.load(open(sys.argv[1]))  # kept: schema, kernels and the prompt rates
+assert d["n_threads"] == int(sys.argv[2]) and len(d["prompt"]) == 3
+d.update({"fma_gflops_1t": 50.0, "fma_gflops_nt": 100.0, "read": [{"bytes": 536870912, "gbs_1t": 0.001, "gbs_nt": 0.001}]})
+json.dump(d, open(sys.argv[1], "w"))
 PY
 expect_rc 0 "$BIN" synth -m "$M" -t "Hi." -s vivian --max-frames 2 -o "$WORK/b.wav"
 has "no weight format reaches RTF 0.85" "$WORK/err"; has "weights int4/int4, 1 prefill" "$WORK/err"

@@ -96,7 +96,7 @@ static ct_model_shape shape(void) {
 static void test_predict(void) {
     ct_machine m = ct_test_rates(20, 50, 4);
     ct_model_shape s = shape();
-    ct_cost_eff e = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1};
+    ct_cost_eff e = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1};
     ct_cost c;
     ct_cost_cfg cfg = {CT_WF_BF16, CT_WF_BF16, 1, 1, 0, 1, 0};
     ct_cost_predict(&m, &s, &e, &cfg, &c);
@@ -118,6 +118,19 @@ static void test_predict(void) {
     ct_cost k;
     ct_cost_predict(&m, &s, &e, &cfg, &k);
     CHECK(fabs(k.talker_ms - 100 * 2 * 1e8 / 50e6) < 1e-6 && fabs(k.codec_ms - 100 * 20) < 1e-6);
+    /* the prompt: its format's instruction rate (1 GFLOP per token at 100 GFLOP/s on 2 threads) plus
+       a 64th of a weight read; a faster integer dot makes int8's prompt faster, nothing else */
+    cfg.streams = 1;
+    cfg.talker_threads = 2;
+    m.prompt_1t[CT_WF_INT8] = 200, m.prompt_nt[CT_WF_INT8] = 800; /* 400 on 2 of 4 threads */
+    ct_cost_predict(&m, &s, &e, &cfg, &k);
+    const double rd = (100000000 + 400000) / 20e6 / 64;
+    CHECKF(fabs(k.prefill_ms_per_token - (2e8 / 400e9 * 1e3 + rd)) < 1e-9, "%g", k.prefill_ms_per_token);
+    CHECK(fabs(k.talker_ms - c.talker_ms) < 1e-9);
+    cfg.talker_fmt = CT_WF_BF16;
+    ct_cost_predict(&m, &s, &e, &cfg, &k);
+    CHECKF(fabs(k.prefill_ms_per_token - (2e8 / 100e9 * 1e3 + 200000000 / 20e6 / 64)) < 1e-9, "%g", k.prefill_ms_per_token);
+    cfg.talker_fmt = CT_WF_INT8;
     /* the KV read grows with streams and context */
     s.kv_bytes_per_token = 1000000;
     cfg.streams = 2;
@@ -194,8 +207,21 @@ static void test_machine_cache(void) {
     CHECK(js != NULL);
     CHECKF(js && ct_machine_from_json(js, strlen(js), &back, err, sizeof err) == CT_OK, "%s", err);
     CHECK(back.n_sizes == 1 && back.gbs_1t[0] == 21.5 && back.fma_1t == 99.25 && back.n_threads == 2);
-    const char *bad = "{\"schema\": 1, \"n_threads\": 2, \"fma_gflops_1t\": 1, \"fma_gflops_nt\": 2, \"read\": []}";
-    CHECK(ct_machine_from_json(bad, strlen(bad), &back, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "read"));
+    CHECK(back.prompt_nt[CT_WF_INT4] == 99.25 * 2 && !strcmp(back.prompt_op[CT_WF_INT4], "test FMA") &&
+          !strcmp(back.kernels, ct_kernels_id()));
+    const char *bad = "{\"schema\": 2, \"n_threads\": 2, \"fma_gflops_1t\": 1, \"fma_gflops_nt\": 2, \"kernels\": \"k\", "
+                      "\"prompt\": [{\"format\": \"bf16\", \"op\": \"a\", \"gflops_1t\": 1, \"gflops_nt\": 2}, "
+                      "{\"format\": \"int8\", \"op\": \"b\", \"gflops_1t\": 1, \"gflops_nt\": 2}, "
+                      "{\"format\": \"int4\", \"op\": \"b\", \"gflops_1t\": 1, \"gflops_nt\": 2}], \"read\": []}";
+    CHECK(ct_machine_from_json(bad, strlen(bad), &back, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "'read'"));
+    /* a record of the last schema, and one whose formats are out of order, are refused */
+    char *old = strdup(bad), *sw = strdup(js);
+    memcpy(strstr(old, "2,"), "1,", 2);
+    CHECK(ct_machine_from_json(old, strlen(old), &back, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "schema"));
+    memcpy(strstr(sw, "int8"), "int4", 4);
+    CHECK(ct_machine_from_json(sw, strlen(sw), &back, err, sizeof err) == CT_ERR_FORMAT && strstr(err, "prompt[]"));
+    free(old);
+    free(sw);
     char dir[] = "/tmp/ct_cost_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char path[512], note[1024];
@@ -212,7 +238,16 @@ static void test_machine_cache(void) {
     ct_machine_get(dir, "00ff", &hw, 3, 1, &back, note, sizeof note);
     CHECKF(strstr(note, "not 3") && strstr(note, "probe's figures") && !strncmp(back.source, "estimate", 8), "%s",
            note);
-    CHECK(back.fma_nt == back.fma_1t * 3 && back.gbs_1t[0] == 20);
+    CHECK(back.fma_nt == back.fma_1t * 3 && back.gbs_1t[0] == 20 && back.prompt_nt[CT_WF_INT8] == back.fma_nt);
+    /* measured with other kernels (a forced level, say): not used either */
+    ct_machine other = m;
+    snprintf(other.kernels, sizeof other.kernels, "scalar, none, f32 act");
+    char *ojs = ct_machine_to_json(&other);
+    f = fopen(path, "wb");
+    CHECK(f && ojs && fputs(ojs, f) != EOF && fclose(f) == 0);
+    free(ojs);
+    ct_machine_get(dir, "00ff", &hw, 2, 1, &back, note, sizeof note);
+    CHECKF(strstr(note, "measured with kernels 'scalar, none, f32 act'") && !strncmp(back.source, "estimate", 8), "%s", note);
     f = fopen(path, "wb");
     CHECK(f && fputs("{garbage", f) != EOF && fclose(f) == 0);
     ct_machine_get(dir, "00ff", &hw, 2, 1, &back, note, sizeof note);
@@ -225,6 +260,17 @@ static void test_machine_cache(void) {
     snprintf(path, sizeof path, "%s/new/root", dir);
     ct_machine_get(path, "77aa", &hw, 1, 0, &back, note, sizeof note);
     CHECKF(!note[0] && !strncmp(back.source, "measured", 8) && back.fma_1t > 0 && back.gbs_1t[3] > 0, "%s", note);
+    /* each format's prompt: the instruction the selected kernels run it with, measured */
+    const ct_kernel_table *kt = ct_kernels();
+    for (int fm = 0; fm < CT_WF_COUNT; fm++) CHECK(back.prompt_1t[fm] > 0 && back.prompt_nt[fm] >= back.prompt_1t[fm]);
+    CHECK(!strcmp(back.kernels, ct_kernels_id()));
+    CHECKF(!strcmp(back.prompt_op[CT_WF_INT8], back.prompt_op[CT_WF_INT4]), "%s", back.prompt_op[CT_WF_INT4]);
+    if (kt->xq && kt->dot_op != CT_DOT_NONE) /* the integer dot, not the FMA */
+        CHECKF(strcmp(back.prompt_op[CT_WF_INT8], back.prompt_op[CT_WF_BF16]) != 0 && !strstr(back.prompt_op[CT_WF_INT8], "FM"),
+               "%s / %s", back.prompt_op[CT_WF_INT8], back.prompt_op[CT_WF_BF16]);
+    if (!kt->amx && !kt->bf16act) /* f32 arithmetic at the level's width: the FMA's rate */
+        CHECKF(back.prompt_1t[CT_WF_BF16] == back.fma_1t && strstr(back.prompt_op[CT_WF_BF16], "f32"), "%s",
+               back.prompt_op[CT_WF_BF16]);
     ct_machine_get(path, "77aa", &hw, 1, 0, &m, note, sizeof note);
     CHECK(!strncmp(m.source, "cache ", 6) && m.fma_1t == back.fma_1t && m.gbs_nt[2] == back.gbs_nt[2]);
     snprintf(path, sizeof path, "%s/new/root/roofline/77aa.json", dir);
