@@ -84,24 +84,30 @@ typedef struct {
 #define CHAINS 24   /* 32 vector registers */
 #define CHAINS_Y 12 /* 16 */
 /* X(i) for each chain i: the accumulators are separate variables, so they stay in registers */
-#define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define REP12(X) REP6(X) X(6) X(7) X(8) X(9) X(10) X(11)
-#define REP24(X) REP12(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+#define REP6(X, S) X(0, S) X(1, S) X(2, S) X(3, S) X(4, S) X(5, S)
+#define REP12(X, S) REP6(X, S) X(6, S) X(7, S) X(8, S) X(9, S) X(10, S) X(11, S)
+#define REP24(X, S)                                                                                \
+    REP12(X, S) X(12, S) X(13, S) X(14, S) X(15, S) X(16, S) X(17, S) X(18, S) X(19, S) X(20, S) X(21, S) \
+        X(22, S) X(23, S)
 
-/* one vector probe over the chains REP names: accumulators c<i> starting at `seed`, one
-   STEP_(c) per chain and iteration, each final value kept (an empty asm reads it) */
+/* A vector probe NAME with target attribute TARGET over the chains REP names: the declarations
+   (...) give its operands and `seed`; accumulators c<i> start at seed (__auto_type: not const), one
+   STEP(c) per chain and iteration, and each final value is kept (an empty asm reads it). */
 #if defined(__aarch64__)
-#define VP_USE(i) __asm__ volatile("" : : "w"(c##i));
+#define VP_USE(i, S) __asm__ volatile("" : : "w"(c##i));
 #else
-#define VP_USE(i) __asm__ volatile("" : : "v"(c##i));
+#define VP_USE(i, S) __asm__ volatile("" : : "v"(c##i));
 #endif
-#define VP_DECL(i) __auto_type c##i = seed; /* not const: lvalue conversion */
-#define VP_STEP(i) STEP_(c##i);
-#define VEC_PROBE(REP)                                                                            \
-    REP(VP_DECL)                                                                                  \
-    for (long it = 0; it < iters; it++) { REP(VP_STEP) }                                          \
-    REP(VP_USE)                                                                                   \
-    return 0.0f
+#define VP_DECL(i, S) __auto_type c##i = seed;
+#define VP_STEP(i, S) S(c##i);
+#define VEC_PROBE_FN(NAME, TARGET, REP, STEP, ...)                                                 \
+    TARGET static float NAME(long iters) {                                                        \
+        __VA_ARGS__;                                                                              \
+        REP(VP_DECL, STEP)                                                                        \
+        for (long it = 0; it < iters; it++) { REP(VP_STEP, STEP) }                                \
+        REP(VP_USE, STEP)                                                                         \
+        return 0.0f;                                                                              \
+    }
 
 static float fma_scalar(long iters) {
     float a0 = 1, a1 = 2, a2 = 3, a3 = 4, a4 = 5, a5 = 6, a6 = 7, a7 = 8;
@@ -117,64 +123,32 @@ static float fma_scalar(long iters) {
 /* the activations' and weights' bytes: any values time the same */
 #define U8S 0x01020304
 #define S8S 0x7f80017f
-
-__attribute__((target("avx512f"))) static float fma512(long iters) {
-    const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f), seed = _mm512_set1_ps(1.0f);
-#define STEP_(c) __asm__("vfmadd132ps %2, %1, %0" : "+v"(c) : "v"(a), "v"(m))
-    VEC_PROBE(REP24);
-#undef STEP_
-}
-
-__attribute__((target("avx512f,avx512bf16"))) static float bf16dot512(long iters) {
-    const __m512i u = _mm512_set1_epi32(0x3f803f80), w = _mm512_set1_epi32(0x3c003c00);
-    const __m512 seed = _mm512_set1_ps(1.0f);
-#define STEP_(c) __asm__("vdpbf16ps %2, %1, %0" : "+v"(c) : "v"(u), "v"(w))
-    VEC_PROBE(REP24);
-#undef STEP_
-}
-
-__attribute__((target("avx2,fma"))) static float fma256(long iters) {
-    const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f), seed = _mm256_set1_ps(1.0f);
-#define STEP_(c) __asm__("vfmadd132ps %2, %1, %0" : "+x"(c) : "x"(a), "x"(m))
-    VEC_PROBE(REP12);
-#undef STEP_
-}
-
-__attribute__((target("avx512f,avx512vnni"))) static float vnni512(long iters) {
-    const __m512i u = _mm512_set1_epi32(U8S), w = _mm512_set1_epi32(S8S), seed = _mm512_set1_epi32(1);
-#define STEP_(c) __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(u), "v"(w))
-    VEC_PROBE(REP24);
-#undef STEP_
-}
-
-__attribute__((target("avx2,avxvnni"))) static float avxvnni256(long iters) {
-    const __m256i u = _mm256_set1_epi32(U8S), w = _mm256_set1_epi32(S8S), seed = _mm256_set1_epi32(1);
-#define STEP_(c) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(c) : "x"(u), "x"(w))
-    VEC_PROBE(REP12);
-#undef STEP_
-}
-
-__attribute__((target("avx512f,avx512vl,avx512vnni"))) static float vnni256(long iters) {
-    const __m256i u = _mm256_set1_epi32(U8S), w = _mm256_set1_epi32(S8S), seed = _mm256_set1_epi32(1);
-#define STEP_(c) __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(u), "v"(w))
-    VEC_PROBE(REP24);
-#undef STEP_
-}
-
+#define FMA_STEP(c) __asm__("vfmadd132ps %2, %1, %0" : "+v"(c) : "v"(a), "v"(m))
+#define FMA_Y_STEP(c) __asm__("vfmadd132ps %2, %1, %0" : "+x"(c) : "x"(a), "x"(m))
+#define BF16DOT_STEP(c) __asm__("vdpbf16ps %2, %1, %0" : "+v"(c) : "v"(u), "v"(w))
+#define VNNI_STEP(c) __asm__("vpdpbusd %2, %1, %0" : "+v"(c) : "v"(u), "v"(w))
+#define AVXVNNI_STEP(c) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(c) : "x"(u), "x"(w))
 /* VPMADDUBSW (32 byte products into 16 pair sums), VPMADDWD by ones, VPADDD: 32 multiply-adds */
-__attribute__((target("avx2"))) static float maddubs256(long iters) {
-    const __m256i u = _mm256_set1_epi32(U8S), w = _mm256_set1_epi32(S8S), one = _mm256_set1_epi16(1);
-    const __m256i seed = _mm256_set1_epi32(1);
-#define STEP_(c)                                                                                  \
-    do {                                                                                          \
-        __m256i t;                                                                                \
-        __asm__("vpmaddubsw %3, %2, %1\n\tvpmaddwd %4, %1, %1\n\tvpaddd %1, %0, %0"              \
-                : "+x"(c), "=&x"(t)                                                               \
-                : "x"(u), "x"(w), "x"(one));                                                      \
-    } while (0)
-    VEC_PROBE(REP6);
-#undef STEP_
-}
+#define MADDUBS_STEP(c)                                                                                       \
+    { __m256i t; __asm__("vpmaddubsw %3, %2, %1\n\tvpmaddwd %4, %1, %1\n\tvpaddd %1, %0, %0"                    \
+                         : "+x"(c), "=&x"(t) : "x"(u), "x"(w), "x"(one)); }
+
+VEC_PROBE_FN(fma512, __attribute__((target("avx512f"))), REP24, FMA_STEP,
+             const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f), seed = _mm512_set1_ps(1.0f))
+VEC_PROBE_FN(fma256, __attribute__((target("avx2,fma"))), REP12, FMA_Y_STEP,
+             const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f), seed = _mm256_set1_ps(1.0f))
+VEC_PROBE_FN(bf16dot512, __attribute__((target("avx512f,avx512bf16"))), REP24, BF16DOT_STEP,
+             const __m512i u = _mm512_set1_epi32(0x3f803f80), w = _mm512_set1_epi32(0x3c003c00);
+             const __m512 seed = _mm512_set1_ps(1.0f))
+VEC_PROBE_FN(vnni512, __attribute__((target("avx512f,avx512vnni"))), REP24, VNNI_STEP,
+             const __m512i u = _mm512_set1_epi32(U8S), w = _mm512_set1_epi32(S8S), seed = _mm512_set1_epi32(1))
+VEC_PROBE_FN(vnni256, __attribute__((target("avx512f,avx512vl,avx512vnni"))), REP24, VNNI_STEP,
+             const __m256i u = _mm256_set1_epi32(U8S), w = _mm256_set1_epi32(S8S), seed = _mm256_set1_epi32(1))
+VEC_PROBE_FN(avxvnni256, __attribute__((target("avx2,avxvnni"))), REP12, AVXVNNI_STEP,
+             const __m256i u = _mm256_set1_epi32(U8S), w = _mm256_set1_epi32(S8S), seed = _mm256_set1_epi32(1))
+VEC_PROBE_FN(maddubs256, __attribute__((target("avx2"))), REP6, MADDUBS_STEP,
+             const __m256i u = _mm256_set1_epi32(U8S), w = _mm256_set1_epi32(S8S), one = _mm256_set1_epi16(1);
+             const __m256i seed = _mm256_set1_epi32(1))
 
 /* TDPBF16PS into 4 accumulator tiles (16 x 16 f32, each a 16 x 32 by 32 x 16 bf16 product);
    the calling thread needs the tile permission (ct_amx_available) */
@@ -202,42 +176,25 @@ __attribute__((target("amx-tile,amx-bf16"))) static float amx_bf16(long iters) {
 #endif
 
 #if defined(__aarch64__)
-static float fma_neon(long iters) {
-    const float32x4_t m = vdupq_n_f32(0.999999f), a = vdupq_n_f32(1e-7f), seed = vdupq_n_f32(1.0f);
-#define STEP_(c) __asm__("fmla %0.4s, %1.4s, %2.4s" : "+w"(c) : "w"(a), "w"(m))
-    VEC_PROBE(REP24);
-#undef STEP_
-}
-
-/* SMULL + SMLAL2 (16 byte products into 8 int16 pair sums) and SADALP: 16 multiply-adds */
-static float smull_neon(long iters) {
-    const int8x16_t u = vdupq_n_s8(3), w = vdupq_n_s8(-5);
-    const int32x4_t seed = vdupq_n_s32(1);
-#define STEP_(c)                                                                                  \
-    do {                                                                                          \
-        int16x8_t t;                                                                              \
-        __asm__("smull %1.8h, %2.8b, %3.8b\n\tsmlal2 %1.8h, %2.16b, %3.16b\n\tsadalp %0.4s, %1.8h" \
-                : "+w"(c), "=&w"(t)                                                               \
-                : "w"(u), "w"(w));                                                                \
-    } while (0)
-    VEC_PROBE(REP12);
-#undef STEP_
-}
-
-/* SDOT: 16 multiply-adds (assembled for the function's target, named as
-   kernels/arm/matmul_dot_neon.c names it) */
+/* SDOT is assembled for its function's target, named as kernels/arm/matmul_dot_neon.c names it */
 #if defined(__clang__)
 #define SDOT_TARGET __attribute__((target("dotprod")))
 #else
 #define SDOT_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
 #endif
-SDOT_TARGET static float sdot_neon(long iters) {
-    const int8x16_t u = vdupq_n_s8(3), w = vdupq_n_s8(-5);
-    const int32x4_t seed = vdupq_n_s32(1);
-#define STEP_(c) __asm__("sdot %0.4s, %1.16b, %2.16b" : "+w"(c) : "w"(u), "w"(w))
-    VEC_PROBE(REP24);
-#undef STEP_
-}
+#define FMLA_STEP(c) __asm__("fmla %0.4s, %1.4s, %2.4s" : "+w"(c) : "w"(a), "w"(m))
+#define SDOT_STEP(c) __asm__("sdot %0.4s, %1.16b, %2.16b" : "+w"(c) : "w"(u), "w"(w))
+/* SMULL + SMLAL2 (16 byte products into 8 int16 pair sums) and SADALP: 16 multiply-adds */
+#define SMULL_STEP(c)                                                                                         \
+    { int16x8_t t; __asm__("smull %1.8h, %2.8b, %3.8b\n\tsmlal2 %1.8h, %2.16b, %3.16b\n\tsadalp %0.4s, %1.8h"      \
+                           : "+w"(c), "=&w"(t) : "w"(u), "w"(w)); }
+
+VEC_PROBE_FN(fma_neon, , REP24, FMLA_STEP,
+             const float32x4_t m = vdupq_n_f32(0.999999f), a = vdupq_n_f32(1e-7f), seed = vdupq_n_f32(1.0f))
+VEC_PROBE_FN(smull_neon, , REP12, SMULL_STEP, const int8x16_t u = vdupq_n_s8(3), w = vdupq_n_s8(-5);
+             const int32x4_t seed = vdupq_n_s32(1))
+VEC_PROBE_FN(sdot_neon, SDOT_TARGET, REP24, SDOT_STEP, const int8x16_t u = vdupq_n_s8(3), w = vdupq_n_s8(-5);
+             const int32x4_t seed = vdupq_n_s32(1))
 #endif
 
 /* The f32 FMA of the selected kernel level: its vector width, or scalar. */
