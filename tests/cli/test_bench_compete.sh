@@ -238,7 +238,7 @@ fi
 expect_rc 2 "$BIN" bench kernels --ms 0; has "ms must be in" "$WORK/err"
 # an INT8 talker's prompt: its floor at the integer dot's rate where the kernels run the integer-dot
 # mode (the dot instruction the kernels name), else at the FMA's
-expect_rc 0 "$BIN" bench model -m "$M" --weights int8 --threads 2 --frames 2 --repeat 1 --no-codec --json "$WORK/b8.json"
+CT_RC_TIMEOUT=240 expect_rc 0 "$BIN" bench model -m "$M" --weights int8 --threads 2 --frames 2 --repeat 1 --no-codec --json "$WORK/b8.json"
 python3 - "$WORK/b8.json" <<'PY' && ok || bad "bench model int8 prompt floor"
 import json, sys
 d = json.load(open(sys.argv[1]))

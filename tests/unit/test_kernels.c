@@ -190,7 +190,7 @@ static int dot_kernels(const ct_cpu_features *f, dot_kernel *dk) {
 }
 
 static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
-    enum { MR = 300, MC = 4160, MT = 37 };
+    enum { MR = 300, MC = 4160, MT = 70 };
     float *wf = malloc(sizeof(float) * MR * MC), *x = malloc(sizeof(float) * MT * MC);
     float *y0 = malloc(sizeof(float) * MT * MR), *y1 = malloc(sizeof(float) * MT * MR);
     float *yf = malloc(sizeof(float) * MT * MR), *mag = malloc(sizeof(float) * MT * MR);
@@ -215,10 +215,10 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         CHECKF(bad == 0 && s[1] == 0 && s[3] == 0 && s[0] > 0, "xq quantizer contract (%d bad)", bad);
     }
     /* 4160 columns: past the VNNI panels' width; 8 tokens and more: the VNNI panels (5: the row
-       blocks) */
+       blocks); 70: two passes of the 64-token panel calls */
     static const int cols[] = {64, 192, 1024, 3072, 4160};
     static const int rows[] = {1, 5, 17, 70, 300};
-    static const int toks[] = {1, 2, 3, 4, 5, 8, 13, 15, 16, 20, 33};
+    static const int toks[] = {1, 2, 3, 4, 5, 8, 13, 15, 16, 20, 33, 70};
     int variants = 0;
     for (int isa = 0; isa < CT_ISA_COUNT; isa++) {
         ct_matmul_rows_fn fn = ct_matmul_rows_for((ct_isa)isa);
@@ -231,7 +231,8 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
                 for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++)
                     for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++) {
                         const int C = cols[ci], R = rows[ri], n = toks[ti];
-                        if ((size_t)R * C > 300 * 1024 || (R == 300 && ti % 3)) continue;
+                        if ((size_t)R * C > 300 * 1024 || (R == 300 && ti % 3) || (n > MT / 2 && (size_t)R * C > 72 * 1024))
+                            continue;
                         for (int i = 0; i < R * C; i++) wf[i] = urand(rng) * (i % 97 == 0 ? 8.0f : 1.0f);
                         for (int i = 0; i < n * C; i++) x[i] = urand(rng) * (i % 211 == 0 ? 30.0f : 1.0f);
                         for (int i = 0; i < C && n > 1; i++) x[C + i] = i < 64 ? 0.0f : x[C + i];
@@ -408,9 +409,9 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
         CHECK(!ct_isa_uses_vnni(CT_ISA_AVX2, &v));
     }
 #endif
-    /* the integer-dot kernels (VNNI, VPMADDUBSW, SDOT, SMULL) called directly with 4, 8 and 37
-       tokens (past one quantization pass; the panels from 8 tokens, the 256-bit VPDPBUSD INT8 from 4
-       tokens) on 300 rows in two row ranges, with a bias: each token bit-for-bit its solo result,
+    /* the integer-dot kernels (VNNI, VPMADDUBSW, SDOT, SMULL) called directly with 4, 8, 37 and 70
+       tokens (37: past one quantization pass of the decode kernels, 70: of the panel calls; the
+       panels from 8 tokens, the 256-bit VPDPBUSD INT8 from 4 tokens) on 300 rows in two row ranges, with a bias: each token bit-for-bit its solo result,
        and within the bound of the reference; the outputs that differ from it in any bit are
        counted and printed, and must be none for the kernels that do the reference's arithmetic
        (VPMADDUBSW, the 256-bit VPDPBUSD, SDOT, SMULL) */
@@ -419,8 +420,8 @@ static void check_xq(ct_rng *rng, const ct_cpu_features *f) {
     for (int di = 0; di < ndk; di++) {
         const ct_matmul_rows_fn direct = dk[di].fn;
         const char *dname = dk[di].name;
-        for (int ni = 0; ni < 3; ni++) {
-            const int R = 300, C = 1024, n = ni == 0 ? 4 : ni == 1 ? 8 : 37;
+        for (int ni = 0; ni < 4; ni++) {
+            const int R = 300, C = 1024, n = ni == 0 ? 4 : ni == 1 ? 8 : ni == 2 ? 37 : 70;
             int bad = 0, same = 1, differ = 0;
             float bias[300];
             for (int i = 0; i < R * C; i++) wf[i] = urand(rng);

@@ -33,7 +33,9 @@
 #include "kernels/matrow.h"
 #include "kernels/tbuf.h"
 
-#define XQ_TOK 16   /* tokens quantized per pass (a prompt pass takes several) */
+#define XQ_TOK 64   /* tokens quantized per pass: a prompt pass of up to 64 positions is one, so its
+                       panels are packed once per call and its quantized activations are reused
+                       by the calls on the same x (docs/KERNELS.md "The avx2 level's panels") */
 #define XQ_PF 512   /* bytes ahead in each row prefetched into L1 (weights from DRAM) */
 #define XQ_PF2 CT_PF_L2 /* and into L2 */
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
